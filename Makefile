@@ -1,0 +1,38 @@
+# Quickstart targets: `make demo` and `make test` set up everything they need on a fresh Debian machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PKGS := postgresql chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core
+
+.PHONY: demo test setup sysdeps bench clean
+
+sysdeps:
+	@missing=""; \
+	for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[all,test]'
+	touch $(STAMP)
+
+setup: sysdeps $(STAMP)
+
+demo: setup
+	$(VENV)/bin/referee demo
+
+test: setup
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: setup
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,76 @@
+"""On-disk records of the auditor: the audit record (one JSONL line per run) and its parts."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
+TaskClass = Literal["create_edit", "delete", "configure", "send", "query", "other"]
+EvidenceField = Literal["action", "target_id", "transition", "committed", "final_supports_goal"]
+Tri = Literal["yes", "no", "unknown"]
+TraceState = Literal["completed", "not_completed", "unknown"]
+Disposition = Literal["pass", "flag", "review"]
+
+EVIDENCE_FIELDS: tuple[str, ...] = ("action", "target_id", "transition", "committed", "final_supports_goal")
+TASK_CLASSES: tuple[str, ...] = ("create_edit", "delete", "configure", "send", "query", "other")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FieldEvidence(_Model):
+    """One evidence field of one extraction run: its value and the step indices that support it."""
+
+    value: Tri = "unknown"
+    support: list[int] = Field(default_factory=list)
+    note: str | None = None
+
+
+class ClaimReading(_Model):
+    """What the claim reader made of the report (and of nothing else)."""
+
+    label: ClaimLabel
+    votes: list[ClaimLabel] = Field(default_factory=list)
+    backend: str = "rules"
+    cue: str | None = None  # the phrase that decided a rules reading, for humans
+
+
+class PolicyRef(_Model):
+    name: str
+    sha256: str
+
+
+class BackendRef(_Model):
+    name: str
+    model: str | None = None
+    prompt_version: str = "1"
+    runs: int = 1
+
+
+class AuditRecord(_Model):
+    """One audited run. Everything `referee replay` needs to recompute without a backend.
+
+    `evidence` holds one mapping per extraction run (field -> FieldEvidence); `run_states` the
+    checker's state of each run; `trace_state` the k-of-n vote over them.
+    """
+
+    record_version: Literal[1] = 1
+    run_id: str
+    task: str
+    task_class: TaskClass
+    claim: ClaimReading
+    evidence: list[dict[EvidenceField, FieldEvidence]]
+    run_states: list[TraceState]
+    trace_state: TraceState
+    disposition: Disposition
+    policy: PolicyRef
+    backend: BackendRef
+    view_sha256: str
+    group: str | None = None
+    split: str | None = None
+    source: str | None = None
+    advisory: bool = False  # true for records made from SKIPPED runner steps: never a PASS
+    errors: list[str] = Field(default_factory=list)

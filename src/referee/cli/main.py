@@ -1,0 +1,69 @@
+"""The `referee` command: subcommands from the cli modules, one-line errors, DESIGN.md exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from referee.errors import RefereeError
+
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="referee")
+def cli() -> None:
+    """referee: the agent that does the work never decides whether the work was correct."""
+
+
+def _add_commands() -> None:
+    from referee.cli import runner_cmds
+
+    for cmd in runner_cmds.COMMANDS:
+        cli.add_command(cmd)
+    for modname in ("audit_cmds", "eval_cmds"):
+        try:
+            mod = __import__(f"referee.cli.{modname}", fromlist=["COMMANDS"])
+        except ModuleNotFoundError as exc:  # a half of the tool not built in this checkout
+            if exc.name != f"referee.cli.{modname}":
+                raise
+            continue
+        for cmd in mod.COMMANDS:
+            cli.add_command(cmd)
+
+
+_add_commands()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and turn every failure into one line and an exit code (0/1/2/3/130)."""
+    try:
+        rv = cli.main(args=argv, prog_name="referee", standalone_mode=False)
+    except RefereeError as err:
+        click.echo(f"referee: error: {err}", err=True)
+        return err.exit_code
+    except click.exceptions.Abort:
+        click.echo("referee: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as err:
+        click.echo(f"referee: error: {err.format_message()}", err=True)
+        return 2
+    except KeyboardInterrupt:
+        click.echo("referee: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as err:  # a bug in referee, not the user's mistake
+        if os.environ.get("REFEREE_DEBUG"):
+            raise
+        click.echo(f"referee: internal error: {type(err).__name__}: {err} "
+                   "(set REFEREE_DEBUG=1 for a traceback, and please report it)", err=True)
+        return EXIT_INTERNAL
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

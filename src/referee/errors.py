@@ -1,0 +1,124 @@
+"""One error hierarchy: every user-facing failure names the file, the place, the rule and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class RefereeError(Exception):
+    """Base of every error referee raises on purpose.
+
+    The CLI prints `str(err)` as one line and exits with `exit_code`; no traceback.
+
+    >>> str(RefereeError("bad thing", file="plan.yaml", place="3:5", fix="do X"))
+    'plan.yaml:3:5: bad thing; do X'
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, file: str | None = None, place: str | None = None,
+                 fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.place = place
+        self.fix = fix
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file and self.place:
+            where = f"{self.file}:{self.place}: "
+        elif self.file:
+            where = f"{self.file}: "
+        elif self.place:
+            where = f"{self.place}: "
+        tail = f"; {self.fix}" if self.fix else ""
+        return f"{where}{self.message}{tail}"
+
+
+class UsageError(RefereeError):
+    """A bad command line or option value."""
+
+
+class PlanError(RefereeError):
+    """A plan file that cannot be loaded or does not validate."""
+
+
+class UnknownKindError(RefereeError):
+    """A registry lookup for a name nobody registered."""
+
+
+class EvidenceError(RefereeError):
+    """Evidence that is missing, unreadable, tampered with, or escapes the run directory."""
+
+    exit_code = 1
+
+
+class CaptureError(RefereeError):
+    """The runner could not take a capture (recorded as evidence of the failure, not raised to the user)."""
+
+    exit_code = 1
+
+
+class ActorError(RefereeError):
+    """The acting agent could not be started at all."""
+
+    exit_code = 1
+
+
+class AppError(RefereeError):
+    """The app under test would not start or never became ready."""
+
+    exit_code = 1
+
+
+class TraceError(RefereeError):
+    """A trace record that cannot be read; names the file, line and run_id."""
+
+
+class PolicyError(RefereeError):
+    """A policy file that cannot be loaded or does not validate."""
+
+
+class GoldError(RefereeError):
+    """Gold labels that cannot be read or do not match the audit records."""
+
+
+class MissingExtraError(RefereeError):
+    """An optional dependency is not installed.
+
+    >>> str(MissingExtraError("ocr", "pytesseract"))
+    "pytesseract is not installed; install with: pip install 'referee[ocr]'"
+    """
+
+    def __init__(self, extra: str, module: str) -> None:
+        super().__init__(f"{module} is not installed", fix=f"install with: pip install 'referee[{extra}]'")
+        self.extra = extra
+
+
+def require(module: str, extra: str):
+    """Import an optional dependency or raise MissingExtraError naming the extra.
+
+    >>> require("json", "llm").__name__
+    'json'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(extra, module.split(".")[0]) from exc
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in a user's file something is: used to build error places."""
+
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def place(self) -> str | None:
+        if self.line is None:
+            return None
+        return f"{self.line}:{self.column}" if self.column is not None else f"{self.line}"

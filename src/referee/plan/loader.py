@@ -1,0 +1,255 @@
+"""Load and validate a plan file; every error names the file, YAML line and column, step, rule and fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from referee.errors import PlanError, RefereeError
+from referee.plan.model import Plan, Step
+
+Pos = tuple[int, int]
+
+
+def _construct(node: yaml.Node, path: tuple, positions: dict[tuple, Pos]) -> Any:
+    """Turn a composed YAML node into plain data, remembering where each value stood."""
+    positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for knode, vnode in node.value:
+            key = _scalar(knode)
+            if key in out:
+                raise PlanError(f"duplicate key '{key}'", place=f"{knode.start_mark.line + 1}:{knode.start_mark.column + 1}",
+                                fix="remove one of them")
+            positions[path + (key, "__key__")] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
+            out[key] = _construct(vnode, path + (key,), positions)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(v, path + (i,), positions) for i, v in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        raise PlanError("a key must be a plain value", place=f"{node.start_mark.line + 1}:{node.start_mark.column + 1}")
+    return yaml.SafeLoader("").construct_scalar(node) if node.tag == "tag:yaml.org,2002:str" else _resolve(node)
+
+
+def _resolve(node: yaml.ScalarNode) -> Any:
+    loader = yaml.SafeLoader("")
+    return loader.construct_object(node, deep=True)
+
+
+@dataclass(frozen=True)
+class TypedValidator:
+    """A validator entry resolved to its kind and typed parameters."""
+
+    index: int
+    kind: Any  # ValidatorKind
+    params: Any  # ValidatorParams subclass
+
+    @property
+    def label(self) -> str:
+        return self.params.name or f"{self.params.kind}#{self.index}"
+
+
+@dataclass(frozen=True)
+class TypedCapture:
+    kind: Any  # CaptureKind
+    params: Any
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    """A plan that validated: the model plus each step's typed validators and captures."""
+
+    path: Path
+    text: str
+    plan: Plan
+    validators: dict[str, tuple[TypedValidator, ...]]
+    captures: dict[str, tuple[TypedCapture, ...]]
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    def step(self, step_id: str) -> Step:
+        return next(s for s in self.plan.steps if s.id == step_id)
+
+
+class _Where:
+    def __init__(self, file: str, positions: dict[tuple, Pos], data: Any) -> None:
+        self.file, self.positions, self.data = file, positions, data
+
+    def place(self, loc: tuple) -> str | None:
+        loc = tuple(loc)
+        # a missing key has no position: walk up to the nearest parent that has one
+        while loc:
+            if loc in self.positions:
+                line, col = self.positions[loc]
+                return f"{line}:{col}"
+            loc = loc[:-1]
+        pos = self.positions.get(())
+        return f"{pos[0]}:{pos[1]}" if pos else None
+
+    def step_label(self, loc: tuple) -> str:
+        if len(loc) >= 2 and loc[0] == "steps" and isinstance(loc[1], int):
+            try:
+                sid = self.data["steps"][loc[1]].get("id")
+            except Exception:
+                sid = None
+            return f" in step '{sid}'" if sid else f" in step #{loc[1] + 1}"
+        return ""
+
+    def error(self, msg: str, loc: tuple, fix: str | None = None) -> PlanError:
+        return PlanError(msg + self.step_label(loc), file=self.file, place=self.place(loc), fix=fix)
+
+
+_FIXES = {
+    "missing": "add it",
+    "extra_forbidden": "remove it or check its spelling",
+    "literal_error": None,
+}
+
+
+def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = ()) -> PlanError:
+    err = exc.errors()[0]
+    loc = base + tuple(err["loc"])
+    field = ".".join(str(p) for p in err["loc"]) or "value"
+    etype = err["type"]
+    if etype == "missing":
+        msg = f"missing required field '{field}'"
+    elif etype == "extra_forbidden":
+        msg = f"unknown field '{field}'"
+        if (loc + ("__key__",)) in where.positions:
+            loc = loc + ("__key__",)
+    else:
+        msg = f"invalid '{field}': {err['msg']}"
+    fix = _FIXES.get(etype)
+    if etype == "extra_forbidden" and base and isinstance(base[-1], int):
+        fix = "remove it or check its spelling (`referee kinds` lists each kind's parameters)"
+    return where.error(msg, loc, fix)
+
+
+def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
+    """Parse and validate plan text.
+
+    >>> lp = load_plan_text("- id: a\\n  do: nothing\\n", "p.yaml")
+    >>> (lp.name, [s.id for s in lp.plan.steps])
+    ('p', ['a'])
+    """
+    from referee.runner.captures import captures as capture_registry, load_builtin as load_captures
+    from referee.validators import load_builtin as load_validators, validators as validator_registry
+
+    load_validators()
+    load_captures()
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        place = f"{mark.line + 1}:{mark.column + 1}" if mark else None
+        raise PlanError(f"malformed YAML: {exc.problem or exc}", file=file, place=place,
+                        fix="fix the indentation or quoting there") from None
+    except yaml.YAMLError as exc:
+        raise PlanError(f"malformed YAML: {exc}", file=file) from None
+    if node is None:
+        raise PlanError("the plan is empty", file=file, fix="add a `steps:` list")
+    positions: dict[tuple, Pos] = {}
+    data = _construct(node, (), positions)
+    if isinstance(data, list):  # the seed format: a bare list of steps
+        positions = {("steps",) + k: v for k, v in positions.items()}
+        data = {"steps": data}
+    if not isinstance(data, dict):
+        raise PlanError("a plan must be a mapping with `steps:` or a list of steps", file=file, place="1:1",
+                        fix="see DESIGN.md, plan v1")
+    where = _Where(file, positions, data)
+    stem = Path(file).stem if file != "<plan>" else "plan"
+    data.setdefault("name", stem)
+    try:
+        plan = Plan.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_error(where, exc) from None
+
+    seen: dict[str, int] = {}
+    typed_v: dict[str, tuple[TypedValidator, ...]] = {}
+    typed_c: dict[str, tuple[TypedCapture, ...]] = {}
+    for si, step in enumerate(plan.steps):
+        if step.id in seen:
+            raise where.error(f"duplicate step id '{step.id}' (first at step #{seen[step.id] + 1})",
+                              ("steps", si, "id"), fix="give every step its own id")
+        seen[step.id] = si
+        caps: list[TypedCapture] = []
+        names: set[str] = set()
+        for ci, raw in enumerate(step.capture):
+            loc = ("steps", si, "capture", ci)
+            if not isinstance(raw, dict) or "kind" not in raw:
+                raise where.error("a capture needs a `kind`", loc, fix=f"known kinds: {', '.join(capture_registry.names())}")
+            try:
+                ck = capture_registry.get(str(raw["kind"]))
+            except RefereeError as exc:
+                raise where.error(exc.message, loc + ("kind",), fix=exc.fix) from None
+            try:
+                params = ck.Params.model_validate(raw)
+            except ValidationError as exc:
+                raise _pydantic_error(where, exc, loc) from None
+            if params.name in names:
+                raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",), fix="give each capture its own name")
+            names.add(params.name)
+            caps.append(TypedCapture(ck, params))
+        vals: list[TypedValidator] = []
+        for vi, raw in enumerate(step.validators):
+            loc = ("steps", si, "validators", vi)
+            if not isinstance(raw, dict) or "kind" not in raw:
+                raise where.error("a validator needs a `kind`", loc,
+                                  fix=f"known kinds: {', '.join(validator_registry.names())}")
+            try:
+                vk = validator_registry.get(str(raw["kind"]))
+            except RefereeError as exc:
+                raise where.error(exc.message, loc + ("kind",), fix=exc.fix) from None
+            try:
+                params = vk.Params.model_validate(raw)
+            except ValidationError as exc:
+                raise _pydantic_error(where, exc, loc) from None
+            tv = TypedValidator(vi, vk, params)
+            for req in vk.captures(params, vi):
+                if req.name in names:
+                    continue
+                ck = capture_registry.get(req.kind)
+                try:
+                    cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params})
+                except ValidationError as exc:
+                    raise _pydantic_error(where, exc, loc) from None
+                names.add(req.name)
+                caps.append(TypedCapture(ck, cparams))
+            for ref in vk.evidence_refs(params, vi):
+                _check_ref(where, loc, ref)
+            vals.append(tv)
+        typed_v[step.id] = tuple(vals)
+        typed_c[step.id] = tuple(caps)
+    return LoadedPlan(Path(file), text, plan, typed_v, typed_c)
+
+
+def _check_ref(where: _Where, loc: tuple, ref: str) -> None:
+    import os
+
+    if not isinstance(ref, str) or not ref:
+        raise where.error("an evidence reference must be a capture name or a relative path", loc + ("evidence",))
+    if os.path.isabs(ref) or ".." in Path(ref).parts:
+        raise where.error(f"evidence path '{ref}' escapes the run directory", loc + ("evidence",),
+                          fix="use a capture name or a path relative to the agent's folder")
+
+
+def load_plan(path: str | Path) -> LoadedPlan:
+    """Read a plan file from disk and validate it (PlanError on any problem)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError("plan file not found", file=str(path), fix="check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"cannot read plan: {exc}", file=str(path)) from None
+    return load_plan_text(text, str(path))

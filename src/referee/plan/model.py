@@ -1,0 +1,60 @@
+"""Plan v1 as pydantic models (extra="forbid"); validator and capture parameters are typed per kind."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AppSpec(_Model):
+    """The app the runner starts before the plan and stops after it."""
+
+    start: str | None = None
+    url: str | None = None
+    ready: str | None = None
+    ready_timeout_s: float = 30.0
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class ActorSpec(_Model):
+    """Who performs each step's `do:`."""
+
+    kind: Literal["command", "python", "browser"] = "command"
+    command: str | None = None
+    target: str | None = None  # python actor: "module:ClassName"
+    timeout_s: float = 120.0
+    env: dict[str, str] = Field(default_factory=dict)  # passed to the agent explicitly; nothing else leaks
+    headless: bool = True
+
+
+class Step(_Model):
+    id: str
+    do: str = ""
+    capture: list[dict[str, Any]] = Field(default_factory=list)
+    validators: list[dict[str, Any]] = Field(default_factory=list)
+    script: list[dict[str, Any]] = Field(default_factory=list)
+    timeout_s: float | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, v: str) -> str:
+        import re
+
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", v):
+            raise ValueError("a step id may hold letters, digits, '_', '-' and '.' and must not start with '.' or '-'")
+        return v
+
+
+class Plan(_Model):
+    version: Literal[1] = 1
+    name: str = ""
+    app: AppSpec | None = None
+    actor: ActorSpec | None = None
+    controls: list[str] = Field(default_factory=list)
+    steps: list[Step]
