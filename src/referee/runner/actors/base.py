@@ -1,0 +1,75 @@
+"""The actor contract: perform one step, leave files in the agent folder, return what the agent claimed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from referee.registry import Registry
+
+
+class Claim(BaseModel):
+    """What the agent said about a step: recorded beside the verdict, never deciding it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passed: bool | None = Field(default=None, alias="pass")
+    note: str = ""
+    evidence: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def dump(self) -> dict[str, Any]:
+        return {"pass": self.passed, "note": self.note, "evidence": self.evidence}
+
+
+@dataclass
+class StepRun:
+    """Everything an actor needs for one step. `agent_dir` is the only folder the agent writes to."""
+
+    step: Any  # referee.plan.model.Step
+    plan_name: str
+    app_url: str | None
+    agent_dir: Path
+    claim_file: Path
+    timeout_s: float
+    env: dict[str, str] = field(default_factory=dict)
+    page: Any = None  # the runner's browser page, for the browser actor
+    cdp_url: str | None = None
+
+
+@dataclass(frozen=True)
+class ActorResult:
+    """What happened when the actor ran: recorded in the manifest, never used for the verdict."""
+
+    exit_code: int | None
+    timed_out: bool = False
+    error: str | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+
+class ActorKind:
+    """Base class of an actor kind. `setup`/`teardown` bracket the whole plan."""
+
+    kind: ClassVar[str] = ""
+
+    def setup(self, spec: Any, *, app_url: str | None, run_dir: Path) -> None:  # noqa: B027
+        pass
+
+    def perform(self, run: StepRun) -> ActorResult:
+        raise NotImplementedError
+
+    def teardown(self) -> None:  # noqa: B027
+        pass
+
+    @property
+    def page(self) -> Any:
+        """The runner-owned browser page, if this actor has one (captures use it)."""
+        return None
+
+
+actors: Registry[type[ActorKind]] = Registry("actor kind")

@@ -1,0 +1,78 @@
+"""The capture contract: typed parameters and a `take` that writes evidence files into one folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from referee.registry import Registry
+
+
+class CaptureParams(BaseModel):
+    """Parameters every capture takes; kinds subclass this."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    name: str
+
+
+@dataclass
+class CaptureContext:
+    """What a capture may use: the app URL, the runner's own browser page, where to write.
+
+    `out_dir` is `evidence/<step>/<phase>/`; a capture writes its files there and returns them,
+    primary file first (the one a validator gets when it names the capture).
+    """
+
+    step_id: str
+    phase: Literal["before", "after"]
+    out_dir: Path
+    app_url: str | None = None
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    page: Any = None  # the runner's Playwright page, when the actor is a browser
+    timeout_s: float = 30.0
+
+    def join_url(self, url: str) -> str:
+        """Join a relative URL to app.url.
+
+        >>> CaptureContext("s", "after", Path("."), app_url="http://127.0.0.1:5/").join_url("/api/x")
+        'http://127.0.0.1:5/api/x'
+        """
+        if "://" in url or not self.app_url:
+            return url
+        return self.app_url.rstrip("/") + "/" + url.lstrip("/")
+
+
+class CaptureKind:
+    """Base class of a capture kind. `take` may do I/O; it must write only under `ctx.out_dir`.
+
+    A failed capture writes a JSON file recording the failure (`{"capture_error": ...}`) rather
+    than raising, so the grader can say ERROR with the reason.
+    """
+
+    kind: ClassVar[str] = ""
+    Params: ClassVar[type[CaptureParams]] = CaptureParams
+    summary: ClassVar[str] = ""
+    needs_page: ClassVar[bool] = False
+
+    def take(self, params: CaptureParams, ctx: CaptureContext) -> list[Path]:
+        raise NotImplementedError
+
+
+captures: Registry[CaptureKind] = Registry("capture kind", "referee.captures")
+
+
+def register(kind: str):
+    """Class decorator: register a CaptureKind subclass under `kind`."""
+
+    def deco(cls):
+        cls.kind = kind
+        captures.add(kind, cls())
+        return cls
+
+    return deco
