@@ -14,8 +14,6 @@ from referee.registry import Registry
 class Claim(BaseModel):
     """What the agent said about a step: recorded beside the verdict, never deciding it."""
 
-    model_config = ConfigDict(extra="forbid")
-
     passed: bool | None = Field(default=None, alias="pass")
     note: str = ""
     evidence: list[str] = Field(default_factory=list)
