@@ -1,0 +1,244 @@
+"""A small OpenAI-compatible chat client: JSON answers, a forgiving parser, retries with backoff, bounded concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+from referee.errors import RefereeError, UsageError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class LLMError(RefereeError):
+    """A model call that failed for good (after retries); callers turn it into `unknown`."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Where and how to call a model.
+
+    >>> LLMConfig(base_url="http://127.0.0.1:8000/v1", model="m").chat_url
+    'http://127.0.0.1:8000/v1/chat/completions'
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4           # retries after the first attempt
+    backoff_s: float = 0.5         # first wait; doubles each retry, with jitter
+    max_backoff_s: float = 20.0
+    concurrency: int = 8
+    temperature: float = 0.0
+    max_tokens: int | None = None
+
+    @property
+    def chat_url(self) -> str:
+        base = self.base_url.rstrip("/")
+        return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+    @classmethod
+    def from_env(cls, base_url: str | None, model: str | None, **kw: Any) -> "LLMConfig":
+        """Build a config; the key comes from OPENAI_API_KEY, base URL from OPENAI_BASE_URL when not given."""
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise UsageError("no model endpoint given", fix="pass --base-url (any OpenAI-compatible /v1 URL) or set OPENAI_BASE_URL")
+        if not model:
+            raise UsageError("no model name given", fix="pass --model NAME")
+        return cls(base_url=base_url, model=model, api_key=os.environ.get("OPENAI_API_KEY"), **kw)
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One finished chat call: the text, the parsed JSON object (or None), attempts made, last error."""
+
+    text: str | None
+    data: dict | None
+    attempts: int
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def parse_json_loose(text: str | None) -> dict | None:
+    """Pull the first JSON object out of a model answer: plain JSON, a ```json fence, or JSON inside prose.
+
+    >>> parse_json_loose('Sure! ```json\\n{"a": 1}\\n``` hope it helps')
+    {'a': 1}
+    >>> parse_json_loose('the answer is {"a": {"b": 2}} ok')
+    {'a': {'b': 2}}
+    >>> parse_json_loose("no json here") is None
+    True
+    """
+    if not text:
+        return None
+    text = text.strip()
+    try:
+        obj = json.loads(text)
+        return obj if isinstance(obj, dict) else None
+    except ValueError:
+        pass
+    dec = json.JSONDecoder()
+    # try every '{' in order: fences and prose just shift where the object starts
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, _ = dec.raw_decode(text, start)
+            if isinstance(obj, dict):
+                return obj
+        except ValueError:
+            pass
+        start = text.find("{", start + 1)
+    return None
+
+
+@dataclass
+class LLMClient:
+    """A thread-safe OpenAI-compatible chat client that never raises for a model's bad answer.
+
+    >>> c = LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=0, timeout_s=0.2))
+    >>> c.chat([{"role": "user", "content": "hi"}]).ok
+    False
+    """
+
+    config: LLMConfig
+    sleep: Callable[[float], None] = time.sleep
+    calls: int = 0                 # HTTP requests sent, retries included (tests count these)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+    _clients: list = field(default_factory=list, repr=False)
+
+    def _http(self):
+        import httpx
+
+        client = getattr(self._local, "client", None)
+        if client is None:
+            headers = {"Content-Type": "application/json"}
+            if self.config.api_key:
+                headers["Authorization"] = f"Bearer {self.config.api_key}"
+            client = httpx.Client(timeout=self.config.timeout_s, headers=headers)
+            self._local.client = client
+            with self._lock:
+                self._clients.append(client)
+        return client
+
+    def close(self) -> None:
+        with self._lock:
+            for c in self._clients:
+                c.close()
+            self._clients.clear()
+        self._local = threading.local()
+
+    def __enter__(self) -> "LLMClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _wait(self, attempt: int, retry_after: str | None) -> None:
+        delay = min(self.config.max_backoff_s, self.config.backoff_s * (2 ** attempt))
+        delay *= 0.75 + 0.5 * random.random()  # jitter, so concurrent workers do not retry in lockstep
+        if retry_after:
+            try:
+                delay = min(self.config.max_backoff_s, max(delay, float(retry_after)))
+            except ValueError:
+                pass
+        self.sleep(delay)
+
+    def chat(self, messages: list[dict], *, json_schema: dict | None = None, schema_name: str = "answer",
+             temperature: float | None = None) -> ChatResult:
+        """Send one chat request, retrying 429/5xx/timeouts; parse a JSON object from the answer when asked.
+
+        >>> LLMClient(LLMConfig(base_url="http://127.0.0.1:9", model="m", max_retries=0, timeout_s=0.2)).chat([]).attempts
+        1
+        """
+        import httpx
+
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages,
+                                "temperature": self.config.temperature if temperature is None else temperature}
+        if self.config.max_tokens:
+            body["max_tokens"] = self.config.max_tokens
+        if json_schema is not None:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": schema_name, "schema": json_schema, "strict": False}}
+        error: str | None = None
+        attempts = 0
+        dropped_format = False
+        while attempts <= self.config.max_retries:
+            attempts += 1
+            with self._lock:
+                self.calls += 1
+            retry_after = None
+            try:
+                resp = self._http().post(self.config.chat_url, json=body)
+            except httpx.TimeoutException:
+                error = f"timeout after {self.config.timeout_s}s"
+            except httpx.TransportError as exc:
+                error = f"transport error: {type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code == 200:
+                    text = _answer_text(resp)
+                    if text is None:
+                        error = "no message content in the response"
+                        break  # a well-formed 200 without content will not improve on retry
+                    data = parse_json_loose(text) if json_schema is not None else None
+                    err = "answer is not a JSON object" if (json_schema is not None and data is None) else None
+                    return ChatResult(text=text, data=data, attempts=attempts, error=err)
+                error = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                if resp.status_code == 400 and "response_format" in body and not dropped_format:
+                    # some servers reject json_schema; ask again without it and rely on the loose parser
+                    body.pop("response_format")
+                    dropped_format = True
+                    continue
+                if resp.status_code not in RETRY_STATUS:
+                    break
+                retry_after = resp.headers.get("retry-after")
+            if attempts <= self.config.max_retries:
+                self._wait(attempts - 1, retry_after)
+        return ChatResult(text=None, data=None, attempts=attempts, error=error)
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T], *, concurrency: int | None = None) -> Iterator[R]:
+        """Apply `fn` to items with at most `concurrency` in flight, yielding results in input order.
+
+        >>> list(LLMClient(LLMConfig(base_url="http://x", model="m")).map(lambda x: x * 2, [1, 2, 3]))
+        [2, 4, 6]
+        """
+        n = max(1, concurrency or self.config.concurrency)
+        if n == 1:
+            for it in items:
+                yield fn(it)
+            return
+        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="referee-llm") as pool:
+            pending: list = []
+            for it in items:
+                pending.append(pool.submit(fn, it))
+                if len(pending) >= 2 * n:  # bounded window: never hold the whole input in flight
+                    yield pending.pop(0).result()
+            for fut in pending:
+                yield fut.result()
+
+
+def _answer_text(resp) -> str | None:
+    try:
+        payload = resp.json()
+        msg = payload["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else None
