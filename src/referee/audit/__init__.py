@@ -1,0 +1,1 @@
+"""The auditor: report-isolated, evidence-first, replayable judgment of finished agent runs."""

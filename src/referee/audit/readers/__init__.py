@@ -1,0 +1,58 @@
+"""Trace readers behind one registry: each turns a file of some format into TraceItems (trace v1 + gold)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator
+
+from referee.audit.jsonstream import iter_json_values
+from referee.audit.trace import TraceItem
+from referee.registry import Registry
+
+Reader = Callable[[Path], Iterator[TraceItem]]
+
+trace_readers: Registry[Reader] = Registry("trace format")
+
+
+def _load_builtin() -> None:
+    # importing the modules registers them; kept lazy so `import referee.audit` stays cheap
+    from referee.audit.readers import openai_chat, referee_v1, tau_bench  # noqa: F401
+
+
+def get_reader(name: str) -> Reader:
+    """The reader registered under `name` (referee, openai-chat, tau-bench, or a plugin).
+
+    >>> get_reader("referee").__name__
+    'read_referee'
+    """
+    _load_builtin()
+    return trace_readers.get(name)
+
+
+def sniff_format(path: Path) -> str:
+    """Guess a file's format from its first record: trace v1, tau-bench result, or OpenAI chat.
+
+    >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}\\n')
+    >>> sniff_format(p)
+    'referee'
+    """
+    for item in iter_json_values(path):
+        v = item.value
+        if isinstance(v, dict):
+            if "trace_version" in v or "steps" in v:
+                return "referee"
+            if "traj" in v and ("reward" in v or "task_id" in v):
+                return "tau-bench"
+            if "messages" in v:
+                return "openai-chat"
+        if isinstance(v, list) and v and isinstance(v[0], dict) and "role" in v[0]:
+            return "openai-chat"
+        break
+    return "referee"
+
+
+def read_traces(path: Path, fmt: str | None = None) -> Iterator[TraceItem]:
+    """Stream the TraceItems of one file, sniffing the format when `fmt` is None."""
+    path = Path(path)
+    return get_reader(fmt or sniff_format(path))(path)

@@ -1,0 +1,183 @@
+"""Reader for OpenAI chat transcripts: tool calls become actions, tool results and user turns observations.
+
+The last assistant text is the report; assistant text before it is narration. Calls to a
+thinking tool (`think`, `scratchpad`, ...) are the agent's own words too, so their arguments
+go to narration. User turns after the last agent action can only react to the report, so they
+are left out of the trace (they would carry the claim into the claim-blind view).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import ValidationError
+
+from referee.audit.jsonstream import iter_json_values
+from referee.audit.readers import trace_readers
+from referee.audit.trace import Gold, Trace, TraceItem, record_error, trace_error
+
+NARRATION_TOOLS = frozenset({"think", "thought", "thinking", "reason", "reasoning", "scratchpad", "note_to_self",
+                             "reflect", "plan"})
+_ERROR_RE = re.compile(r"^\s*(error|exception|traceback|failed|failure)\b", re.I)
+
+
+def _text(content: Any) -> str | None:
+    if content is None:
+        return None
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def _parse_args(raw: Any) -> dict:
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            val = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return {"_raw": raw}
+        return val if isinstance(val, dict) else {"_value": val}
+    return {} if raw is None else {"_value": raw}
+
+
+def _tool_observation(msg: dict) -> dict:
+    text = _text(msg.get("content")) or ""
+    obs: dict[str, Any] = {"text": text, "error": bool(_ERROR_RE.match(text)) or bool(msg.get("is_error"))}
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            obs["data"] = json.loads(stripped)
+        except ValueError:
+            pass
+    return obs
+
+
+def _tool_calls(msg: dict) -> list[dict]:
+    calls = list(msg.get("tool_calls") or [])
+    if msg.get("function_call"):  # the older single-call form
+        calls.append({"id": None, "function": msg["function_call"]})
+    return calls
+
+
+def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = None,
+                      meta: dict | None = None) -> dict:
+    """Turn OpenAI chat messages into a trace v1 dict (validate it with Trace.model_validate).
+
+    >>> t = messages_to_trace([{"role": "user", "content": "delete file a"},
+    ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function":
+    ...         {"name": "rm", "arguments": "{\\"path\\": \\"a\\"}"}}]},
+    ...     {"role": "tool", "tool_call_id": "1", "content": "ok"},
+    ...     {"role": "assistant", "content": "Deleted a."}], run_id="r")
+    >>> t["task"], t["steps"][0]["action"], t["report"]
+    ('delete file a', {'name': 'rm', 'args': {'path': 'a'}}, 'Deleted a.')
+    """
+    msgs = [m for m in messages if isinstance(m, dict)]
+    system = [(_text(m.get("content")) or "") for m in msgs if m.get("role") in ("system", "developer")]
+    convo = [m for m in msgs if m.get("role") not in ("system", "developer")]
+    report_idx = None
+    for i, m in enumerate(convo):
+        if m.get("role") == "assistant" and (_text(m.get("content")) or "").strip():
+            report_idx = i
+    last_action_idx = max((i for i, m in enumerate(convo) if m.get("role") == "assistant" and _tool_calls(m)),
+                          default=-1)
+    initial: dict[str, Any] = {}
+    if system:
+        initial["data"] = {"system": "\n\n".join(system)}
+    steps: list[dict] = []
+    pending: dict[str, dict] = {}  # tool_call_id -> the step waiting for its result
+    order: list[dict] = []         # steps waiting for a result, in call order (results without ids)
+    first_user_used = False
+    last_reply: dict | None = None  # a text-only assistant turn waiting for the user's answer
+    for i, m in enumerate(convo):
+        role = m.get("role")
+        if role == "assistant":
+            text = _text(m.get("content"))
+            narration = None if i == report_idx else (text if text and text.strip() else None)
+            calls = _tool_calls(m)
+            last_reply = None
+            for j, call in enumerate(calls):
+                fn = call.get("function") or {}
+                name = str(fn.get("name") or "unknown_tool")
+                args = _parse_args(fn.get("arguments"))
+                step: dict[str, Any] = {"action": {"name": name, "args": args}}
+                if name.lower() in NARRATION_TOOLS:
+                    # the agent's thoughts are its own words: claim channel, not evidence
+                    step["action"]["args"] = {}
+                    thought = json.dumps(args, ensure_ascii=False) if args else None
+                    step["narration"] = "\n".join(x for x in (narration, thought) if x) or None
+                    narration = None
+                elif j == 0 and narration:
+                    step["narration"] = narration
+                    narration = None
+                steps.append(step)
+                if call.get("id"):
+                    pending[call["id"]] = step
+                order.append(step)
+            if not calls and i != report_idx:
+                step = {"action": {"name": "reply", "args": {}}, "narration": narration}
+                steps.append(step)
+                last_reply = step
+        elif role in ("tool", "function"):
+            step = pending.pop(m.get("tool_call_id"), None) if m.get("tool_call_id") else None
+            if step is None:
+                step = next((s for s in order if "observation" not in s), None)
+            if step is None:  # a result nobody asked for: keep it as a bare observation
+                step = {}
+                steps.append(step)
+            if step in order:
+                order.remove(step)
+            step["observation"] = _tool_observation(m)
+        elif role == "user":
+            text = _text(m.get("content")) or ""
+            if not first_user_used and not steps:
+                first_user_used = True
+                if task is None:
+                    task = text
+                else:
+                    initial["text"] = text
+                continue
+            if report_idx is not None and i > report_idx and i > last_action_idx:
+                continue  # after the report and the last action: a reaction to the claim
+            obs = {"text": text, "data": {"role": "user"}}
+            if last_reply is not None and "observation" not in last_reply:
+                last_reply["observation"] = obs
+            else:
+                steps.append({"observation": obs})
+            last_reply = None
+    report = _text(convo[report_idx].get("content")) if report_idx is not None else None
+    return {"trace_version": 1, "run_id": run_id, "task": task or "",
+            "initial_observation": initial or None, "steps": steps, "report": report, "meta": meta or {}}
+
+
+@trace_readers.register("openai-chat")
+def read_openai_chat(path: Path) -> Iterator[TraceItem]:
+    """Yield one trace per record: a list of messages, or {"messages": [...], "run_id"?, "task"?, "meta"?, "gold"?}."""
+    file = str(path)
+    for n, jv in enumerate(iter_json_values(path)):
+        if jv.error:
+            yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(jv.error, file=file, line=jv.line))
+            continue
+        obj = jv.value
+        gold = None
+        if isinstance(obj, list):
+            obj = {"messages": obj}
+        if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+            yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(
+                "openai-chat: expected a list of messages or an object with 'messages'", file=file, line=jv.line))
+            continue
+        run_id = str(obj.get("run_id") or obj.get("id") or f"{Path(file).stem}-{n}")
+        g = obj.get("gold")
+        if isinstance(g, dict) and isinstance(g.get("completed"), bool):
+            gold = Gold(completed=g["completed"], source="record")
+        raw = messages_to_trace(obj["messages"], run_id=run_id, task=obj.get("task"), meta=obj.get("meta"))
+        try:
+            trace = Trace.model_validate(raw)
+        except ValidationError as exc:
+            yield TraceItem(file=file, line=jv.line, run_id=run_id,
+                            error=trace_error(exc, raw, file=file, line=jv.line, what="openai-chat"))
+            continue
+        yield TraceItem(file=file, line=jv.line, run_id=run_id, trace=trace, gold=gold)

@@ -1,0 +1,106 @@
+"""Trace v1: the on-disk model of one finished agent run (task, steps, report), as DESIGN.md fixes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from referee.errors import TraceError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Action(_Model):
+    """What the agent did at a step: a tool or UI action name and its arguments."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Observation(_Model):
+    """What the environment showed after a step (or before the first one)."""
+
+    text: str | None = None
+    ui: Any = None
+    data: Any = None
+    screenshot: str | None = None
+    error: bool = False
+
+
+class Step(_Model):
+    """One step: the action, what came back, and the agent's own words (claim channel)."""
+
+    action: Action | None = None
+    observation: Observation | None = None
+    narration: str | None = None
+
+
+class Trace(_Model):
+    """One run in trace v1. `report` and every step's `narration` are the claim channel.
+
+    >>> Trace(run_id="r1", task="delete x", steps=[]).trace_version
+    1
+    """
+
+    trace_version: Literal[1] = 1
+    run_id: str = Field(min_length=1)
+    task: str
+    initial_observation: Observation | None = None
+    steps: list[Step]
+    report: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Gold:
+    """A gold label a reader found beside the trace (e.g. tau-bench `reward`): for evaluation only."""
+
+    completed: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class TraceItem:
+    """One record read from a trace file: a trace (and maybe gold), or the error that record raised."""
+
+    file: str
+    line: int | None
+    run_id: str | None
+    trace: Trace | None = None
+    gold: Gold | None = None
+    error: TraceError | None = None
+
+
+def parse_trace(obj: Any, *, file: str, line: int | None) -> Trace:
+    """Validate one trace v1 object, turning a validation error into a one-line TraceError.
+
+    >>> parse_trace({"run_id": "a", "task": "t", "steps": []}, file="f.jsonl", line=1).run_id
+    'a'
+    >>> parse_trace({"run_id": "a", "steps": []}, file="f.jsonl", line=3)
+    Traceback (most recent call last):
+    ...
+    referee.errors.TraceError: f.jsonl:3: run_id a: trace v1: task: Field required; fix the record or pass --on-error skip
+    """
+    try:
+        return Trace.model_validate(obj)
+    except ValidationError as exc:
+        raise trace_error(exc, obj, file=file, line=line) from None
+
+
+def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | None, what: str = "trace v1") -> TraceError:
+    """The first validation problem as a TraceError naming file, line and run_id."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "record"
+    run_id = obj.get("run_id") if isinstance(obj, dict) else None
+    return record_error(f"{what}: {loc}: {err['msg']}", file=file, line=line, run_id=run_id)
+
+
+def record_error(msg: str, *, file: str, line: int | None, run_id: Any = None) -> TraceError:
+    """A TraceError for one record: `file:line: run_id X: msg; fix`."""
+    who = f"run_id {run_id}: " if run_id not in (None, "") else ""
+    return TraceError(f"{who}{msg}", file=file, place=str(line) if line is not None else None,
+                      fix="fix the record or pass --on-error skip")
