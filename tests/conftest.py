@@ -1,0 +1,257 @@
+"""Shared fixtures for the whole suite: real servers on loopback, started and stopped by the suite.
+
+Fixtures (keep this API small; other test writers depend on it):
+
+- ``free_port()`` (function, also importable as ``tests.conftest.free_port``): a free TCP port on 127.0.0.1.
+- ``pg_url`` (session): a real PostgreSQL server started from /usr/lib/postgresql/*/bin in a temp
+  dir, listening on 127.0.0.1:<free port>; yields ``postgresql+psycopg://postgres@127.0.0.1:PORT/postgres``
+  (trust auth, no password). Skips, loudly, only when no PostgreSQL binaries are installed.
+- ``moto_endpoint`` (session): moto's server on 127.0.0.1:<free port>; yields ``http://127.0.0.1:PORT``.
+  Use credentials "testing" and region us-east-1 (``cli_env`` sets them).
+- ``cli_env`` (function): the environment the CLI runs with (os.environ + dummy AWS credentials,
+  REFEREE_DEBUG removed). A dict you may modify in a test before calling ``referee_cli``.
+- ``referee_cli`` (function): ``referee_cli(*args, cwd=None, env=None, timeout=120, input=None)``
+  runs ``[sys.executable, "-m", "referee.cli.main", *args]`` and returns ``(rc, stdout, stderr)``.
+  On timeout the whole process group is killed and the test fails.
+- ``app_script``: absolute path of tests/support/app.py; ``agents_dir``: tests/support/agents.
+- ``test_app`` (function): starts tests/support/app.py directly (not through the runner) and
+  yields ``TestApp(url, db, port, proc)``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # so `tests.support` imports however pytest was started
+    sys.path.insert(0, str(ROOT))
+
+SUPPORT = ROOT / "tests" / "support"
+APP_SCRIPT = SUPPORT / "app.py"
+AGENTS_DIR = SUPPORT / "agents"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+    """Block until 127.0.0.1:port accepts a connection (or fail after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+@pytest.fixture(name="free_port")
+def free_port_fixture():
+    return free_port
+
+
+@pytest.fixture(scope="session")
+def app_script() -> Path:
+    return APP_SCRIPT
+
+
+@pytest.fixture(scope="session")
+def agents_dir() -> Path:
+    return AGENTS_DIR
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+
+def _pg_bindir() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """A real PostgreSQL server for the session; yields a SQLAlchemy URL (psycopg 3 driver)."""
+    bindir = _pg_bindir()
+    if bindir is None or not (bindir / "pg_ctl").exists():
+        msg = ("!!! PostgreSQL IS NOT INSTALLED: no initdb/pg_ctl under /usr/lib/postgresql/*/bin or on PATH; "
+               "the PostgreSQL tests are SKIPPED. Install it with: apt-get install postgresql !!!")
+        warnings.warn(msg)
+        print("\n" + msg, file=sys.stderr)
+        pytest.skip(msg)
+
+    base = Path(tempfile.mkdtemp(prefix="referee-pg-"))
+    data = base / "data"
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses to run as root: run the server as `postgres`
+        import pwd
+
+        try:
+            pw = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.fail("running as root and there is no 'postgres' user to run PostgreSQL as")
+        os.chown(base, pw.pw_uid, pw.pw_gid)
+        runuser = shutil.which("runuser")
+        prefix = [runuser, "-u", "postgres", "--"] if runuser else ["su", "postgres", "-s", "/bin/sh", "-c"]
+    os.chmod(base, 0o700)
+
+    def as_pg(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+        if prefix and prefix[0] == "su":
+            import shlex
+
+            full = prefix + [" ".join(shlex.quote(c) for c in cmd)]
+        else:
+            full = prefix + cmd
+        return subprocess.run(full, capture_output=True, text=True, **kw)
+
+    r = as_pg([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
+               "--locale=C", "--no-sync"], timeout=120)
+    if r.returncode != 0:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.fail(f"initdb failed: {r.stderr or r.stdout}")
+    port = free_port()
+    opts = f"-h 127.0.0.1 -p {port} -k {base} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    r = as_pg([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "server.log"), "-o", opts, "-w", "-t", "60",
+               "start"], timeout=90)
+    if r.returncode != 0:
+        log = (base / "server.log").read_text(errors="replace") if (base / "server.log").exists() else ""
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.fail(f"pg_ctl start failed: {r.stderr or r.stdout}\n{log}")
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        as_pg([str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "30", "stop"], timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- moto DynamoDB
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    """moto's server (DynamoDB and the rest) on loopback; yields its endpoint URL."""
+    port = free_port()
+    log = tempfile.TemporaryFile()
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1"}
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        try:
+            wait_for_port(port, timeout=60, proc=proc)
+        except (RuntimeError, TimeoutError) as exc:
+            log.seek(0)
+            pytest.fail(f"moto server did not start: {exc}\n{log.read().decode(errors='replace')[-2000:]}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        log.close()
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+@pytest.fixture
+def cli_env() -> dict:
+    env = dict(os.environ)
+    env.pop("REFEREE_DEBUG", None)
+    env.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
+    pp = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(ROOT / "src") + (os.pathsep + pp if pp else "")
+    return env
+
+
+def run_cli(args, *, cwd=None, env=None, timeout: float = 120, input: str | None = None) -> tuple[int, str, str]:
+    """Run the referee CLI in a subprocess; returns (rc, stdout, stderr). Kills the group on timeout."""
+    cmd = [sys.executable, "-m", "referee.cli.main", *[str(a) for a in args]]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        pytest.fail(f"referee {' '.join(map(str, args))} did not finish in {timeout}s\nstdout: {out[-3000:]}\n"
+                    f"stderr: {err[-3000:]}")
+    return proc.returncode, out, err
+
+
+@pytest.fixture
+def referee_cli(cli_env):
+    def _run(*args, cwd=None, env=None, timeout: float = 120, input: str | None = None):
+        return run_cli(args, cwd=cwd, env=env if env is not None else cli_env, timeout=timeout, input=input)
+
+    return _run
+
+
+# ---------------------------------------------------------------- the test app, started directly
+
+
+@dataclass
+class TestApp:
+    __test__ = False  # not a test class
+    url: str
+    db: Path
+    port: int
+    proc: subprocess.Popen
+
+
+@pytest.fixture
+def test_app(tmp_path):
+    port = free_port()
+    db = tmp_path / "app.db"
+    proc = subprocess.Popen([sys.executable, str(APP_SCRIPT), "--port", str(port), "--db", str(db)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, timeout=30, proc=proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield TestApp(url=url, db=db, port=port, proc=proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
