@@ -1,0 +1,120 @@
+"""Read-only, hash-verified access to one run directory's evidence, as validators see it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from referee.errors import EvidenceError
+from referee.fsutil import atomic_write_json, safe_join, sha256_file
+from referee.rundir import FileEntry, Manifest
+
+
+class RunEvidence:
+    """All evidence of one run directory; hands out per-step, per-phase views.
+
+    A file is served only if the manifest lists it and its bytes still hash to what was recorded.
+    """
+
+    def __init__(self, run_dir: Path, manifest: Manifest) -> None:
+        self.run_dir = Path(run_dir)
+        self.manifest = manifest
+        self._by_path: dict[str, FileEntry] = {f.path: f for f in manifest.files}
+        self._verified: dict[str, bool] = {}
+        self._caches: dict[str, dict[str, Any]] = {}
+        self._dirty: set[str] = set()
+
+    def view(self, step_id: str, phase: Literal["before", "after"]) -> "StepView":
+        return StepView(self, step_id, phase)
+
+    def entry_for(self, step_id: str, phase: str, ref: str) -> FileEntry:
+        for f in self.manifest.files:
+            if f.step == step_id and f.phase == phase and f.captured_by == "runner" and f.primary and f.capture == ref:
+                return f
+        rel_runner = f"evidence/{step_id}/{phase}/{ref}"
+        if rel_runner in self._by_path:
+            return self._by_path[rel_runner]
+        if phase == "before":
+            raise EvidenceError(f"no before-the-step evidence '{ref}' in step '{step_id}'",
+                                fix="require_change needs a runner capture (a capture name), not an agent-saved file")
+        agent_root = self.run_dir / "agent" / step_id
+        target = safe_join(agent_root, ref)
+        rel = target.relative_to(self.run_dir).as_posix()
+        if rel in self._by_path:
+            return self._by_path[rel]
+        if target.exists():
+            raise EvidenceError(f"evidence '{ref}' of step '{step_id}' is not in the manifest (written after the step?)",
+                                fix="the agent must save evidence into REFEREE_AGENT_DIR during its step")
+        raise EvidenceError(f"evidence '{ref}' of step '{step_id}' not found",
+                            fix="name a capture of this step or a file the agent saved in its folder")
+
+    def verified_path(self, entry: FileEntry) -> Path:
+        if entry.error:
+            raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {entry.error}")
+        path = self.run_dir / entry.path
+        if entry.path not in self._verified:
+            try:
+                actual = sha256_file(path)
+            except FileNotFoundError:
+                raise EvidenceError(f"evidence file {entry.path} is missing") from None
+            except OSError as exc:
+                raise EvidenceError(f"evidence file {entry.path} is unreadable: {exc}") from None
+            self._verified[entry.path] = actual == entry.sha256
+        if not self._verified[entry.path]:
+            raise EvidenceError(f"evidence file {entry.path} was modified after capture (sha256 mismatch)")
+        return path
+
+    # -- cache (e.g. OCR by image hash): persisted in the run dir so re-grading reuses it ----------
+    def cache(self, namespace: str) -> dict[str, Any]:
+        if namespace not in self._caches:
+            path = self.run_dir / "cache" / f"{namespace}.json"
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                self._caches[namespace] = data if isinstance(data, dict) else {}
+            except (OSError, ValueError):
+                self._caches[namespace] = {}
+        return self._caches[namespace]
+
+    def cached(self, namespace: str, key: str, compute: Callable[[], Any]) -> Any:
+        table = self.cache(namespace)
+        if key not in table:
+            table[key] = compute()
+            self._dirty.add(namespace)
+        return table[key]
+
+    def save_caches(self) -> None:
+        for ns in sorted(self._dirty):
+            try:
+                atomic_write_json(self.run_dir / "cache" / f"{ns}.json", self._caches[ns])
+            except OSError:
+                pass  # a read-only run directory still grades; it just won't cache
+        self._dirty.clear()
+
+
+class StepView:
+    """The EvidenceView of one step in one phase (see referee.validators.base.EvidenceView)."""
+
+    def __init__(self, ev: RunEvidence, step_id: str, phase: Literal["before", "after"]) -> None:
+        self._ev, self.step_id, self.phase = ev, step_id, phase
+
+    def entry(self, ref: str) -> FileEntry:
+        return self._ev.entry_for(self.step_id, self.phase, ref)
+
+    def path(self, ref: str) -> Path:
+        return self._ev.verified_path(self.entry(ref))
+
+    def read_bytes(self, ref: str) -> bytes:
+        return self.path(ref).read_bytes()
+
+    def read_text(self, ref: str) -> str:
+        return self.read_bytes(ref).decode("utf-8", errors="replace")
+
+    def read_json(self, ref: str) -> Any:
+        try:
+            return json.loads(self.read_bytes(ref))
+        except ValueError as exc:
+            raise EvidenceError(f"evidence '{ref}' of step '{self.step_id}' is not valid JSON: {exc}") from None
+
+    def cached(self, namespace: str, key: str, compute: Callable[[], Any]) -> Any:
+        return self._ev.cached(namespace, key, compute)

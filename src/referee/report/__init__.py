@@ -1,0 +1,1 @@
+"""Reports of graded runs: JUnit XML for CI systems, the console table, the HTML report."""

@@ -1,0 +1,92 @@
+"""The console view of a run: a live step table while running and the verdict table with overclaims after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from referee.grader.results import RunResults
+
+STYLE = {"PASS": "bold green", "FAIL": "bold red", "SKIPPED": "yellow", "ERROR": "bold magenta"}
+
+
+def claim_text(claim: dict | None) -> Text:
+    if claim is None:
+        return Text("no claim", style="dim")
+    p = claim.get("pass")
+    label = "pass" if p is True else "fail" if p is False else "?"
+    note = str(claim.get("note", "")).replace("\n", " ")
+    return Text(f"{label}: {note[:60]}" if note else label)
+
+
+def verdict_table(results: RunResults, title: str | None = None) -> Table:
+    """The verdict table: the runner's verdict beside the agent's claim, overclaims marked."""
+    t = Table(title=title or f"referee: {results.plan}", title_justify="left", expand=False)
+    t.add_column("step", no_wrap=True)
+    t.add_column("verdict", no_wrap=True)
+    t.add_column("agent claimed")
+    t.add_column("why")
+    for s in results.steps:
+        verdict = Text(s.verdict, style=STYLE[s.verdict])
+        claim = claim_text(s.claim)
+        if s.overclaim:
+            claim = Text.assemble(("OVERCLAIM ", "bold red"), claim)
+        t.add_row(s.id, verdict, claim, s.reason)
+    return t
+
+
+def summary_line(results: RunResults) -> Text:
+    s = results.summary
+    parts = [Text(f"{s.get(v, 0)} {v}", style=STYLE[v] if s.get(v, 0) else "dim") for v in STYLE]
+    over = s.get("overclaims", 0)
+    parts.append(Text(f"{over} overclaim{'s' if over != 1 else ''}", style="bold red" if over else "dim"))
+    return Text(" · ").join(parts)
+
+
+class LiveSteps:
+    """Rows for steps as they run: shows what the agent is doing and what it claimed, not verdicts."""
+
+    def __init__(self, console: Console, plan_name: str, step_ids: list[str]) -> None:
+        self.console, self.plan_name = console, plan_name
+        self.state: dict[str, list[str]] = {sid: ["waiting", ""] for sid in step_ids}
+        self.live = None
+
+    def __rich__(self) -> Table:
+        t = Table(title=f"running {self.plan_name}", title_justify="left")
+        t.add_column("step")
+        t.add_column("state")
+        t.add_column("agent claimed")
+        for sid, (state, claim) in self.state.items():
+            t.add_row(sid, state, claim)
+        return t
+
+    def __enter__(self) -> "LiveSteps":
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def event(self, kind: str, step_id: str, data: dict[str, Any]) -> None:
+        row = self.state.setdefault(step_id, ["", ""])
+        if kind == "start":
+            row[0] = "acting…"
+        elif kind == "acted":
+            row[0] = "capturing…"
+            row[1] = claim_text(data.get("claim")).plain if data.get("claim") else f"no claim ({data.get('no_claim')})"
+            if data.get("timed_out"):
+                row[0] = "timed out; capturing…"
+        elif kind == "done":
+            row[0] = "done"
+        if self.live is not None:
+            self.live.refresh()
+        elif kind == "done":
+            self.console.print(f"  {step_id}: done (agent claimed {row[1]})", highlight=False)

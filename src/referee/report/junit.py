@@ -1,0 +1,44 @@
+"""junit.xml for CI systems: FAIL -> failure, ERROR -> error, SKIPPED -> skipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from referee.fsutil import atomic_write_bytes
+from referee.grader.results import RunResults
+
+
+def junit_xml(results: RunResults) -> bytes:
+    """Render results as a JUnit testsuite, one testcase per step.
+
+    >>> from referee.grader.results import StepResult
+    >>> r = RunResults(plan="p", steps=[StepResult(id="a", verdict="SKIPPED", reason="no validator")],
+    ...                summary={"PASS": 0, "FAIL": 0, "SKIPPED": 1, "ERROR": 0})
+    >>> b"<skipped" in junit_xml(r)
+    True
+    """
+    s = results.summary
+    suite = ET.Element("testsuite", name=f"referee.{results.plan}", tests=str(len(results.steps)),
+                       failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
+    for step in results.steps:
+        case = ET.SubElement(suite, "testcase", classname=f"referee.{results.plan}", name=step.id)
+        if step.verdict == "FAIL":
+            ET.SubElement(case, "failure", message=step.reason[:500]).text = step.reason
+        elif step.verdict == "ERROR":
+            ET.SubElement(case, "error", message=step.reason[:500]).text = step.reason
+        elif step.verdict == "SKIPPED":
+            ET.SubElement(case, "skipped", message=step.reason)
+        if step.claim is not None:
+            claim = step.claim
+            note = f"agent claimed pass={claim.get('pass')}: {claim.get('note', '')}"
+            if step.overclaim:
+                note = "OVERCLAIM " + note
+            ET.SubElement(case, "system-out").text = note
+    suites = ET.Element("testsuites")
+    suites.append(suite)
+    return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+
+
+def write_junit(results: RunResults, path: Path) -> None:
+    atomic_write_bytes(path, junit_xml(results))

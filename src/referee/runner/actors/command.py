@@ -1,0 +1,103 @@
+"""The command actor: runs the agent's command per step with the DESIGN.md protocol and a clean environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
+
+# Only these reach the agent from the runner's environment: never credentials, tokens or DB URLs.
+ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME", "SHELL",
+             "PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT", "DISPLAY", "XDG_RUNTIME_DIR")
+
+
+def agent_env(run: StepRun, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The agent's environment: an allow-list of the runner's, the REFEREE_* protocol, and the plan's `env`.
+
+    >>> from referee.plan.model import Step
+    >>> e = agent_env(StepRun(Step(id="s"), "p", None, Path("/a"), Path("/a/c.json"), 5))
+    >>> e["REFEREE_STEP_ID"], "AWS_SECRET_ACCESS_KEY" in e
+    ('s', False)
+    """
+    env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
+    env.update(run.env)
+    env.update(extra or {})
+    env.update({
+        "REFEREE_STEP_ID": run.step.id,
+        "REFEREE_STEP_DO": run.step.do,
+        "REFEREE_PLAN": run.plan_name,
+        "REFEREE_APP_URL": run.app_url or "",
+        "REFEREE_AGENT_DIR": str(run.agent_dir),
+        "REFEREE_CLAIM_FILE": str(run.claim_file),
+    })
+    if run.cdp_url:
+        env["REFEREE_CDP_URL"] = run.cdp_url
+    return env
+
+
+def _tail(data: bytes | None, n: int = 4000) -> str:
+    return (data or b"")[-n:].decode("utf-8", errors="replace")
+
+
+def run_agent_command(command: str, run: StepRun, *, cwd: Path | None = None,
+                      extra_env: dict[str, str] | None = None) -> ActorResult:
+    """Run one step of an agent command; kill its whole process group on timeout.
+
+    The step goes to stdin as JSON. Exit code and output are recorded; none of it decides a verdict.
+    """
+    payload = json.dumps({"id": run.step.id, "do": run.step.do, "plan": run.plan_name, "app_url": run.app_url,
+                          "agent_dir": str(run.agent_dir), "claim_file": str(run.claim_file),
+                          "script": run.step.script}).encode()
+    try:
+        proc = subprocess.Popen(command, shell=True, cwd=cwd, env=agent_env(run, extra_env), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        return ActorResult(exit_code=None, error=f"cannot start the agent: {exc}")
+    try:
+        out, err = proc.communicate(payload, timeout=run.timeout_s)
+        return ActorResult(exit_code=proc.returncode, stdout_tail=_tail(out), stderr_tail=_tail(err))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        return ActorResult(exit_code=proc.returncode, timed_out=True, error=f"timed out after {run.timeout_s:g}s",
+                           stdout_tail=_tail(out), stderr_tail=_tail(err))
+    except BaseException:
+        _kill_group(proc)
+        raise
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=3)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class CommandActor(ActorKind):
+    """Runs `actor.command` (or `--agent`) once per step."""
+
+    kind = "command"
+
+    def setup(self, spec, *, app_url, run_dir):
+        if not spec.command:
+            from referee.errors import PlanError
+
+            raise PlanError("the command actor needs a command", fix="pass --agent CMD or set actor.command in the plan")
+        self.command = spec.command
+        self.cwd = Path.cwd()
+
+    def perform(self, run: StepRun) -> ActorResult:
+        return run_agent_command(self.command, run, cwd=self.cwd)
+
+
+actors.add("command", CommandActor)

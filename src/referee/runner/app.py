@@ -1,0 +1,111 @@
+"""The app launcher: start the app under test on a free loopback port, wait until ready, always stop it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from referee.errors import AppError
+from referee.plan.model import AppSpec
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fill(template: str, port: int) -> str:
+    """Substitute `{port}` and `{python}` in an app command or URL.
+
+    >>> fill("http://127.0.0.1:{port}", 8080)
+    'http://127.0.0.1:8080'
+    """
+    return template.replace("{port}", str(port)).replace("{python}", sys.executable)
+
+
+class App:
+    """The app under test as a context manager; `url` is app.url with the port filled in."""
+
+    def __init__(self, spec: AppSpec, log_path: Path, plan_dir: Path) -> None:
+        self.spec, self.log_path, self.plan_dir = spec, log_path, plan_dir
+        self.port = free_port()
+        self.url = fill(spec.url, self.port) if spec.url else None
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "App":
+        if self.spec.start:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        cmd = fill(self.spec.start, self.port)
+        env = dict(os.environ)
+        env.update({k: fill(v, self.port) for k, v in self.spec.env.items()})
+        env["PORT"] = str(self.port)
+        cwd = Path(self.spec.cwd) if self.spec.cwd else Path.cwd()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:
+            raise AppError(f"cannot start the app: {exc}", fix="check app.start in the plan") from None
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        if not self.url:
+            return
+        import httpx
+
+        ready = self.spec.ready or "/"
+        target = ready if "://" in ready else self.url.rstrip("/") + "/" + ready.lstrip("/")
+        deadline = time.monotonic() + self.spec.ready_timeout_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AppError(f"the app exited with code {self.proc.returncode} before it was ready: {self.log_tail()}",
+                               fix=f"run `{fill(self.spec.start or '', self.port)}` by hand to see why")
+            try:
+                r = httpx.get(target, timeout=2.0, trust_env=False)
+                if r.status_code == 200:
+                    return
+                last = f"HTTP {r.status_code}"
+            except httpx.HTTPError as exc:
+                last = type(exc).__name__
+            time.sleep(0.1)
+        self.stop()
+        raise AppError(f"the app was not ready at {target} after {self.spec.ready_timeout_s:g}s ({last})",
+                       fix="raise app.ready_timeout_s or check app.ready")
+
+    def log_tail(self, n: int = 300) -> str:
+        try:
+            return self.log_path.read_bytes()[-n:].decode("utf-8", errors="replace").strip().replace("\n", " | ")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    break
+                try:
+                    proc.wait(timeout=5)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if getattr(self, "_log", None):
+            self._log.close()
+            self._log = None

@@ -1,0 +1,50 @@
+"""The command capture: the runner runs a command after the step and keeps exit code, stdout, stderr."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+
+from referee.fsutil import atomic_write_bytes, atomic_write_json
+from referee.runner.captures.base import CaptureKind, CaptureParams, register
+from referee.runner.envsubst import expand
+
+MAX_TEXT = 1 << 20
+
+
+@register("command")
+class CommandCapture(CaptureKind):
+    summary = "a command the runner runs after the step: exit code, stdout, stderr (stdout_as saves stdout as a file)"
+
+    class Params(CaptureParams):
+        command: str
+        timeout_s: float = 60.0
+        stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
+
+    def take(self, params, ctx):
+        cmd = expand(params.command, ctx.env)
+        record: dict = {"command": params.command, "exit_code": None, "stdout": "", "stderr": "", "timed_out": False}
+        out = b""
+        try:
+            proc = subprocess.run(cmd, shell=True, cwd=ctx.cwd, env=ctx.env or None, capture_output=True,
+                                  timeout=params.timeout_s, stdin=subprocess.DEVNULL)
+            record["exit_code"], out = proc.returncode, proc.stdout
+            record["stderr"] = proc.stderr[-MAX_TEXT:].decode("utf-8", errors="replace")
+        except subprocess.TimeoutExpired as exc:
+            record["timed_out"] = True
+            out = exc.stdout or b""
+        files = []
+        if params.stdout_as:
+            raw = ctx.out_dir / params.stdout_as
+            atomic_write_bytes(raw, out)
+            files.append(raw)
+            record["stdout_file"] = params.stdout_as
+        else:
+            try:
+                record["stdout"] = out[-MAX_TEXT:].decode("utf-8")
+            except UnicodeDecodeError:
+                record["stdout_base64"] = base64.b64encode(out[-MAX_TEXT:]).decode("ascii")
+        meta = ctx.out_dir / f"{params.name}.json"
+        atomic_write_json(meta, record)
+        # with stdout_as the saved file is what validators read by the capture's name (OCR of a screen)
+        return files + [meta]

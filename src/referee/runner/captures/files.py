@@ -1,0 +1,38 @@
+"""The file capture: the runner copies a file the app wrote into the evidence, with a small record beside it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from referee.fsutil import atomic_write_json
+from referee.runner.captures.base import CaptureKind, CaptureParams, register
+from referee.runner.envsubst import expand
+
+MAX_COPY = 256 << 20
+
+
+@register("file")
+class FileCapture(CaptureKind):
+    summary = "a copy of a file the app wrote (relative paths are relative to where the run started)"
+
+    class Params(CaptureParams):
+        path: str
+
+    def take(self, params, ctx):
+        src = Path(expand(params.path, ctx.env)).expanduser()
+        if not src.is_absolute() and ctx.cwd:
+            src = Path(ctx.cwd) / src
+        record: dict = {"path": params.path, "exists": src.is_file(), "size": 0, "copy": None}
+        files = []
+        if src.is_file():
+            record["size"] = src.stat().st_size
+            if record["size"] <= MAX_COPY:
+                copy = ctx.out_dir / f"{params.name}.data" / src.name
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, copy)
+                files.append(copy)
+                record["copy"] = f"{params.name}.data/{src.name}"
+        meta = ctx.out_dir / f"{params.name}.json"
+        atomic_write_json(meta, record)
+        return [meta] + files

@@ -1,0 +1,60 @@
+"""The http capture: status, headers (secrets redacted) and body of one request, made by the runner."""
+
+from __future__ import annotations
+
+import base64
+from typing import Literal
+
+from referee.fsutil import atomic_write_json
+from referee.runner.captures.base import CaptureKind, CaptureParams, register
+from referee.runner.envsubst import expand
+
+REDACTED = "[redacted]"
+SECRET_HEADERS = {"authorization", "cookie", "set-cookie", "proxy-authorization", "x-api-key"}
+
+
+def redact_headers(headers) -> dict[str, str]:
+    """Copy headers with credentials replaced.
+
+    >>> redact_headers({"Authorization": "Bearer x", "Content-Type": "a"})
+    {'Authorization': '[redacted]', 'Content-Type': 'a'}
+    """
+    out: dict[str, str] = {}
+    for k, v in headers.items():
+        out[k] = REDACTED if k.lower() in SECRET_HEADERS else v
+    return out
+
+
+@register("http")
+class HttpCapture(CaptureKind):
+    summary = "an HTTP request the runner makes after the step: status, headers (redacted), body"
+
+    class Params(CaptureParams):
+        url: str
+        method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
+        headers: dict[str, str] = {}
+        json_body: object = None
+        timeout_s: float = 15.0
+
+    def take(self, params, ctx):
+        import httpx
+
+        url = ctx.join_url(expand(params.url, ctx.env))
+        headers = {k: expand(v, ctx.env) for k, v in params.headers.items()}
+        record: dict = {"url": url, "method": params.method, "status": None, "headers": {}, "body": ""}
+        try:
+            with httpx.Client(timeout=params.timeout_s, follow_redirects=True, trust_env=False) as client:
+                resp = client.request(params.method, url, headers=headers,
+                                      json=params.json_body if params.json_body is not None else None)
+            record["status"] = resp.status_code
+            record["headers"] = redact_headers(resp.headers)
+            try:
+                record["body"] = resp.content.decode(resp.encoding or "utf-8")
+            except (UnicodeDecodeError, LookupError):
+                record["body_base64"] = base64.b64encode(resp.content).decode("ascii")
+        except httpx.HTTPError as exc:
+            # the app did not answer: an observation (FAIL for the validators), not a grader error
+            record["error"] = f"{type(exc).__name__}: {exc}"
+        path = ctx.out_dir / f"{params.name}.json"
+        atomic_write_json(path, record)
+        return [path]

@@ -1,0 +1,185 @@
+"""Run a plan: start the app, let the actor do each step, capture evidence around it, then grade."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from referee.errors import PlanError
+from referee.fsutil import atomic_write_json
+from referee.plan.loader import LoadedPlan, TypedCapture
+from referee.plan.model import ActorSpec
+from referee.runner.actors import actors, load_builtin as load_actors
+from referee.runner.actors.base import ActorKind, ActorResult, StepRun
+from referee.runner.app import App
+from referee.runner.captures.base import CaptureContext
+from referee.runner.store import RunStore, new_run_dir
+
+Event = Callable[[str, str, dict], None]  # (event, step_id, data): "start" | "acted" | "done"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_dir: Path
+    results: Any  # referee.grader.RunResults
+    interrupted: bool = False
+
+
+def _noop(event: str, step_id: str, data: dict) -> None:
+    pass
+
+
+def actor_spec(plan: LoadedPlan, agent: str | None) -> ActorSpec:
+    """The plan's actor, with `--agent CMD` as the command (it makes a command actor if the plan names none)."""
+    spec = plan.plan.actor or ActorSpec()
+    if agent:
+        spec = spec.model_copy(update={"command": agent})
+    if spec.command:
+        spec = spec.model_copy(update={"command": spec.command.replace("{python}", sys.executable)})
+    if spec.kind == "command" and not spec.command:
+        raise PlanError("no agent to perform the steps", file=str(plan.path),
+                        fix="pass --agent CMD, or set actor.command in the plan")
+    return spec
+
+
+def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
+    """Captures a `require_change` validator reads: the runner takes them before the step too."""
+    names: set[str] = set()
+    for tv in plan.validators.get(step_id, ()):
+        if tv.params.require_change:
+            names.update(tv.kind.evidence_refs(tv.params, tv.index))
+    return [c for c in plan.captures.get(step_id, ()) if c.params.name in names]
+
+
+def take_captures(store: RunStore, caps, step_id: str, phase: str, base_ctx: dict) -> None:
+    """Take each capture and list its files in the manifest; a crashing capture is recorded, not raised."""
+    out_dir = store.evidence_dir(step_id, phase)
+    for cap in caps:
+        ctx = CaptureContext(step_id=step_id, phase=phase, out_dir=out_dir, **base_ctx)
+        error = None
+        try:
+            files = cap.kind.take(cap.params, ctx)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            files = [out_dir / f"{cap.params.name}.error.json"]
+            atomic_write_json(files[0], {"capture_error": error})
+        if error is None and files and files[0].suffix == ".json":
+            error = _capture_error(files[0])
+        for i, path in enumerate(files):
+            store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
+                           kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
+
+
+def _capture_error(path: Path) -> str | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("capture_error") if isinstance(data, dict) else None
+
+
+def read_claim(claim_file: Path) -> tuple[dict | None, str | None]:
+    """The agent's claim file, or (None, why) for a missing or malformed one: "no claim", never a crash."""
+    try:
+        raw = claim_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, "no claim file"
+    except OSError as exc:
+        return None, f"unreadable claim file: {exc}"
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        return None, f"malformed claim file: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("pass", None), (bool, type(None))):
+        return None, "malformed claim file: expected {\"pass\": bool, \"note\": str, \"evidence\": [paths]}"
+    return {"pass": data.get("pass"), "note": str(data.get("note", ""))[:10000],
+            "evidence": [str(e) for e in data.get("evidence", []) if isinstance(e, str)][:1000]}, None
+
+
+class _Terminated(BaseException):
+    """SIGTERM turned into an exception so the app is stopped and the run stays gradeable."""
+
+
+def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event: Event = _noop) -> RunOutcome:
+    """Run one plan and grade it; the run directory is complete and gradeable even if interrupted.
+
+    >>> run_plan(load_plan("smoke.yaml"), out=Path("runs"), agent="python my_agent.py")  # doctest: +SKIP
+    """
+    from referee.grader import grade_to_disk
+
+    load_actors()
+    spec = actor_spec(plan, agent)
+    actor_cls = actors.get(spec.kind)
+    run_dir = new_run_dir(out, plan.name)
+    store = RunStore(run_dir, plan.name)
+    store.manifest.actor = spec.command or spec.target or spec.kind
+    store.save_plan(plan.text)
+    store.flush()
+    interrupted = False
+    old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
+    actor: ActorKind | None = None
+    try:
+        with App(plan.plan.app, run_dir / "app.log", plan.path.parent) if plan.plan.app else _NoApp() as app:
+            app_url = app.url
+            actor = actor_cls()
+            actor.setup(spec, app_url=app_url, run_dir=run_dir)
+            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": dict(os.environ)}
+            for step in plan.plan.steps:
+                on_event("start", step.id, {})
+                store.step_started(step.id)
+                base_ctx["page"] = actor.page
+                take_captures(store, before_captures(plan, step.id), step.id, "before", base_ctx)
+                claim_file = run_dir / "claims" / f"{step.id}.json"
+                claim_file.parent.mkdir(exist_ok=True)
+                run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=store.agent_dir(step.id),
+                              claim_file=claim_file, timeout_s=step.timeout_s or spec.timeout_s, env=dict(spec.env),
+                              page=actor.page, cdp_url=getattr(actor, "cdp_url", None))
+                result: ActorResult = actor.perform(run)
+                claim, why = read_claim(claim_file)
+                store.record_claim(step.id, claim)
+                on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
+                                            "timed_out": result.timed_out})
+                refused = store.add_agent_files(step.id)
+                base_ctx["page"] = actor.page
+                take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
+                errors = [e for e in (result.error, why if claim is None else None, *refused) if e]
+                store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
+                                error="; ".join(errors) or None)
+                on_event("done", step.id, {})
+    except (KeyboardInterrupt, _Terminated):
+        interrupted = True
+    finally:
+        if actor is not None:
+            try:
+                actor.teardown()
+            except Exception:
+                pass
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+        store.finish()
+    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted)
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated()
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+class _NoApp:
+    url = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None

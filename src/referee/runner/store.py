@@ -1,0 +1,100 @@
+"""The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from referee.errors import EvidenceError
+from referee.fsutil import atomic_write_json, atomic_write_text, sha256_file
+from referee.rundir import FileEntry, Manifest, Phase, StepRecord, utcnow
+
+
+def new_run_dir(out: Path, plan_name: str) -> Path:
+    """Make `out/<plan>/<UTC timestamp>/`, unique even when two runs start in the same second."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = Path(out) / plan_name
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(1000):
+        d = base / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise EvidenceError(f"cannot make a run directory under {base}")
+
+
+class RunStore:
+    """Writer of one run directory, used by the runner only. The grader reads it with `read_manifest`."""
+
+    def __init__(self, run_dir: Path, plan_name: str) -> None:
+        self.run_dir = Path(run_dir)
+        self.manifest = Manifest(plan=plan_name, started=utcnow())
+        self.claims: dict[str, Any] = {}
+
+    # -- layout -------------------------------------------------------------------------------
+    def evidence_dir(self, step_id: str, phase: Phase) -> Path:
+        d = self.run_dir / "evidence" / step_id / phase
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def agent_dir(self, step_id: str) -> Path:
+        d = self.run_dir / "agent" / step_id
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # -- writes -------------------------------------------------------------------------------
+    def save_plan(self, text: str) -> None:
+        atomic_write_text(self.run_dir / "plan.yaml", text)
+
+    def flush(self) -> None:
+        atomic_write_json(self.run_dir / "manifest.json", self.manifest.model_dump(mode="json"))
+
+    def step_started(self, step_id: str) -> None:
+        self.manifest.steps[step_id] = StepRecord(started=utcnow())
+        self.flush()
+
+    def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None) -> None:
+        rec = self.manifest.steps[step_id]
+        rec.status, rec.finished = "done", utcnow()
+        rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, error
+        self.flush()
+
+    def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
+                 capture: str | None, kind: str, primary: bool = True, error: str | None = None) -> FileEntry:
+        rel = Path(path).relative_to(self.run_dir).as_posix()
+        entry = FileEntry(path=rel, step=step, phase=phase, captured_by=captured_by, capture=capture, kind=kind,
+                          sha256=sha256_file(path), size=Path(path).stat().st_size, time=utcnow(), primary=primary, error=error)
+        self.manifest.files.append(entry)
+        return entry
+
+    def add_agent_files(self, step_id: str) -> list[str]:
+        """Hash every regular file the agent left in its folder; links and escapes are refused, not followed.
+
+        Returns the refusals, one line each, so the runner can record them.
+        """
+        root = self.agent_dir(step_id)
+        refused: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            for fn in sorted(filenames):
+                p = Path(dirpath) / fn
+                rel = p.relative_to(root).as_posix()
+                if fn.startswith(".") and fn.endswith(".tmp"):
+                    continue
+                if p.is_symlink() or not p.is_file():
+                    refused.append(f"agent/{step_id}/{rel}: a link or special file; not taken as evidence")
+                    continue
+                self.add_file(p, step=step_id, phase="after", captured_by="agent", capture=None, kind="agent_file")
+            dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        return refused
+
+    def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
+        self.claims[step_id] = claim
+        atomic_write_json(self.run_dir / "claims.json", self.claims)
+
+    def finish(self) -> None:
+        self.manifest.finished = utcnow()
+        self.flush()

@@ -1,0 +1,32 @@
+"""file_exists: the runner copied the named file into the evidence after the step."""
+
+from __future__ import annotations
+
+from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
+from referee.validators.common import implicit_name
+
+
+@register("file_exists")
+class FileExists(ValidatorKind):
+    summary = "a file exists after the step (the runner copies it into the evidence)"
+
+    class Params(ValidatorParams):
+        path: str
+        min_size: int = 0
+
+    def captures(self, params, index):
+        return [CaptureRequest("file", implicit_name(params.kind, index), {"path": params.path})]
+
+    def evidence_refs(self, params, index):
+        return [implicit_name(params.kind, index)]
+
+    def check(self, params, ev, index):
+        meta = ev.read_json(implicit_name(params.kind, index))
+        if not meta.get("exists"):
+            return Outcome.fail(f"{params.path} does not exist after the step")
+        size = int(meta.get("size", 0))
+        if size < params.min_size:
+            return Outcome.fail(f"{params.path} has {size} bytes, fewer than {params.min_size}")
+        if meta.get("copy"):
+            ev.path(meta["copy"])  # the copy must still hash to what was captured
+        return Outcome.hold(f"{params.path} exists ({size} bytes)", matched=params.path)
