@@ -109,30 +109,48 @@ class _Where:
         return PlanError(msg + self.step_label(loc), file=self.file, place=self.place(loc), fix=fix)
 
 
-_FIXES = {
-    "missing": "add it",
-    "extra_forbidden": "remove it or check its spelling",
-    "literal_error": None,
-}
+def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = (), model: type | None = None) -> PlanError:
+    import difflib
 
-
-def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = ()) -> PlanError:
-    err = exc.errors()[0]
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a typo explains a "missing"
+    err = errors[0]
     loc = base + tuple(err["loc"])
-    field = ".".join(str(p) for p in err["loc"]) or "value"
+    names = [str(p) for p in err["loc"] if isinstance(p, str)]
+    field = names[-1] if names else "value"
     etype = err["type"]
+    fix = None
     if etype == "missing":
-        msg = f"missing required field '{field}'"
+        msg, fix = f"missing required field '{field}'", "add it"
     elif etype == "extra_forbidden":
         msg = f"unknown field '{field}'"
         if (loc + ("__key__",)) in where.positions:
             loc = loc + ("__key__",)
+        known = sorted(_fields_at(model, err["loc"][:-1])) if model else []
+        near = difflib.get_close_matches(field, known, n=1, cutoff=0.6)
+        fix = (f"did you mean '{near[0]}'? " if near else "") + (f"known fields: {', '.join(known)}" if known else
+                                                                "remove it or check its spelling")
     else:
         msg = f"invalid '{field}': {err['msg']}"
-    fix = _FIXES.get(etype)
-    if etype == "extra_forbidden" and base and isinstance(base[-1], int):
-        fix = "remove it or check its spelling (`referee kinds` lists each kind's parameters)"
     return where.error(msg, loc, fix)
+
+
+def _fields_at(model: type, loc: tuple) -> list[str]:
+    """The field names of the (nested) pydantic model at `loc`, for did-you-mean hints."""
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    current = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = current.model_fields.get(part) if current else None
+        if field is None:
+            return []
+        ann = field.annotation
+        candidates = [ann, *get_args(ann)] + [a for arg in get_args(ann) for a in get_args(arg)]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+    return [n for n in current.model_fields if n != "kind"] if current else []
 
 
 def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
@@ -172,7 +190,7 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
     try:
         plan = Plan.model_validate(data)
     except ValidationError as exc:
-        raise _pydantic_error(where, exc) from None
+        raise _pydantic_error(where, exc, (), Plan) from None
 
     seen: dict[str, int] = {}
     typed_v: dict[str, tuple[TypedValidator, ...]] = {}
@@ -195,7 +213,7 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
             try:
                 params = ck.Params.model_validate(raw)
             except ValidationError as exc:
-                raise _pydantic_error(where, exc, loc) from None
+                raise _pydantic_error(where, exc, loc, ck.Params) from None
             if params.name in names:
                 raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",), fix="give each capture its own name")
             names.add(params.name)
@@ -213,7 +231,7 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
             try:
                 params = vk.Params.model_validate(raw)
             except ValidationError as exc:
-                raise _pydantic_error(where, exc, loc) from None
+                raise _pydantic_error(where, exc, loc, vk.Params) from None
             tv = TypedValidator(vi, vk, params)
             for req in vk.captures(params, vi):
                 if req.name in names:

@@ -22,11 +22,12 @@ class FileExists(ValidatorKind):
 
     def check(self, params, ev, index):
         meta = ev.read_json(implicit_name(params.kind, index))
+        path = meta.get("resolved") or params.path
         if not meta.get("exists"):
-            return Outcome.fail(f"{params.path} does not exist after the step")
+            return Outcome.fail(f"{path} does not exist after the step")
         size = int(meta.get("size", 0))
         if size < params.min_size:
-            return Outcome.fail(f"{params.path} has {size} bytes, fewer than {params.min_size}")
+            return Outcome.fail(f"{path} has {size} bytes, fewer than {params.min_size}")
         if meta.get("copy"):
             ev.path(meta["copy"])  # the copy must still hash to what was captured
-        return Outcome.hold(f"{params.path} exists ({size} bytes)", matched=params.path)
+        return Outcome.hold(f"{path} exists ({size} bytes)", matched=params.path)

@@ -23,7 +23,7 @@ class FileCapture(CaptureKind):
         src = Path(expand(params.path, ctx.env)).expanduser()
         if not src.is_absolute() and ctx.cwd:
             src = Path(ctx.cwd) / src
-        record: dict = {"path": params.path, "exists": src.is_file(), "size": 0, "copy": None}
+        record: dict = {"path": params.path, "resolved": str(src), "exists": src.is_file(), "size": 0, "copy": None}
         files = []
         if src.is_file():
             record["size"] = src.stat().st_size
