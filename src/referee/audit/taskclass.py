@@ -1,0 +1,73 @@
+"""The task-class rule: frozen, deterministic, data-driven (ordered patterns from the policy), task text only."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from referee.audit.records import TASK_CLASSES
+
+
+@dataclass(frozen=True)
+class ClassPattern:
+    """One rule line: if `pattern` (a case-insensitive regex) matches the task, it votes for `cls`."""
+
+    cls: str
+    pattern: str
+
+
+@dataclass(frozen=True)
+class TaskClassRule:
+    """Ordered patterns plus how to choose between matches.
+
+    `earliest`: the match that starts earliest in the task text wins (ties: earlier pattern);
+    `first`: the first pattern in order that matches anywhere wins. No match -> `other`.
+    """
+
+    patterns: tuple[ClassPattern, ...]
+    mode: str = "earliest"
+
+
+@lru_cache(maxsize=512)
+def _compile(pattern: str) -> re.Pattern:
+    return re.compile(pattern, re.I | re.M)
+
+
+def classify_task(task: str, rule: TaskClassRule) -> tuple[str, str | None]:
+    """Return (task class, the pattern that decided it) for a task text.
+
+    >>> r = TaskClassRule((ClassPattern("delete", r"\\bdelete\\b"), ClassPattern("create_edit", r"\\bcreate\\b")))
+    >>> classify_task("Create a note, then delete the old one", r)
+    ('create_edit', '\\\\bcreate\\\\b')
+    >>> classify_task("Dance", r)
+    ('other', None)
+    """
+    best: tuple[int, int, str, str] | None = None
+    for order, cp in enumerate(rule.patterns):
+        m = _compile(cp.pattern).search(task)
+        if not m:
+            continue
+        if rule.mode == "first":
+            return cp.cls, cp.pattern
+        key = (m.start(), order, cp.cls, cp.pattern)
+        if best is None or key < best:
+            best = key
+    if best is None:
+        return "other", None
+    return best[2], best[3]
+
+
+def check_classes(rule: TaskClassRule) -> list[str]:
+    """Problems in a rule (unknown classes, bad regexes), for the policy loader to report."""
+    problems = []
+    for cp in rule.patterns:
+        if cp.cls not in TASK_CLASSES:
+            problems.append(f"unknown task class {cp.cls!r} (known: {', '.join(TASK_CLASSES)})")
+        try:
+            _compile(cp.pattern)
+        except re.error as exc:
+            problems.append(f"bad pattern {cp.pattern!r}: {exc}")
+    if rule.mode not in ("earliest", "first"):
+        problems.append(f"unknown task_classes mode {rule.mode!r} (known: earliest, first)")
+    return problems

@@ -1,0 +1,48 @@
+"""k-of-n votes over extraction runs: a state wins only with at least k votes and no tie. Pure."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+
+def effective_k(threshold: str | int, n: int) -> int:
+    """The number of agreeing runs needed out of n.
+
+    >>> effective_k("majority", 5), effective_k("majority", 4), effective_k("all", 5), effective_k(3, 1)
+    (3, 3, 5, 1)
+    """
+    if n <= 0:
+        return 1
+    if threshold == "majority":
+        return n // 2 + 1
+    if threshold == "all":
+        return n
+    return min(int(threshold), n)  # an integer k larger than n cannot be reached: cap it
+
+
+def vote(states: Sequence[str], threshold: str | int = "majority", *, default: str = "unknown") -> str:
+    """The state at least k runs agree on; a tie between winners, or no winner, gives `default`.
+
+    >>> vote(["completed", "completed", "unknown"])
+    'completed'
+    >>> vote(["completed", "not_completed"])
+    'unknown'
+    >>> vote(["completed", "completed", "not_completed", "not_completed"], 2)
+    'unknown'
+    >>> vote([])
+    'unknown'
+    """
+    if not states:
+        return default
+    k = effective_k(threshold, len(states))
+    counts = Counter(states)
+    winners = [s for s, c in counts.items() if c >= k]
+    if len(winners) != 1:
+        return default
+    top = max(counts.values())
+    if counts[winners[0]] < top:  # k below a majority and another state has more votes
+        return default
+    if sum(1 for c in counts.values() if c == top) > 1:
+        return default
+    return winners[0]
