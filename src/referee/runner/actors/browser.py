@@ -1,0 +1,255 @@
+"""The browser actor: performs a step's `script:` on the runner's page, or lets an agent drive it over CDP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class Target(BaseModel):
+    """What an action acts on: exactly one of role (+name), text, label, placeholder, selector."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str | None = None
+    name: str | None = None
+    exact: bool = False
+    text: str | None = None
+    label: str | None = None
+    placeholder: str | None = None
+    selector: str | None = None
+    timeout_s: float | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "Target":
+        ways = [k for k in ("role", "text", "label", "placeholder", "selector") if getattr(self, k) is not None]
+        if len(ways) != 1:
+            raise ValueError("name exactly one of role, text, label, placeholder, selector"
+                             + (f" (got {', '.join(ways)})" if ways else ""))
+        if self.name is not None and self.role is None:
+            raise ValueError("`name` goes with `role`")
+        return self
+
+    def locate(self, page):
+        if self.role is not None:
+            return page.get_by_role(self.role, name=self.name, exact=self.exact) if self.name is not None \
+                else page.get_by_role(self.role)
+        if self.text is not None:
+            return page.get_by_text(self.text, exact=self.exact)
+        if self.label is not None:
+            return page.get_by_label(self.label, exact=self.exact)
+        if self.placeholder is not None:
+            return page.get_by_placeholder(self.placeholder, exact=self.exact)
+        return page.locator(self.selector)
+
+    def describe(self) -> str:
+        d = self.model_dump(exclude_none=True, exclude_defaults=True)
+        return ", ".join(f"{k}={v!r}" for k, v in d.items())
+
+
+class Fill(Target):
+    value: str
+
+
+class Press(Target):
+    key: str
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "Press":  # a press may go to the focused element: no target needed
+        ways = [k for k in ("role", "text", "label", "placeholder", "selector") if getattr(self, k) is not None]
+        if len(ways) > 1:
+            raise ValueError("name at most one of role, text, label, placeholder, selector")
+        return self
+
+
+class Select(Target):
+    option: str
+
+
+class WaitFor(BaseModel):
+    """Wait for an element (any Target way) to reach `state`, or for the URL to match `url`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str | None = None
+    name: str | None = None
+    exact: bool = False
+    text: str | None = None
+    label: str | None = None
+    placeholder: str | None = None
+    selector: str | None = None
+    url: str | None = None
+    state: Literal["visible", "hidden", "attached", "detached"] = "visible"
+    timeout_s: float | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "WaitFor":
+        ways = [k for k in ("role", "text", "label", "placeholder", "selector", "url") if getattr(self, k) is not None]
+        if len(ways) != 1:
+            raise ValueError("name exactly one of role, text, label, placeholder, selector, url")
+        return self
+
+
+ACTIONS: dict[str, type[BaseModel]] = {"click": Target, "check": Target, "fill": Fill, "press": Press,
+                                       "select": Select, "wait_for": WaitFor}
+SHORTHAND = {"click": "text", "check": "label", "wait_for": "text"}  # `click: Send` == `click: {text: Send}`
+
+
+def parse_action(item: Any, index: int) -> tuple[str, Any]:
+    """Validate one `script:` item; ValueError names the item and the rule.
+
+    >>> parse_action({"click": {"role": "button", "name": "Send"}}, 0)[1].describe()
+    "role='button', name='Send'"
+    >>> parse_action({"goto": "/x"}, 0)
+    ('goto', '/x')
+    >>> parse_action({"click": {"role": "button", "text": "x"}}, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: script item #3 (click): name exactly one of role, text, label, placeholder, selector (got role, text)
+    """
+    if not isinstance(item, dict) or len(item) != 1:
+        raise ValueError(f"script item #{index + 1}: one action per item, e.g. `- click: {{role: button, name: Send}}`")
+    (verb, arg), = item.items()
+    if verb == "goto":
+        url = arg.get("url") if isinstance(arg, dict) else arg
+        if not isinstance(url, str) or not url:
+            raise ValueError(f"script item #{index + 1} (goto): give a URL or path, e.g. `- goto: /`")
+        return verb, url
+    model = ACTIONS.get(verb)
+    if model is None:
+        known = ", ".join(["goto", *ACTIONS])
+        raise ValueError(f"script item #{index + 1}: unknown action '{verb}'; known actions: {known}")
+    if isinstance(arg, str) and verb in SHORTHAND:
+        arg = {SHORTHAND[verb]: arg}
+    try:
+        return verb, model.model_validate(arg if isinstance(arg, dict) else {})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ValueError(f"script item #{index + 1} ({verb}): {msg}" + (f" at '{where}'" if where else "")) from None
+
+
+def parse_script(items: list[Any]) -> list[tuple[str, Any]]:
+    """Validate a whole `script:` list (the lint calls this too, so mistakes show before a run)."""
+    return [parse_action(item, i) for i, item in enumerate(items)]
+
+
+def join(app_url: str | None, url: str) -> str:
+    """Join a script path to app.url.
+
+    >>> join("http://127.0.0.1:9/", "/shop"), join(None, "http://127.0.0.1:1/")
+    ('http://127.0.0.1:9/shop', 'http://127.0.0.1:1/')
+    """
+    if "://" in url or url.startswith(("about:", "data:")) or not app_url:
+        return url
+    return app_url.rstrip("/") + "/" + url.lstrip("/")
+
+
+def perform_action(page, verb: str, arg: Any, app_url: str | None) -> None:
+    """Do one parsed action on the page; Playwright's errors propagate."""
+    ms = lambda t: (t if t is not None else DEFAULT_TIMEOUT_S) * 1000  # noqa: E731
+    if verb == "goto":
+        page.goto(join(app_url, arg), wait_until="load", timeout=ms(None))
+    elif verb == "click":
+        arg.locate(page).click(timeout=ms(arg.timeout_s))
+    elif verb == "check":
+        arg.locate(page).check(timeout=ms(arg.timeout_s))
+    elif verb == "fill":
+        arg.locate(page).fill(arg.value, timeout=ms(arg.timeout_s))
+    elif verb == "select":
+        arg.locate(page).select_option(arg.option, timeout=ms(arg.timeout_s))
+    elif verb == "press":
+        has_target = any(getattr(arg, k) is not None for k in ("role", "text", "label", "placeholder", "selector"))
+        if has_target:
+            arg.locate(page).press(arg.key, timeout=ms(arg.timeout_s))
+        else:
+            page.keyboard.press(arg.key)
+    elif verb == "wait_for":
+        if arg.url is not None:
+            page.wait_for_url(join(app_url, arg.url) if arg.url.startswith("/") else arg.url, timeout=ms(arg.timeout_s))
+        else:
+            target = Target.model_validate(arg.model_dump(exclude={"url", "state"}, exclude_none=True))
+            target.locate(page).first.wait_for(state=arg.state, timeout=ms(arg.timeout_s))
+
+
+class BrowserActor(ActorKind):
+    """Opens the runner's Chromium for the plan; each step runs its `script:`, then the agent command if any.
+
+    The agent gets `REFEREE_CDP_URL` and drives the same page; the runner's captures read that page after it.
+    """
+
+    kind = "browser"
+
+    def __init__(self) -> None:
+        self.session = None
+        self.command: str | None = None
+        self.run_dir: Path | None = None
+        self.app_url: str | None = None
+
+    def setup(self, spec, *, app_url, run_dir):
+        from referee.runner.browser import BrowserSession
+
+        self.command = spec.command
+        self.app_url = app_url
+        self.run_dir = Path(run_dir)
+        self.session = BrowserSession.start(headless=spec.headless, cdp=True)
+
+    @property
+    def page(self) -> Any:
+        return self.session.page if self.session else None
+
+    @property
+    def cdp_url(self) -> str | None:
+        return self.session.cdp_url if self.session else None
+
+    def perform(self, run: StepRun) -> ActorResult:
+        try:
+            actions = parse_script(run.step.script)
+        except ValueError as exc:
+            return ActorResult(exit_code=None, error=f"step '{run.step.id}': {exc}")
+        done = 0
+        try:
+            for verb, arg in actions:
+                perform_action(self.page, verb, arg, run.app_url)
+                done += 1
+        except Exception as exc:
+            verb, arg = actions[done]
+            what = arg if isinstance(arg, str) else arg.describe()
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.session.settle(2.0)
+            return ActorResult(exit_code=1, error=f"script item #{done + 1} ({verb} {what}) failed: {first}")
+        result = ActorResult(exit_code=0)
+        if self.command:
+            from referee.runner.actors.command import run_agent_command
+
+            run.cdp_url = run.cdp_url or self.cdp_url
+            result = run_agent_command(self.command, run, cwd=Path.cwd())
+        elif not run.claim_file.exists():
+            # a scripted step has no agent and so no opinion: say so rather than leave "no claim file"
+            from referee.fsutil import atomic_write_text
+
+            atomic_write_text(run.claim_file, json.dumps({"pass": None, "note": "scripted by the browser actor; no agent",
+                                                          "evidence": []}))
+        self.session.settle()
+        return result
+
+    def teardown(self) -> None:
+        if self.session is not None:
+            if self.run_dir is not None:
+                try:
+                    self.session.write_log(self.run_dir / "browser.log")
+                except OSError:
+                    pass
+            self.session.close()
+            self.session = None
+
+
+actors.add("browser", BrowserActor)

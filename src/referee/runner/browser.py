@@ -1,0 +1,177 @@
+"""The runner's own browser: system Chromium via Playwright, headless, loopback-only, with a CDP endpoint for agents."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from referee.errors import ActorError, require
+
+CHROMIUM = "/usr/bin/chromium"
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def chromium_path() -> str:
+    """The system Chromium (`REFEREE_CHROMIUM` overrides); never a browser Playwright downloaded.
+
+    >>> chromium_path().endswith("chromium") or chromium_path().endswith("chrome")  # doctest: +SKIP
+    True
+    """
+    path = os.environ.get("REFEREE_CHROMIUM") or CHROMIUM
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        found = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not found:
+            raise ActorError(f"no Chromium at {path}", fix="install it with: apt-get install chromium "
+                             "(or set REFEREE_CHROMIUM to a Chromium binary)")
+        path = found
+    return path
+
+
+def is_loopback(url: str) -> bool:
+    """True for URLs whose host is this machine (the only place the runner's browser may go).
+
+    >>> [is_loopback(u) for u in ("http://127.0.0.1:8/x", "http://localhost/", "http://[::1]:5/", "https://example.com/")]
+    [True, True, True, False]
+    >>> is_loopback("data:text/html,hi"), is_loopback("about:blank")
+    (True, True)
+    """
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "about", "blob", "chrome", "devtools"):
+        return True
+    host = (parts.hostname or "").strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dead_end() -> socket.socket:
+    """A loopback port that is bound but never listens: connecting to it is refused at once.
+
+    Chromium is told to use it as its proxy; it bypasses proxies for loopback hosts only, so every
+    other request (names and IP literals alike, HTTP, HTTPS and WebSocket) fails with
+    ERR_PROXY_CONNECTION_FAILED, whoever drives the page. Held open so no one else can take the port.
+    """
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    return s
+
+
+@dataclass
+class BrowserSession:
+    """One Chromium, one context, one page, owned by the runner for the whole plan.
+
+    >>> with BrowserSession.start() as b:  # doctest: +SKIP
+    ...     b.page.goto("http://127.0.0.1:8001/"); b.cdp_url
+    'http://127.0.0.1:40123'
+    """
+
+    headless: bool = True
+    cdp_port: int = 0
+    blocked: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    _pw: Any = None
+    _browser: Any = None
+    _context: Any = None
+    _page: Any = None
+    _dead: socket.socket | None = None
+
+    @classmethod
+    def start(cls, *, headless: bool = True, cdp: bool = True) -> "BrowserSession":
+        """Launch the system Chromium; the page is `about:blank` until a script or agent navigates."""
+        sync_api = require("playwright.sync_api", "browser")
+        os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        sess = cls(headless=headless, cdp_port=free_port() if cdp else 0)
+        sess._dead = _dead_end()
+        proxy_port = sess._dead.getsockname()[1]
+        args = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-default-apps", "--no-first-run",
+                "--disable-domain-reliability", "--disable-breakpad", "--metrics-recording-only",
+                "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
+                f"--proxy-server=http://127.0.0.1:{proxy_port}"]
+        if cdp:
+            args += [f"--remote-debugging-port={sess.cdp_port}", "--remote-debugging-address=127.0.0.1"]
+        try:
+            sess._pw = sync_api.sync_playwright().start()
+            sess._browser = sess._pw.chromium.launch(executable_path=chromium_path(), headless=headless, args=args)
+            sess._context = sess._browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US",
+                                                      timezone_id="UTC", service_workers="block")
+            sess._page = sess._context.new_page()
+        except ActorError:
+            sess.close()
+            raise
+        except Exception as exc:
+            sess.close()
+            raise ActorError(f"cannot start Chromium: {str(exc).splitlines()[0]}",
+                             fix="check that /usr/bin/chromium runs (apt-get install chromium)") from None
+        sess._page.on("requestfailed", sess._on_failed)
+        sess._page.on("console", sess._on_console)
+        return sess
+
+    def _on_failed(self, request) -> None:
+        failure = request.failure or ""
+        if "PROXY" in str(failure) or not is_loopback(request.url):
+            self.blocked.append(request.url)
+
+    def _on_console(self, msg) -> None:
+        if msg.type == "error" and len(self.console_errors) < 200:
+            self.console_errors.append(msg.text[:500])
+
+    @property
+    def page(self) -> Any:
+        """The runner's page. If an agent closed it, a fresh one takes its place (the page stays the runner's)."""
+        if self._page is not None and self._page.is_closed() and self._context is not None:
+            self._page = self._context.new_page()
+        return self._page
+
+    @property
+    def cdp_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.cdp_port}" if self.cdp_port else None
+
+    def settle(self, timeout_s: float = 5.0) -> None:
+        """Let the page finish loading before the runner looks at it; never raises."""
+        try:
+            self.page.wait_for_load_state("load", timeout=timeout_s * 1000)
+        except Exception:
+            pass
+
+    def write_log(self, path: Path) -> None:
+        """Record what the network guard refused and what the page logged as errors (diagnostics only)."""
+        lines = [f"blocked (not loopback): {u}" for u in self.blocked] + [f"console error: {m}" for m in self.console_errors]
+        if lines:
+            from referee.fsutil import atomic_write_text
+
+            atomic_write_text(path, "\n".join(lines) + "\n")
+
+    def close(self) -> None:
+        for obj, meth in ((self._context, "close"), (self._browser, "close"), (self._pw, "stop")):
+            if obj is not None:
+                try:
+                    getattr(obj, meth)()
+                except Exception:
+                    pass
+        self._context = self._browser = self._pw = self._page = None
+        if self._dead is not None:
+            self._dead.close()
+            self._dead = None
+
+    def __enter__(self) -> "BrowserSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
