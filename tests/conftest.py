@@ -179,8 +179,8 @@ def moto_endpoint():
 # ---------------------------------------------------------------- the CLI
 
 
-@pytest.fixture
-def cli_env() -> dict:
+def base_cli_env() -> dict:
+    """A fresh copy of the environment the CLI runs with (see `cli_env`)."""
     env = dict(os.environ)
     env.pop("REFEREE_DEBUG", None)
     env.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -188,6 +188,11 @@ def cli_env() -> dict:
     pp = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(ROOT / "src") + (os.pathsep + pp if pp else "")
     return env
+
+
+@pytest.fixture
+def cli_env() -> dict:
+    return base_cli_env()
 
 
 def run_cli(args, *, cwd=None, env=None, timeout: float = 120, input: str | None = None) -> tuple[int, str, str]:
