@@ -1,0 +1,57 @@
+"""Evidence extractor backends behind one registry; each sees the claim-blind view and nothing else."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol
+
+from referee.audit.records import EVIDENCE_FIELDS, FieldEvidence
+from referee.audit.view import ClaimBlindView
+from referee.registry import Registry
+
+
+class Extractor(Protocol):
+    """What a backend is: a name, a model and prompt version for the cache key, and `extract`."""
+
+    name: str
+    model: str | None
+    prompt_version: str
+
+    def extract(self, view: ClaimBlindView, run_index: int) -> dict[str, FieldEvidence]: ...
+
+
+extractors: Registry[Any] = Registry("extractor backend", entry_point_group="referee.extractors")
+
+
+def get_extractor_factory(name: str) -> Any:
+    """The factory registered under `name` (rules, llm, or a `referee.extractors` entry point).
+
+    >>> get_extractor_factory("rules")().name
+    'rules'
+    """
+    from referee.audit.extract import llm, rules  # noqa: F401  (registration)
+
+    return extractors.get(name)
+
+
+def validate_citations(fields: Mapping[str, FieldEvidence], n_steps: int) -> dict[str, FieldEvidence]:
+    """Enforce the citation rule: a cited index outside the trace makes the field `unknown`, and so
+    does a `yes` that cites nothing. Missing fields are `unknown`.
+
+    >>> out = validate_citations({"action": FieldEvidence(value="yes", support=[7])}, 3)
+    >>> out["action"].value, out["target_id"].value
+    ('unknown', 'unknown')
+    """
+    out: dict[str, FieldEvidence] = {}
+    for f in EVIDENCE_FIELDS:
+        fe = fields.get(f)
+        if fe is None:
+            out[f] = FieldEvidence(value="unknown", note="not extracted")
+            continue
+        bad = [i for i in fe.support if not (0 <= i < n_steps)]
+        if bad:
+            out[f] = FieldEvidence(value="unknown", support=[], note=f"invalid citation {bad} (trace has {n_steps} steps)")
+        elif fe.value == "yes" and not fe.support:
+            out[f] = FieldEvidence(value="unknown", note="yes without a cited step")
+        else:
+            out[f] = fe
+    return out

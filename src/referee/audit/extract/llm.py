@@ -1,0 +1,108 @@
+"""The llm extractor: any OpenAI-compatible model reads the claim-blind view and returns cited evidence fields."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from referee.audit.extract import extractors
+from referee.audit.records import EVIDENCE_FIELDS, FieldEvidence
+from referee.audit.view import ClaimBlindView, canonical_json
+
+EXTRACT_PROMPT_VERSION = "1"
+MAX_VIEW_CHARS = 60_000     # long traces are cut in the middle: start and end carry the most evidence
+MAX_OBS_CHARS = 1_500
+
+SYSTEM = """You extract evidence from an AI agent's execution trace. You see the task, the initial
+observation, and each step's action and observation. You do NOT see what the agent said about its
+work, and you must not guess it. Decide each field from the trace alone:
+- action: the agent performed an action relevant to the task.
+- target_id: that action targeted the entity the task names (right item, right id, right recipient).
+- transition: the relevant state changed during the run because of the agent (not already true at
+  the start, not an empty list, not an unchanged screen).
+- committed: the change was saved/sent/confirmed and accepted (no error, not left typed-but-unsaved).
+- final_supports_goal: the final state shown in the trace satisfies the task.
+Each field is "yes", "no" or "unknown" with "support": the step indices (integers) that show it.
+A "yes" must cite at least one step. Answer with JSON only, in this shape:
+{"action": {"value": "yes", "support": [3]}, "target_id": {...}, "transition": {...},
+ "committed": {...}, "final_supports_goal": {...}}"""
+
+_FIELD = {"type": "object", "properties": {"value": {"type": "string", "enum": ["yes", "no", "unknown"]},
+                                           "support": {"type": "array", "items": {"type": "integer"}}},
+          "required": ["value", "support"]}
+SCHEMA = {"type": "object", "properties": {f: _FIELD for f in EVIDENCE_FIELDS}, "required": list(EVIDENCE_FIELDS)}
+
+
+def render_view(view: ClaimBlindView) -> str:
+    """The prompt text for a view: compact JSON per step, long observations and traces trimmed."""
+    lines = [f"TASK: {view.task}"]
+    if view.initial_observation is not None:
+        lines.append("INITIAL OBSERVATION: " + _trim(canonical_json(view.initial_observation.as_json()), 4 * MAX_OBS_CHARS))
+    for s in view.steps:
+        lines.append(f"STEP {s.index}: " + _trim(canonical_json(s.as_json()), MAX_OBS_CHARS))
+    text = "\n".join(lines)
+    if len(text) > MAX_VIEW_CHARS:
+        half = MAX_VIEW_CHARS // 2
+        text = text[:half] + "\n... [middle of the trace omitted] ...\n" + text[-half:]
+    return text
+
+
+def _trim(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n // 2] + " ... " + s[-n // 2:]
+
+
+def parse_fields(data: dict | None) -> dict[str, FieldEvidence]:
+    """Model JSON -> fields; anything malformed becomes `unknown` (never `yes`).
+
+    >>> parse_fields({"action": {"value": "yes", "support": [1]}, "committed": "maybe"})["committed"].value
+    'unknown'
+    """
+    out: dict[str, FieldEvidence] = {}
+    for f in EVIDENCE_FIELDS:
+        raw = (data or {}).get(f)
+        if isinstance(raw, str):  # a bare "yes" has no citation
+            raw = {"value": raw, "support": []}
+        if not isinstance(raw, dict) or raw.get("value") not in ("yes", "no", "unknown"):
+            out[f] = FieldEvidence(value="unknown", note="missing or malformed in the model answer")
+            continue
+        sup = raw.get("support") or []
+        if isinstance(sup, int):
+            sup = [sup]
+        try:
+            support = [int(x) for x in sup]
+        except (TypeError, ValueError):
+            out[f] = FieldEvidence(value="unknown", note="non-integer citation")
+            continue
+        out[f] = FieldEvidence(value=raw["value"], support=support)
+    return out
+
+
+@dataclass
+class LLMExtractor:
+    """n runs of one model over the same view; run_index varies the request so caches key each run."""
+
+    client: Any  # referee.llm.LLMClient
+    name: str = "llm"
+    prompt_version: str = EXTRACT_PROMPT_VERSION
+    temperature: float = 0.0
+
+    @property
+    def model(self) -> str:
+        return self.client.config.model
+
+    def extract(self, view: ClaimBlindView, run_index: int = 0) -> dict[str, FieldEvidence]:
+        messages = [{"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": render_view(view) + f"\n\n(extraction run {run_index})"}]
+        res = self.client.chat(messages, json_schema=SCHEMA, schema_name="evidence", temperature=self.temperature)
+        if res.data is None:
+            note = f"model answer unusable: {res.error or 'no JSON'}"[:200]
+            return {f: FieldEvidence(value="unknown", note=note) for f in EVIDENCE_FIELDS}
+        return parse_fields(res.data)
+
+
+extractors.add("llm", LLMExtractor)
+
+
+def dumps(ev: dict[str, FieldEvidence]) -> str:
+    return json.dumps({k: v.model_dump() for k, v in ev.items()})

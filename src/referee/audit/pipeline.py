@@ -1,0 +1,207 @@
+"""Audit one trace into an AuditRecord, and stream a set of trace files into audit.jsonl (resumable)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from referee.audit.cache import EvidenceCache
+from referee.audit.disposition import dispose
+from referee.audit.extract import validate_citations
+from referee.audit.policy import check_run
+from referee.audit.policyfile import LoadedPolicy
+from referee.audit.readers import read_traces
+from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
+from referee.audit.taskclass import classify_task
+from referee.audit.trace import Trace, TraceItem
+from referee.audit.view import build_view
+from referee.audit.votes import vote
+from referee.errors import TraceError
+
+
+@dataclass
+class Auditor:
+    """Everything needed to audit one trace: policy, extractor, claim reader, runs, cache (optional)."""
+
+    policy: LoadedPolicy
+    extractor: Any
+    claim_reader: Any
+    runs: int = 1
+    cache: EvidenceCache | None = None
+    backend_calls: int = 0  # extractor + claim-reader calls actually made (cache misses)
+
+    def _claim(self, report: str | None) -> ClaimReading:
+        r = self.claim_reader
+        if r.name == "rules" or self.cache is None:  # rules are cheaper than a cache lookup
+            if r.name != "rules":
+                self.backend_calls += 1
+            return r.read(report)
+        key = hashlib.sha256((report or "").encode("utf-8")).hexdigest()
+        got = self.cache.get_claim(r.name, r.model, r.prompt_version, key)
+        if got is not None:
+            return ClaimReading.model_validate(got)
+        self.backend_calls += 1
+        reading = r.read(report)
+        self.cache.put_claim(r.name, r.model, r.prompt_version, key, reading.model_dump())
+        return reading
+
+    def _evidence(self, view, run_index: int) -> dict:
+        x = self.extractor
+        if self.cache is not None:
+            got = self.cache.get_evidence(x.name, x.model, x.prompt_version, view.sha256, run_index)
+            if got is not None:
+                return got
+        self.backend_calls += 1
+        fields = x.extract(view, run_index)
+        if self.cache is not None:
+            self.cache.put_evidence(x.name, x.model, x.prompt_version, view.sha256, run_index, fields)
+        return fields
+
+    def audit(self, trace: Trace) -> AuditRecord:
+        """Audit one trace: the report goes to the claim reader only, the view to the extractor only.
+
+        >>> from referee.audit.policyfile import load_policy_full
+        >>> from referee.audit.claims import RulesClaimReader
+        >>> from referee.audit.extract.rules import RulesExtractor
+        >>> a = Auditor(load_policy_full("causal"), RulesExtractor(), RulesClaimReader())
+        >>> t = Trace(run_id="r", task="Delete note N42", steps=[], report="Done, N42 was deleted.")
+        >>> a.audit(t).disposition
+        'flag'
+        """
+        policy = self.policy.policy
+        view = build_view(trace)
+        claim = self._claim(trace.report)
+        task_class, _ = classify_task(trace.task, policy.task_classes.rule())
+        evidence = [validate_citations(self._evidence(view, i), len(view.steps)) for i in range(self.runs)]
+        states = [check_run(ev, task_class, policy) for ev in evidence]
+        state = vote(states, policy.votes.threshold)
+        x = self.extractor
+        meta = trace.meta or {}
+        return AuditRecord(
+            run_id=trace.run_id, task=trace.task, task_class=task_class, claim=claim,
+            evidence=evidence, run_states=states, trace_state=state,  # type: ignore[arg-type]
+            disposition=dispose(claim.label, state, policy),  # type: ignore[arg-type]
+            policy=PolicyRef(name=policy.name, sha256=self.policy.sha256),
+            backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.runs),
+            view_sha256=view.sha256,
+            group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")))
+
+
+def _s(v: Any) -> str | None:
+    return None if v in (None, "") else str(v)
+
+
+# -- streaming over files, with resume ------------------------------------------------------------
+
+def done_run_ids(out: Path) -> set[str]:
+    """Run ids already in an audit.jsonl; a half-written last line (a killed process) is cut off first."""
+    out = Path(out)
+    if not out.exists() or out.stat().st_size == 0:
+        return set()
+    with open(out, "rb+") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) != b"\n":
+            data = out.read_bytes()
+            fh.truncate(data.rfind(b"\n") + 1)
+    ids: set[str] = set()
+    with open(out, "r", encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                ids.add(json.loads(line)["run_id"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return ids
+
+
+@dataclass
+class AuditStats:
+    written: int = 0
+    skipped_done: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            for child in sorted(p.iterdir()):
+                if child.suffix in (".json", ".jsonl") and child.is_file():
+                    yield from read_traces(child, fmt)
+        else:
+            yield from read_traces(p, fmt)
+
+
+def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None = None,
+                on_error: str = "skip", concurrency: int = 1, on_record: Callable[[AuditRecord], None] | None = None,
+                on_error_cb: Callable[[TraceError], None] | None = None,
+                on_gold: Callable[[TraceItem], None] | None = None) -> AuditStats:
+    """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
+
+    Records are written in input order even when `concurrency` > 1 (a bounded window of traces is in
+    flight), so an interrupted audit leaves a clean prefix and resumes where it stopped.
+    """
+    out = Path(out)
+    done = done_run_ids(out)
+    stats = AuditStats()
+
+    def todo() -> Iterator[Trace]:
+        for item in iter_items(paths, fmt):
+            if item.error is not None:
+                if on_error == "stop":
+                    raise item.error
+                stats.errors.append(str(item.error))
+                if on_error_cb:
+                    on_error_cb(item.error)
+                continue
+            if on_gold and item.gold is not None:
+                on_gold(item)
+            assert item.trace is not None
+            if item.trace.run_id in done:
+                stats.skipped_done += 1
+                continue
+            done.add(item.trace.run_id)  # a duplicate id later in the input is audited once
+            yield item.trace
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "a", encoding="utf-8") as fh:
+        def write(rec: AuditRecord) -> None:
+            fh.write(rec.model_dump_json() + "\n")
+            fh.flush()  # each record is on disk before the next one starts: resume needs no more
+            stats.written += 1
+            if on_record:
+                on_record(rec)
+
+        if concurrency <= 1:
+            for trace in todo():
+                write(auditor.audit(trace))
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="referee-audit") as pool:
+                window: list = []
+                for trace in todo():
+                    window.append(pool.submit(auditor.audit, trace))
+                    while len(window) >= 2 * concurrency or (window and window[0].done()):
+                        write(window.pop(0).result())
+                for fut in window:
+                    write(fut.result())
+    return stats
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, AuditRecord]]:
+    """Stream (line, AuditRecord) from an audit.jsonl; a bad line raises a TraceError naming it."""
+    from pydantic import ValidationError
+
+    from referee.fsutil import iter_jsonl
+
+    for lineno, line in iter_jsonl(Path(path)):
+        try:
+            yield lineno, AuditRecord.model_validate_json(line)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise TraceError(f"not an audit record: {'.'.join(map(str, err['loc']))}: {err['msg']}",
+                             file=str(path), place=str(lineno), fix="pass an audit.jsonl written by `referee audit`") \
+                from None

@@ -1,0 +1,47 @@
+"""Replay: recompute task class, trace states and dispositions from cached evidence under another policy.
+
+No backend is constructed here, on purpose: this module imports no extractor and no claim reader.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from referee.audit.disposition import dispose
+from referee.audit.policy import check_run
+from referee.audit.policyfile import LoadedPolicy
+from referee.audit.records import AuditRecord, PolicyRef
+from referee.audit.taskclass import classify_task
+from referee.audit.votes import vote
+
+
+def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
+    """The same record judged by another policy: evidence and claim are reused as they are.
+
+    >>> from referee.audit.policyfile import load_policy_full
+    >>> from referee.audit.records import ClaimReading, FieldEvidence, BackendRef
+    >>> y = FieldEvidence(value="yes", support=[0]); n = FieldEvidence(value="no")
+    >>> ev = {"action": y, "target_id": n, "transition": n, "committed": n, "final_supports_goal": y}
+    >>> r = AuditRecord(run_id="r", task="Tell me a joke", task_class="other", claim=ClaimReading(label="success"),
+    ...     evidence=[ev], run_states=["completed"], trace_state="completed", disposition="pass",
+    ...     policy=PolicyRef(name="x", sha256="0"), backend=BackendRef(name="rules"), view_sha256="v")
+    >>> replay_record(r, load_policy_full("final-state")).disposition
+    'pass'
+    """
+    policy = lp.policy
+    task_class, _ = classify_task(rec.task, policy.task_classes.rule())
+    states = [check_run(ev, task_class, policy) for ev in rec.evidence]
+    state = vote(states, policy.votes.threshold)
+    return rec.model_copy(update={
+        "task_class": task_class, "run_states": states, "trace_state": state,
+        "disposition": dispose(rec.claim.label, state, policy),
+        "policy": PolicyRef(name=policy.name, sha256=lp.sha256)})
+
+
+def replay_file(path: Path, lp: LoadedPolicy) -> Iterator[AuditRecord]:
+    """Stream the replayed records of an audit.jsonl."""
+    from referee.audit.pipeline import iter_records
+
+    for _, rec in iter_records(path):
+        yield replay_record(rec, lp)

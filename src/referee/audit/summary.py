@@ -1,0 +1,71 @@
+"""Summaries of an audit: dispositions by task class, and, where gold labels exist, the dangerous misreports."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from referee.audit.records import TASK_CLASSES, AuditRecord
+
+DISPOSITIONS = ("pass", "flag", "review")
+
+
+@dataclass
+class AuditSummary:
+    """Counts over audit records; `gold` maps run_id -> completed when a reader found gold labels."""
+
+    by_class: Counter = field(default_factory=Counter)       # (task_class, disposition) -> n
+    claims: Counter = field(default_factory=Counter)         # claim label -> n
+    states: Counter = field(default_factory=Counter)         # trace state -> n
+    misreports: Counter = field(default_factory=Counter)     # disposition of (claim success, gold not completed)
+    gold_seen: int = 0
+    n: int = 0
+
+    def add(self, rec: AuditRecord, gold: dict[str, bool] | None = None) -> None:
+        self.n += 1
+        self.by_class[(rec.task_class, rec.disposition)] += 1
+        self.claims[rec.claim.label] += 1
+        self.states[rec.trace_state] += 1
+        if gold and rec.run_id in gold:
+            self.gold_seen += 1
+            if rec.claim.label == "success" and not gold[rec.run_id]:
+                self.misreports[rec.disposition] += 1
+
+    def as_dict(self) -> dict:
+        return {"records": self.n,
+                "dispositions": {d: sum(v for (c, dd), v in self.by_class.items() if dd == d) for d in DISPOSITIONS},
+                "by_class": {c: {d: self.by_class[(c, d)] for d in DISPOSITIONS} for c in TASK_CLASSES
+                             if any(self.by_class[(c, d)] for d in DISPOSITIONS)},
+                "claims": dict(self.claims), "trace_states": dict(self.states),
+                "gold_records": self.gold_seen,
+                "success_claim_not_completed": {d: self.misreports[d] for d in DISPOSITIONS}}
+
+
+def summarize(records: Iterable[AuditRecord], gold: dict[str, bool] | None = None) -> AuditSummary:
+    """Fold records into a summary.
+
+    >>> summarize([]).as_dict()["records"]
+    0
+    """
+    s = AuditSummary()
+    for r in records:
+        s.add(r, gold)
+    return s
+
+
+def render(s: AuditSummary) -> str:
+    """A plain-text table: dispositions by task class, then the misreport line when gold was known."""
+    d = s.as_dict()
+    lines = [f"{'task class':<12} {'pass':>6} {'flag':>6} {'review':>6} {'total':>6}"]
+    for c, row in d["by_class"].items():
+        lines.append(f"{c:<12} {row['pass']:>6} {row['flag']:>6} {row['review']:>6} {sum(row.values()):>6}")
+    tot = d["dispositions"]
+    lines.append(f"{'all':<12} {tot['pass']:>6} {tot['flag']:>6} {tot['review']:>6} {d['records']:>6}")
+    lines.append("claims: " + ", ".join(f"{k} {v}" for k, v in sorted(d["claims"].items())) +
+                 " | trace states: " + ", ".join(f"{k} {v}" for k, v in sorted(d["trace_states"].items())))
+    if s.gold_seen:
+        m = d["success_claim_not_completed"]
+        lines.append(f"gold: {s.gold_seen} runs; success claim but not completed: {sum(m.values())} "
+                     f"(flag {m['flag']}, review {m['review']}, pass {m['pass']})")
+    return "\n".join(lines)

@@ -1,0 +1,160 @@
+"""`referee audit` and `referee replay`: thin click commands over referee.audit (heavy imports inside)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from referee.errors import UsageError
+
+
+def _progress(enabled: bool):
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console, transient=True,
+                    disable=not (enabled and console.is_terminal))
+
+
+def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries):
+    from referee.audit.claims import claim_readers
+    from referee.audit.extract import get_extractor_factory
+
+    client = None
+    if "llm" in (backend, claims):
+        from referee.llm import LLMClient, LLMConfig
+
+        cfg = LLMConfig.from_env(base_url, model, concurrency=concurrency, timeout_s=timeout, max_retries=max_retries)
+        client = LLMClient(cfg)
+    factory = get_extractor_factory(backend)
+    extractor = factory(client) if backend == "llm" else factory()
+    reader_factory = claim_readers.get(claims)
+    claim_reader = reader_factory(client) if claims == "llm" else reader_factory()
+    return extractor, claim_reader, client
+
+
+@click.command("audit")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", default=None, help="referee | openai-chat | tau-bench (default: sniffed per file)")
+@click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
+@click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm")
+@click.option("--policy", default="causal", show_default=True, help="causal | final-state | low-load | unanimous | PATH")
+@click.option("--runs", type=int, default=None, help="extraction runs per trace (default 1 for rules, 5 for llm)")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="audit.jsonl to append to (resumable)")
+@click.option("--cache", type=click.Path(path_type=Path), default=None, help="SQLite evidence cache (default OUT.cache.sqlite)")
+@click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True)
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+@click.option("--model", default=None, help="model name for the llm backend")
+@click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per model call")
+@click.option("--max-retries", type=int, default=4, show_default=True)
+@click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
+@click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
+@click.option("--progress/--no-progress", default=True)
+def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base_url, model, concurrency, timeout,
+          max_retries, gold_out, summary_json, progress):
+    """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides."""
+    import time
+
+    from referee.audit.cache import EvidenceCache
+    from referee.audit.pipeline import Auditor, audit_files, iter_records
+    from referee.audit.policyfile import load_policy_full
+    from referee.audit.summary import render, summarize
+
+    if runs is not None and runs < 1:
+        raise UsageError("--runs must be at least 1")
+    lp = load_policy_full(policy)
+    extractor, claim_reader, client = _make_backends(backend, claims, base_url, model, concurrency, timeout,
+                                                     max_retries)
+    n_runs = runs or (5 if backend == "llm" else 1)
+    cache_db = EvidenceCache(cache or out.with_name(out.name + ".cache.sqlite"))
+    auditor = Auditor(lp, extractor, claim_reader, runs=n_runs, cache=cache_db)
+    gold: dict[str, bool] = {}
+    gold_rows: list[dict] = []
+
+    def on_gold(item):
+        gold[item.run_id] = item.gold.completed
+        gold_rows.append({"run_id": item.run_id, "completed": item.gold.completed,
+                          "group": (item.trace.meta or {}).get("group") if item.trace else None})
+
+    def on_err(err):
+        click.echo(f"referee: warning: skipped record: {err}", err=True)
+
+    t0 = time.perf_counter()
+    with _progress(progress) as bar:
+        task = bar.add_task("auditing", total=None, rate="")
+
+        def on_record(rec):
+            dt = time.perf_counter() - t0
+            bar.update(task, advance=1, rate=f"{bar.tasks[0].completed / dt:.1f} rec/s" if dt > 0 else "")
+
+        try:
+            stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
+                                concurrency=concurrency if backend == "llm" or claims == "llm" else 1,
+                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold)
+        finally:
+            cache_db.close()
+            if client is not None:
+                client.close()
+    elapsed = time.perf_counter() - t0
+    if gold_out:
+        from referee.fsutil import atomic_write_text
+
+        atomic_write_text(gold_out, "".join(json.dumps(r) + "\n" for r in gold_rows))
+    summary = summarize((rec for _, rec in iter_records(out)), gold or None)
+    click.echo(render(summary))
+    rate = stats.written / elapsed if elapsed > 0 else 0.0
+    click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
+               f"{len(stats.errors)} bad records skipped; {auditor.backend_calls} backend calls")
+    if summary_json:
+        from referee.fsutil import atomic_write_json
+
+        atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
+                                         "backend_calls": auditor.backend_calls, "errors": stats.errors})
+    return 0
+
+
+@click.command("replay")
+@click.argument("audit_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--policy", default="causal", show_default=True, help="causal | final-state | low-load | unanimous | PATH")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="write the replayed records here ('-': stdout)")
+@click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="gold labels (JSONL: run_id, completed) to report misreports")
+def replay(audit_file, policy, out, gold):
+    """Recompute trace states and dispositions under another policy, from cached evidence only (no model)."""
+    from referee.audit.policyfile import load_policy_full
+    from referee.audit.replay import replay_file
+    from referee.audit.summary import AuditSummary, render
+
+    lp = load_policy_full(policy)
+    gold_map: dict[str, bool] = {}
+    if gold:
+        from referee.fsutil import iter_jsonl
+
+        for _, line in iter_jsonl(gold):
+            row = json.loads(line)
+            gold_map[str(row["run_id"])] = bool(row["completed"])
+    summary = AuditSummary()
+    fh = None
+    if out is not None:
+        fh = sys.stdout if str(out) == "-" else open(out.with_name(out.name + ".tmp"), "w", encoding="utf-8")
+    try:
+        for rec in replay_file(audit_file, lp):
+            summary.add(rec, gold_map or None)
+            if fh is not None:
+                fh.write(rec.model_dump_json() + "\n")
+    finally:
+        if fh is not None and fh is not sys.stdout:
+            fh.close()
+    if out is not None and str(out) != "-":
+        out.with_name(out.name + ".tmp").replace(out)
+    click.echo(render(summary), err=fh is sys.stdout)
+    return 0
+
+
+COMMANDS = [audit, replay]
