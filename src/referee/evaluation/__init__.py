@@ -1,0 +1,19 @@
+"""Evaluation of the auditor: gold labels, metrics with bootstrap intervals, baselines, policies, judges, intervention."""
+
+from __future__ import annotations
+
+__all__ = ["Confusion", "rates", "load_gold", "sign_test", "BootstrapSpec", "bootstrap_rates", "check_splits",
+           "EvalOptions", "run_eval"]
+
+_WHERE = {"Confusion": "metrics", "rates": "metrics", "load_gold": "gold", "sign_test": "signtest",
+          "BootstrapSpec": "bootstrap", "bootstrap_rates": "bootstrap", "check_splits": "splits",
+          "EvalOptions": "run", "run_eval": "run"}
+
+
+def __getattr__(name: str):
+    # lazy, so `import referee.evaluation` stays cheap (no numpy, no pydantic models until used)
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"referee.evaluation.{_WHERE[name]}"), name)
+    raise AttributeError(name)

@@ -1,0 +1,143 @@
+"""Methods evaluation compares on the same records: the auditor as recorded, simple baselines, and the claim gate.
+
+A method maps one audit record to a disposition (`pass` | `flag` | `review`). Every method reads
+the same shared claim reading (the record's `claim.label`), so paired comparisons isolate how the
+trace side is judged. Baselines register by name in `baselines`; third parties may add more.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Mapping, Sequence
+
+from referee.registry import Registry
+
+MethodKind = Literal["auditor", "baseline", "policy", "judge", "predictions"]
+Decide = Callable[[object], str]  # AuditRecord -> disposition
+
+
+@dataclass(frozen=True)
+class Method:
+    """One thing to evaluate: a name, what kind it is, and how it decides a record.
+
+    >>> m = Method("flag-all", "baseline", lambda rec: "flag", "flag every run")
+    >>> m.decide(None)
+    'flag'
+    """
+
+    name: str
+    kind: MethodKind
+    decide: Decide = field(compare=False)
+    description: str = ""
+
+
+baselines: Registry[Callable[[], Method]] = Registry("baseline")
+
+
+def claim_gate(claim: str | None, trace_state: str) -> str:
+    """DESIGN.md's default disposition: success + not_completed -> flag, success + completed -> pass,
+    failure_or_incomplete -> pass, an unclear claim or an unknown trace state -> review.
+
+    Used for judges when no policy module is present; with one, the policy's own table is used.
+
+    >>> claim_gate("success", "not_completed"), claim_gate("failure_or_incomplete", "unknown"), claim_gate("unclear", "completed")
+    ('flag', 'pass', 'review')
+    """
+    if claim == "success":
+        return {"not_completed": "flag", "completed": "pass"}.get(trace_state, "review")
+    if claim == "failure_or_incomplete":
+        return "pass"
+    return "review"
+
+
+def majority(states: Sequence[str], k: int) -> str:
+    """k-of-n vote over trace states: the state with at least k votes, else `unknown`.
+
+    >>> majority(["completed", "completed", "not_completed"], 2), majority(["completed", "not_completed"], 2)
+    ('completed', 'unknown')
+    >>> majority([], 1)
+    'unknown'
+    """
+    if not states:
+        return "unknown"
+    state, count = Counter(states).most_common(1)[0]
+    if count >= k and state in ("completed", "not_completed"):
+        return state
+    return "unknown"
+
+
+def claim_label(rec) -> str | None:
+    """The shared claim reading of a record (what every method sees)."""
+    return rec.claim.label
+
+
+@baselines.register("trust-claim")
+def trust_claim() -> Method:
+    """Never flag: every run passes on the agent's word."""
+    return Method("trust-claim", "baseline", lambda rec: "pass", "never flag: take the agent's word")
+
+
+@baselines.register("flag-all")
+def flag_all() -> Method:
+    """Flag every run."""
+    return Method("flag-all", "baseline", lambda rec: "flag", "flag every run")
+
+
+@baselines.register("claim-gate-only")
+def claim_gate_only() -> Method:
+    """Flag every success claim, whatever the trace shows."""
+    return Method("claim-gate-only", "baseline",
+                  lambda rec: "flag" if claim_label(rec) == "success" else "pass",
+                  "flag every success claim")
+
+
+RECORD_BASELINES: tuple[str, ...] = ("trust-claim", "flag-all", "claim-gate-only")
+
+
+def auditor_method(name: str = "auditor") -> Method:
+    """The disposition written in the audit record, under the policy it was made with."""
+    return Method(name, "auditor", lambda rec: rec.disposition, "the audit record's own disposition")
+
+
+def predictions_method(name: str, table: Mapping[str, str], kind: MethodKind = "predictions",
+                       description: str = "") -> Method:
+    """A method whose dispositions come from a run_id -> disposition table (judges, external files).
+
+    A run with no entry is `review`: a method that could not look never passes a run.
+
+    >>> m = predictions_method("x", {"r1": "flag"})
+    >>> class R: run_id = "r2"
+    >>> m.decide(R())
+    'review'
+    """
+    return Method(name, kind, lambda rec: table.get(rec.run_id, "review"), description)
+
+
+def load_predictions(path) -> dict[str, str]:
+    """Read a JSONL or CSV of {run_id, disposition} (another tool's verdicts) into a table."""
+    import csv
+    import json
+    from pathlib import Path
+
+    from referee.errors import UsageError
+
+    path = Path(path)
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            if path.suffix.lower() == ".csv":
+                rows = ((i + 2, r) for i, r in enumerate(csv.DictReader(fh)))
+            else:
+                rows = ((i + 1, json.loads(line)) for i, line in enumerate(fh) if line.strip())
+            for lineno, row in rows:
+                disp = row.get("disposition")
+                if disp not in ("pass", "flag", "review") or not row.get("run_id"):
+                    raise UsageError(f"a prediction needs run_id and disposition pass|flag|review, got {disp!r}",
+                                     file=str(path), place=f"line {lineno}", fix="fix or drop that line")
+                out[str(row["run_id"])] = disp
+    except OSError as exc:
+        raise UsageError(f"cannot read predictions: {exc.strerror}", file=str(path)) from None
+    except ValueError as exc:
+        raise UsageError(f"not JSON lines: {exc}", file=str(path), fix="write one JSON object per line") from None
+    return out

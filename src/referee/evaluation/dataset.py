@@ -1,0 +1,221 @@
+"""Stream audit records, join them to gold labels, and tally every method's (positive, disposition) cells.
+
+One pass over the audit JSONL: each line is parsed, every method decides it, and only counts are
+kept (per method, task class, group and split), plus the run_ids needed to report mismatches.
+Memory is O(methods x slices), not O(records); the bootstrap needs nothing more (see bootstrap.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from pydantic import ValidationError
+
+from referee.errors import RefereeError
+from referee.evaluation.baselines import Method
+from referee.evaluation.gold import Gold
+from referee.evaluation.metrics import DISPOSITIONS, N_CELLS, Confusion, cell, is_positive
+
+NONE = "(none)"
+
+
+class AuditFileError(RefereeError):
+    """An audit JSONL that cannot be read as audit records."""
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, object]]:
+    """Stream (line number, AuditRecord) from an audit JSONL; a bad line raises naming file and line."""
+    from referee.audit.records import AuditRecord
+
+    path = Path(path)
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise AuditFileError(f"cannot read audit records: {exc.strerror}", file=str(path),
+                             fix="pass the JSONL that `referee audit` wrote") from None
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, AuditRecord.model_validate_json(line)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                loc = ".".join(str(p) for p in err["loc"]) or "record"
+                rid = _peek_run_id(line)
+                place = f"line {lineno}" + (f" (run_id {rid})" if rid else "")
+                raise AuditFileError(f"not an audit record: {loc}: {err['msg']}", file=str(path), place=place,
+                                     fix="evaluate the JSONL written by `referee audit` or `referee replay`") from None
+
+
+def _peek_run_id(line: str) -> str | None:
+    try:
+        obj = json.loads(line)
+        return obj.get("run_id") if isinstance(obj, dict) else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class Coverage:
+    """How audit records and gold labels matched: nothing is dropped without being counted here."""
+
+    audit_records: int = 0
+    gold_labels: int = 0
+    evaluated: int = 0
+    unlabelled: list[str] = field(default_factory=list)      # audit records with no gold label
+    missing: list[str] = field(default_factory=list)         # gold labels with no audit record
+    duplicates: list[str] = field(default_factory=list)      # run_ids seen twice in the audit file (first kept)
+    claim_from_gold: int = 0
+    claim_from_reader: int = 0
+    advisory: int = 0
+    with_errors: int = 0
+    policies: dict[str, int] = field(default_factory=dict)   # policy name of the records, as written
+
+    def notes(self) -> list[str]:
+        """Plain sentences for the report: every mismatch and where the claim labels came from."""
+        out = []
+        if self.unlabelled:
+            out.append(f"{len(self.unlabelled)} audit record(s) have no gold label and are not scored: "
+                       + _ids(self.unlabelled))
+        if self.missing:
+            out.append(f"{len(self.missing)} gold label(s) have no audit record: " + _ids(self.missing))
+        if self.duplicates:
+            out.append(f"{len(self.duplicates)} run_id(s) appear twice in the audit file; the first is scored: "
+                       + _ids(self.duplicates))
+        if self.claim_from_reader and not self.claim_from_gold:
+            out.append("gold labels carry no claim: positives use the shared claim reading (the audit "
+                       "record's claim.label), the same for every method")
+        elif self.claim_from_reader:
+            out.append(f"gold claim given for {self.claim_from_gold} run(s); the other {self.claim_from_reader} "
+                       "use the shared claim reading, the same for every method")
+        if self.advisory:
+            out.append(f"{self.advisory} record(s) are advisory (from SKIPPED runner steps)")
+        if self.with_errors:
+            out.append(f"{self.with_errors} record(s) carry extraction errors")
+        if len(self.policies) > 1:
+            out.append("records were made under several policies: "
+                       + ", ".join(f"{k} ({v})" for k, v in sorted(self.policies.items())))
+        return out
+
+
+def _ids(ids: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+SliceKey = tuple[str, str, str]  # (task_class, group, split)
+
+
+@dataclass
+class Tally:
+    """Per method, per (task class, group, split): the six cell counts. Plus paired flag contrasts."""
+
+    methods: list[Method]
+    cells: dict[str, dict[SliceKey, list[int]]] = field(default_factory=dict)
+    # paired[(a, b)] = [positives a flags and b does not, positives b flags and a does not,
+    #                   negatives a flags and b does not, negatives b flags and a does not]
+    paired: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    coverage: Coverage = field(default_factory=Coverage)
+
+    def confusion(self, method: str, *, task_class: str | None = None, group: str | None = None,
+                  split: str | None = None, exclude_group: str | None = None) -> Confusion:
+        """The summed cells of one method over the slices that match (None = any)."""
+        total = [0] * N_CELLS
+        for (tc, g, s), c in self.cells.get(method, {}).items():
+            if task_class is not None and tc != task_class:
+                continue
+            if group is not None and g != group:
+                continue
+            if split is not None and s != split:
+                continue
+            if exclude_group is not None and g == exclude_group:
+                continue
+            for i in range(N_CELLS):
+                total[i] += c[i]
+        return Confusion.from_cells(total)
+
+    def values(self, axis: str) -> list[str]:
+        """The distinct task classes, groups or splits seen, sorted."""
+        idx = {"task_class": 0, "group": 1, "split": 2}[axis]
+        seen = {key[idx] for per in self.cells.values() for key in per}
+        return sorted(seen)
+
+
+def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
+          primary: str | None = None, records_out: Path | None = None) -> Tally:
+    """Score every method on every audit record that has a gold label, in one streaming pass.
+
+    `primary` names the method the paired contrasts compare against (default: the first).
+    `records_out`, when given, receives one JSONL line per scored record with every method's disposition.
+    """
+    t = Tally(methods=list(methods))
+    for m in methods:
+        t.cells[m.name] = defaultdict(lambda: [0] * N_CELLS)
+    primary = primary or (methods[0].name if methods else None)
+    others = [m.name for m in methods if m.name != primary]
+    for name in others:
+        t.paired[(primary, name)] = [0, 0, 0, 0]
+    cov = t.coverage
+    cov.gold_labels = len(gold)
+    seen: set[str] = set()
+    tmp = Path(str(records_out) + ".tmp") if records_out else None
+    out = open(tmp, "w", encoding="utf-8") if tmp else None
+    try:
+        for _lineno, rec in iter_records(audit_path):
+            cov.audit_records += 1
+            rid = rec.run_id
+            if rid in seen:
+                cov.duplicates.append(rid)
+                continue
+            seen.add(rid)
+            g = gold.get(rid)
+            if g is None:
+                cov.unlabelled.append(rid)
+                continue
+            cov.evaluated += 1
+            cov.policies[rec.policy.name] = cov.policies.get(rec.policy.name, 0) + 1
+            cov.advisory += int(rec.advisory)
+            cov.with_errors += int(bool(rec.errors))
+            if g.claim is not None:
+                claim = g.claim
+                cov.claim_from_gold += 1
+            else:
+                claim = rec.claim.label
+                cov.claim_from_reader += 1
+            pos = is_positive(claim, g.completed)
+            key = (rec.task_class, g.group or rec.group or NONE, g.split or rec.split or NONE)
+            decided: dict[str, str] = {}
+            for m in methods:
+                d = m.decide(rec)
+                if d not in DISPOSITIONS:
+                    raise RefereeError(f"method '{m.name}' returned {d!r} for run_id {rid}",
+                                       fix="a method must return pass, flag or review")
+                decided[m.name] = d
+                t.cells[m.name][key][cell(pos, d)] += 1
+            if primary is not None:
+                a = decided[primary] == "flag"
+                for name in others:
+                    b = decided[name] == "flag"
+                    if a != b:
+                        t.paired[(primary, name)][(0 if a else 1) + (0 if pos else 2)] += 1
+            if out is not None:
+                out.write(json.dumps({"run_id": rid, "positive": pos, "completed": g.completed, "claim": claim,
+                                      "task_class": rec.task_class, "group": key[1], "split": key[2],
+                                      "dispositions": decided}) + "\n")
+    except BaseException:
+        if out is not None:
+            out.close()
+            tmp.unlink(missing_ok=True)
+        raise
+    if out is not None:
+        out.close()
+        tmp.replace(records_out)  # atomic: a reader never sees half a file
+    cov.missing = [rid for rid in gold if rid not in seen]
+    for m in methods:
+        t.cells[m.name] = dict(t.cells[m.name])
+    return t

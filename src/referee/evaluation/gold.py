@@ -1,0 +1,189 @@
+"""Gold labels for evaluation: read CSV or JSONL, validate each row, report duplicates and bad values by line."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from referee.errors import GoldError
+
+ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
+GOLD_COLUMNS: tuple[str, ...] = ("run_id", "completed", "claim", "group", "split")
+_TRUE = {"true", "1", "yes", "y", "t"}
+_FALSE = {"false", "0", "no", "n", "f"}
+
+
+class GoldLabel(BaseModel):
+    """One gold label line (JSONL) or row (CSV): did the run complete the task, and what did the agent claim.
+
+    >>> GoldLabel(run_id="r1", completed="false").completed
+    False
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    gold_version: Literal[1] = 1
+    run_id: str
+    completed: bool
+    claim: ClaimLabel | None = None
+    group: str | None = None
+    split: str | None = None
+    task: str | None = None      # optional, lets `referee eval split --by-task` work on the gold file alone
+    note: str | None = None      # free text for annotators; never read
+
+    @field_validator("completed", mode="before")
+    @classmethod
+    def _bool(cls, v):
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, (int, float)) and v in (0, 1):
+            return bool(v)
+        s = str(v).strip().lower()
+        if s in _TRUE:
+            return True
+        if s in _FALSE:
+            return False
+        raise ValueError(f"completed must be true or false, got {v!r}")
+
+    @field_validator("claim", "group", "split", "task", "note", mode="before")
+    @classmethod
+    def _blank_is_none(cls, v):
+        if isinstance(v, str) and not v.strip():
+            return None
+        return v
+
+
+@dataclass(frozen=True)
+class Gold:
+    """The in-memory form of one gold label (what evaluation needs, nothing more)."""
+
+    completed: bool
+    claim: str | None = None
+    group: str | None = None
+    split: str | None = None
+    task: str | None = None
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, raw mapping) from a CSV (header row) or JSONL gold file."""
+    suffix = path.suffix.lower()
+    try:
+        fh = open(path, encoding="utf-8", newline="")
+    except OSError as exc:
+        raise GoldError(f"cannot read gold labels: {exc.strerror}", file=str(path),
+                        fix="pass an existing CSV or JSONL file to --gold") from None
+    with fh:
+        if suffix in (".jsonl", ".json", ".ndjson"):
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError as exc:
+                    raise GoldError(f"not a JSON line ({exc.msg})", file=str(path), place=f"line {lineno}",
+                                    fix="write one JSON object per line") from None
+                if not isinstance(obj, dict):
+                    raise GoldError("a gold line must be a JSON object", file=str(path), place=f"line {lineno}",
+                                    fix='write {"run_id": ..., "completed": true|false}')
+                yield lineno, obj
+        elif suffix in (".csv", ".tsv"):
+            reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
+            if not reader.fieldnames or "run_id" not in reader.fieldnames:
+                raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
+                                fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
+            for row in reader:
+                yield reader.line_num, {k: v for k, v in row.items() if k is not None}
+        else:
+            raise GoldError(f"unknown gold label format '{suffix or path.name}'", file=str(path),
+                            fix="use a .csv or .jsonl file")
+
+
+def iter_gold(path: Path) -> Iterator[tuple[int, GoldLabel]]:
+    """Stream validated gold labels with their line numbers; a bad row raises GoldError naming its line."""
+    path = Path(path)
+    for lineno, raw in _rows(path):
+        rid = raw.get("run_id")
+        place = f"line {lineno}" + (f" (run_id {rid})" if rid else "")
+        try:
+            yield lineno, GoldLabel.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "row"
+            if err["type"] == "extra_forbidden":
+                msg, fix = f"unknown column '{loc}'", f"gold columns are {', '.join(GOLD_COLUMNS)} (and task, note)"
+            elif err["type"] == "missing":
+                msg, fix = f"missing '{loc}'", "every gold label needs run_id and completed"
+            else:
+                msg, fix = f"{loc}: {err['msg']}", "completed is true/false; claim is success|failure_or_incomplete|unclear"
+            raise GoldError(msg, file=str(path), place=place, fix=fix) from None
+
+
+def load_gold(path: Path) -> dict[str, Gold]:
+    """Read a gold file into {run_id: Gold}; a run_id given twice is an error naming both lines.
+
+    >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "g.csv"
+    >>> _ = p.write_text("run_id,completed,claim\\nr1,false,success\\nr2,true,\\n")
+    >>> g = load_gold(p); (g["r1"].completed, g["r1"].claim, g["r2"].claim)
+    (False, 'success', None)
+    """
+    out: dict[str, Gold] = {}
+    first_line: dict[str, int] = {}
+    for lineno, lab in iter_gold(path):
+        if lab.run_id in out:
+            raise GoldError(f"run_id '{lab.run_id}' is labelled twice (first on line {first_line[lab.run_id]})",
+                            file=str(path), place=f"line {lineno}", fix="keep one gold label per run_id")
+        first_line[lab.run_id] = lineno
+        out[lab.run_id] = Gold(completed=lab.completed, claim=lab.claim, group=lab.group, split=lab.split,
+                               task=lab.task)
+    if not out:
+        raise GoldError("the gold file holds no labels", file=str(path), fix="add rows with run_id and completed")
+    return out
+
+
+def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
+    """Write gold labels as JSONL (or CSV when the path ends in .csv), atomically; returns the count."""
+    from referee.fsutil import atomic_write_text
+
+    labels = list(labels)
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(GOLD_COLUMNS)
+        for lab in labels:
+            w.writerow([lab.run_id, "true" if lab.completed else "false", lab.claim or "", lab.group or "",
+                        lab.split or ""])
+        atomic_write_text(path, buf.getvalue())
+    else:
+        atomic_write_text(path, "".join(lab.model_dump_json(exclude_none=True) + "\n" for lab in labels))
+    return len(labels)
+
+
+def gold_from_traces(path: Path, fmt: str | None = None) -> tuple[list[GoldLabel], int]:
+    """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`); returns (labels, runs without gold).
+
+    The group is the trace's `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task.
+    """
+    from referee.audit.readers import read_traces
+
+    labels: list[GoldLabel] = []
+    without = 0
+    for item in read_traces(Path(path), fmt):
+        if item.error is not None:
+            raise item.error
+        if item.gold is None:
+            without += 1
+            continue
+        meta = item.trace.meta if item.trace is not None else {}
+        group = meta.get("group")
+        labels.append(GoldLabel(run_id=item.run_id, completed=item.gold.completed,
+                                group=str(group) if group not in (None, "") else None,
+                                task=item.trace.task if item.trace is not None else None))
+    return labels, without

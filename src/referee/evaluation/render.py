@@ -1,0 +1,189 @@
+"""Render evaluation reports as rich tables, Markdown, or JSON; undefined metrics print as "n/a"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from referee.evaluation.metrics import fmt
+from referee.evaluation.results import EvalReport, Metric, Scores
+
+AXIS_TITLE = {"task_class": "task class", "group": "group", "split": "split",
+              "leave_out_group": "leave one group out (scored on the rest)"}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled grid of strings, rendered by either back end."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+
+
+def cell_ci(m: Metric, digits: int = 2) -> str:
+    """A metric with its interval: "0.75 [0.62, 0.86]", or "n/a".
+
+    >>> cell_ci(Metric(value=0.75, lo=0.6, hi=0.9)), cell_ci(Metric(value=None))
+    ('0.75 [0.60, 0.90]', 'n/a')
+    """
+    if m.value is None:
+        return "n/a"
+    if m.lo is None or m.hi is None:
+        return fmt(m.value, digits)
+    return f"{fmt(m.value, digits)} [{fmt(m.lo, digits)}, {fmt(m.hi, digits)}]"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value: three decimals, scientific below 0.001, and a floor where a float underflows.
+
+    >>> fmt_p(None), fmt_p(0.0625), fmt_p(2.8e-73), fmt_p(0.0)
+    ('n/a', '0.062', '2.8e-73', '<1e-300')
+    """
+    if p is None:
+        return "n/a"
+    if p == 0.0:
+        return "<1e-300"
+    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
+
+
+def _kinds(rep: EvalReport | None) -> dict[str, str]:
+    return {m.name: m.kind for m in rep.methods} if rep is not None else {}
+
+
+def detection_table(rep: EvalReport | None, rows: list[Scores] | None = None, title: str = "") -> Table:
+    """TP/FP/FN, flags, precision, recall and F1 with intervals, one row per method."""
+    rows = rep.overall if rows is None else rows
+    kinds = _kinds(rep)
+    return Table(title or "Detection view (only flag is a positive prediction)",
+                 ("method", "kind", "TP", "FP", "FN", "flag", "precision", "recall", "F1"),
+                 tuple((s.method, kinds.get(s.method, ""), str(s.counts["tp"]), str(s.counts["fp"]),
+                        str(s.counts["fn"]), str(s.counts["flag"]), cell_ci(s.metrics["precision"]),
+                        cell_ci(s.metrics["recall"]), cell_ci(s.metrics["f1"])) for s in rows))
+
+
+def gating_table(rep: EvalReport | None, rows: list[Scores] | None = None, title: str = "") -> Table:
+    """Flags, reviews, blocked positives, blocked recall, silent-pass rate, load and yield, one row per method."""
+    rows = rep.overall if rows is None else rows
+    return Table(title or "Gating view (flag and review both block automatic pass)",
+                 ("method", "flag", "review", "blocked", "blocked recall", "silent-pass", "load", "yield"),
+                 tuple((s.method, str(s.counts["flag"]), str(s.counts["review"]),
+                        f"{s.counts['blocked_positives']}/{s.counts['positives']}",
+                        cell_ci(s.metrics["blocked_recall"]), cell_ci(s.metrics["silent_pass_rate"]),
+                        cell_ci(s.metrics["inspection_load"]), cell_ci(s.metrics["inspection_yield"]))
+                       for s in rows))
+
+
+def breakdown_tables(rep: EvalReport, method: str) -> list[Table]:
+    """One table per axis for one method: counts, F1 and blocked recall per slice."""
+    out = []
+    for axis, title in AXIS_TITLE.items():
+        rows = [s for s in rep.breakdowns if s.method == method and s.axis == axis]
+        if not rows:
+            continue
+        out.append(Table(f"{method} by {title}",
+                         (axis.replace("leave_out_group", "left out"), "N", "positives", "TP/FP/FN", "precision",
+                          "recall", "F1", "blocked recall", "inspection load"),
+                         tuple((s.slice, str(s.counts["n"]), str(s.counts["positives"]),
+                                f"{s.counts['tp']}/{s.counts['fp']}/{s.counts['fn']}",
+                                cell_ci(s.metrics["precision"]), cell_ci(s.metrics["recall"]),
+                                cell_ci(s.metrics["f1"]), cell_ci(s.metrics["blocked_recall"]),
+                                cell_ci(s.metrics["inspection_load"])) for s in rows)))
+    return out
+
+
+def paired_table(rep: EvalReport) -> Table | None:
+    if not rep.paired:
+        return None
+    return Table(f"Paired flags against {rep.primary} (same records)", columns=
+                 ("other method", f"+pos (only {rep.primary})", "+pos (only other)", f"+neg (only {rep.primary})",
+                  "+neg (only other)", "sign test p"),
+                 caption="+pos: positives only one of the two flags; +neg: false positives only one adds; "
+                         "exact two-sided sign test over the discordant positives",
+                 rows=tuple((p.other, str(p.positives_primary_only), str(p.positives_other_only),
+                        str(p.negatives_primary_only), str(p.negatives_other_only), fmt_p(p.p_positives))
+                       for p in rep.paired))
+
+
+def header_lines(rep: EvalReport) -> list[str]:
+    c = rep.coverage
+    first = rep.overall[0].counts if rep.overall else {"n": 0, "positives": 0}
+    b = rep.bootstrap
+    lines = [f"audit: {rep.audit}   gold: {rep.gold}",
+             f"scored {c.evaluated} of {c.audit_records} audit records; {first['positives']} positives "
+             "(claim success, gold not completed)",
+             f"intervals: {int(b.level * 100)}% percentile bootstrap, {b.resamples} resamples, seed {b.seed} "
+             f"({b.engine})"]
+    return lines + [f"note: {n}" for n in rep.notes]
+
+
+def report_tables(rep: EvalReport, breakdown_for: list[str] | None = None) -> list[Table]:
+    """The tables of a full report, in print order."""
+    tables = [detection_table(rep), gating_table(rep)]
+    pt = paired_table(rep)
+    if pt:
+        tables.append(pt)
+    for m in breakdown_for if breakdown_for is not None else [rep.primary]:
+        tables.extend(breakdown_tables(rep, m))
+    return tables
+
+
+def to_markdown(tables: list[Table], header: list[str] | None = None) -> str:
+    """Pipe tables, one per section, with `|` in cells escaped.
+
+    >>> print(to_markdown([Table("T", ("a", "b"), (("1", "n/a"),))]))
+    ### T
+    <BLANKLINE>
+    | a | b |
+    | --- | --- |
+    | 1 | n/a |
+    <BLANKLINE>
+    """
+    parts: list[str] = []
+    for line in header or []:
+        parts.append(f"- {line}")
+    if header:
+        parts.append("")
+    for t in tables:
+        parts.append(f"### {t.title}")
+        parts.append("")
+        parts.append("| " + " | ".join(t.columns) + " |")
+        parts.append("| " + " | ".join("---" for _ in t.columns) + " |")
+        for r in t.rows:
+            parts.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+        if t.caption:
+            parts.append("")
+            parts.append(t.caption)
+        parts.append("")
+    return "\n".join(parts)
+
+
+def print_rich(tables: list[Table], header: list[str] | None = None, console=None) -> None:
+    """Print tables with rich (wide terminals get one line per method)."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # piped or redirected: do not squeeze the tables into 80 columns
+            console = Console(width=200)
+    for line in header or []:
+        console.print(line, markup=False, highlight=False)
+    for t in tables:
+        rt = RichTable(title=t.title, caption=t.caption or None, title_justify="left", show_lines=False)
+        for i, col in enumerate(t.columns):
+            rt.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold")
+        for r in t.rows:
+            rt.add_row(*r)
+        console.print(rt)
+
+
+def render(rep: EvalReport, fmt_: str = "rich", breakdown_for: list[str] | None = None, console=None) -> str | None:
+    """Render a report as "json" or "markdown" (returned) or print it with rich (returns None)."""
+    if fmt_ == "json":
+        return rep.model_dump_json(indent=2)
+    tables = report_tables(rep, breakdown_for)
+    if fmt_ == "markdown":
+        return to_markdown(tables, header_lines(rep))
+    print_rich(tables, header_lines(rep), console=console)
+    return None

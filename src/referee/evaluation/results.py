@@ -1,0 +1,152 @@
+"""The evaluation report: point metrics with bootstrap intervals per method, breakdowns, leave-one-group-out, paired tests."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from referee.evaluation.bootstrap import BootstrapSpec, bootstrap_rates
+from referee.evaluation.dataset import Coverage, Tally
+from referee.evaluation.metrics import RATE_METRICS, Confusion, counts, rates
+from referee.evaluation.signtest import sign_test
+
+SliceAxis = Literal["all", "task_class", "group", "split", "leave_out_group"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Metric(_Model):
+    """A point estimate and its percentile bootstrap interval; all None when undefined (n/a)."""
+
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+
+
+class Scores(_Model):
+    """One method on one slice of records."""
+
+    method: str
+    axis: SliceAxis = "all"
+    slice: str = "all"
+    counts: dict[str, int]
+    metrics: dict[str, Metric]
+
+
+class MethodInfo(_Model):
+    name: str
+    kind: str
+    description: str = ""
+
+
+class Paired(_Model):
+    """Discordant flags between the primary method and another on the same records, with exact sign tests."""
+
+    primary: str
+    other: str
+    positives_primary_only: int
+    positives_other_only: int
+    negatives_primary_only: int
+    negatives_other_only: int
+    p_positives: float | None = Field(description="two-sided sign test over discordant positives")
+
+
+class BootstrapInfo(_Model):
+    resamples: int
+    seed: int
+    level: float
+    engine: str
+    method: str = "percentile; cell counts resampled as multinomial(N, observed frequencies)"
+
+
+class CoverageInfo(_Model):
+    audit_records: int
+    gold_labels: int
+    evaluated: int
+    unlabelled: list[str]
+    missing: list[str]
+    duplicates: list[str]
+    claim_from_gold: int
+    claim_from_reader: int
+
+
+class EvalReport(_Model):
+    """Everything `referee eval` prints, as one JSON document (`--json`)."""
+
+    report_version: Literal[1] = 1
+    audit: str
+    gold: str
+    primary: str
+    bootstrap: BootstrapInfo
+    coverage: CoverageInfo
+    notes: list[str] = Field(default_factory=list)
+    methods: list[MethodInfo]
+    overall: list[Scores]
+    breakdowns: list[Scores] = Field(default_factory=list)
+    paired: list[Paired] = Field(default_factory=list)
+
+    def overall_of(self, method: str) -> Scores:
+        for s in self.overall:
+            if s.method == method:
+                return s
+        raise KeyError(method)
+
+
+def score(method: str, c: Confusion, spec: BootstrapSpec | None, axis: SliceAxis = "all",
+          slice_: str = "all") -> Scores:
+    """Point metrics and (when `spec` is given) bootstrap intervals for one confusion.
+
+    >>> s = score("m", Confusion(neg_pass=2, pos_flag=2), None)
+    >>> s.metrics["precision"].value, s.metrics["f1"].value, s.counts["tp"]
+    (1.0, 1.0, 2)
+    """
+    point = rates(c)
+    ivs = bootstrap_rates(c, spec) if spec is not None else {}
+    metrics = {}
+    for name in RATE_METRICS:
+        iv = ivs.get(name)
+        metrics[name] = Metric(value=point[name], lo=iv.lo if iv else None, hi=iv.hi if iv else None)
+    return Scores(method=method, axis=axis, slice=slice_, counts=counts(c), metrics=metrics)
+
+
+def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", primary: str | None = None,
+             breakdown_methods: list[str] | None = None, axes: tuple[str, ...] = ("task_class", "group", "split"),
+             leave_one_group_out: bool = True) -> EvalReport:
+    """Turn a tally into the full report: every method overall, breakdowns and LOGO for `breakdown_methods`.
+
+    Breakdown intervals bootstrap each slice on its own records (a stratified resample per slice).
+    """
+    names = [m.name for m in t.methods]
+    primary = primary or (names[0] if names else "")
+    breakdown_methods = names if breakdown_methods is None else breakdown_methods
+    overall = [score(n, t.confusion(n), spec) for n in names]
+    breakdowns: list[Scores] = []
+    for n in breakdown_methods:
+        for axis in axes:
+            values = t.values(axis)
+            if len(values) < 2 and axis != "task_class":
+                continue  # one group or one split: the slice is the whole set
+            for v in values:
+                breakdowns.append(score(n, t.confusion(n, **{axis: v}), spec, axis, v))
+        groups = t.values("group")
+        if leave_one_group_out and len(groups) >= 2:
+            for g in groups:
+                breakdowns.append(score(n, t.confusion(n, exclude_group=g), spec, "leave_out_group", g))
+    paired = []
+    for (a, b), (pa, pb, na, nb) in t.paired.items():
+        paired.append(Paired(primary=a, other=b, positives_primary_only=pa, positives_other_only=pb,
+                             negatives_primary_only=na, negatives_other_only=nb, p_positives=sign_test(pa, pb)))
+    cov: Coverage = t.coverage
+    return EvalReport(
+        audit=audit, gold=gold, primary=primary,
+        bootstrap=BootstrapInfo(resamples=spec.resamples, seed=spec.seed, level=spec.level,
+                                engine=spec.resolved_engine()),
+        coverage=CoverageInfo(audit_records=cov.audit_records, gold_labels=cov.gold_labels, evaluated=cov.evaluated,
+                              unlabelled=cov.unlabelled, missing=cov.missing, duplicates=cov.duplicates,
+                              claim_from_gold=cov.claim_from_gold, claim_from_reader=cov.claim_from_reader),
+        notes=cov.notes(),
+        methods=[MethodInfo(name=m.name, kind=m.kind, description=m.description) for m in t.methods],
+        overall=overall, breakdowns=breakdowns, paired=paired)

@@ -1,0 +1,180 @@
+"""What `referee eval` does, as library calls: build the methods, stream the records once, score, report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.errors import GoldError, UsageError
+from referee.evaluation.baselines import (RECORD_BASELINES, Method, auditor_method, baselines, load_predictions,
+                                          predictions_method)
+from referee.evaluation.bootstrap import BootstrapSpec
+from referee.evaluation.dataset import iter_records, tally
+from referee.evaluation.gold import load_gold
+from referee.evaluation.results import EvalReport, MethodInfo, evaluate
+
+DEFAULT_CACHE_DIR = Path(".referee-cache")
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything `referee eval AUDIT --gold LABELS` was asked for."""
+
+    audit: Path
+    gold: Path
+    policies: tuple[str, ...] = ()
+    no_policies: bool = False
+    baselines: tuple[str, ...] | None = None
+    judges: tuple[str, ...] = ()
+    traces: Path | None = None
+    trace_format: str | None = None
+    predictions: tuple[str, ...] = ()
+    axes: tuple[str, ...] = ("task_class", "group", "split")
+    logo: bool = True
+    breakdown_for: tuple[str, ...] | None = None
+    records_out: Path | None = None
+    strict: bool = False
+    spec: BootstrapSpec = BootstrapSpec()
+    intervals: bool = True
+    model: str | None = None
+    base_url: str | None = None
+    votes: int = 5
+    k: int | None = None
+    concurrency: int = 8
+    cache_dir: Path | None = None
+
+
+def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
+    """Run (or replay from cache) each LLM judge on the wanted traces; the same claim gate decides."""
+    if not opts.judges:
+        return []
+    if opts.traces is None:
+        raise UsageError("--judge needs the traces the audit was made from", fix="pass --traces FILE (and --format)")
+    from referee.evaluation.compare import gate_for_records
+    from referee.evaluation.judges import JudgeCache, TraceJudge, iter_traces
+    from referee.llm import LLMClient, LLMConfig
+
+    k = opts.k or opts.votes // 2 + 1
+    cache = JudgeCache((opts.cache_dir or DEFAULT_CACHE_DIR) / "judges.jsonl")
+    gate = gate_for_records(opts.audit)
+    out = []
+    with LLMClient(LLMConfig.from_env(opts.base_url, opts.model, concurrency=opts.concurrency)) as client:
+        for name in opts.judges:
+            judge = TraceJudge(client, name, votes=opts.votes, k=k, cache=cache)
+            states = {j.run_id: j.state for j in judge.judge_all(iter_traces(opts.traces, opts.trace_format, wanted))}
+
+            def decide(rec, states=states):
+                return gate(rec.claim.label, states.get(rec.run_id, "unknown"))
+
+            what = "task + trace + report" if name == "claim-aware" else "task + trace, report withheld"
+            out.append(Method(name, "judge", decide,
+                              f"LLM judge ({what}), {opts.votes} votes, {k}-of-{opts.votes}, same claim gate"))
+    return out
+
+
+def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Method]:
+    """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order."""
+    methods = [auditor_method()]
+    for name in (opts.baselines if opts.baselines is not None else RECORD_BASELINES):
+        methods.append(baselines.get(name)())
+    if not opts.no_policies:
+        from referee.evaluation.compare import policy_methods
+
+        methods.extend(policy_methods(opts.policies))
+    for spec in opts.predictions:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or not file:
+            raise UsageError(f"--predictions '{spec}' is not NAME=FILE", fix="e.g. --predictions mytool=preds.jsonl")
+        methods.append(predictions_method(name, load_predictions(file), description=f"dispositions from {file}"))
+    methods.extend(_judge_methods(opts, wanted or set()))
+    names = [m.name for m in methods]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise UsageError(f"two methods are named {', '.join(sorted(dup))}", fix="give each --predictions a new name")
+    return methods
+
+
+def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
+    """Score every method on the audit file; returns the report and the methods whose breakdowns to print."""
+    gold = load_gold(opts.gold)
+    wanted = None
+    if opts.judges:
+        wanted = {rec.run_id for _, rec in iter_records(opts.audit) if rec.run_id in gold}
+    methods = build_methods(opts, wanted)
+    t = tally(opts.audit, gold, methods, primary="auditor", records_out=opts.records_out)
+    cov = t.coverage
+    if cov.evaluated == 0:
+        raise GoldError("no audit record has a gold label", file=str(opts.gold),
+                        fix=f"run_ids differ: audit has e.g. {cov.unlabelled[:2]}, gold has e.g. {cov.missing[:2]}")
+    if opts.strict and (cov.unlabelled or cov.missing or cov.duplicates):
+        raise GoldError("audit records and gold labels do not match one to one: " + "; ".join(cov.notes()[:3]),
+                        file=str(opts.gold), fix="fix the files or drop --strict to score the matched runs")
+    spec = opts.spec
+    rep = evaluate(t, spec, audit=str(opts.audit), gold=str(opts.gold), primary="auditor",
+                   breakdown_methods=None, axes=opts.axes, leave_one_group_out=opts.logo)
+    if not opts.intervals:
+        rep = _strip_intervals(rep)
+    if len(cov.policies) == 1:
+        (pol,) = cov.policies
+        rep.methods[0] = MethodInfo(name="auditor", kind="auditor",
+                                    description=f"the audit records' own dispositions (policy {pol})")
+    return rep, list(opts.breakdown_for or ["auditor"])
+
+
+def _strip_intervals(rep: EvalReport) -> EvalReport:
+    for s in [*rep.overall, *rep.breakdowns]:
+        for m in s.metrics.values():
+            m.lo = m.hi = None
+    return rep
+
+
+def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: str | None, model: str | None,
+                         base_url: str | None, votes: int, k: int | None, concurrency: int, cache_dir: Path | None,
+                         spec: BootstrapSpec | None):
+    """Judge every gold-labelled trace with and without its report and summarize the shift."""
+    from referee.evaluation.compare import gate_for_records
+    from referee.evaluation.intervention import run_intervention, summarize
+    from referee.evaluation.judges import JudgeCache, iter_traces
+    from referee.llm import LLMClient, LLMConfig
+
+    labels_gold = load_gold(gold)
+    reader_claims: dict[str, str] = {}
+    if audit is not None:
+        reader_claims = {rec.run_id: rec.claim.label for _, rec in iter_records(audit)}
+    labels: dict[str, tuple[str, bool]] = {}
+    no_claim: list[str] = []
+    from_reader = 0
+    for rid, g in labels_gold.items():
+        claim = g.claim
+        if claim is None:
+            claim = reader_claims.get(rid)
+            from_reader += claim is not None
+        if claim is None:
+            no_claim.append(rid)
+            continue
+        labels[rid] = (claim, g.completed)
+    if not labels:
+        raise GoldError("no run has a claim label", file=str(gold),
+                        fix="add a claim column to the gold file or pass --audit AUDIT.jsonl for the shared claim reading")
+    notes = []
+    if no_claim:
+        notes.append(f"{len(no_claim)} gold run(s) have no claim (in gold or --audit) and are skipped")
+    if from_reader:
+        notes.append(f"{from_reader} run(s) use the shared claim reading from {audit} (gold has no claim for them)")
+    k = k or votes // 2 + 1
+    gate = gate_for_records(audit) if audit is not None else gate_for_records(None)
+    cache = JudgeCache((cache_dir or DEFAULT_CACHE_DIR) / "judges.jsonl")
+    seen: set[str] = set()
+
+    def traces_iter():
+        for tr in iter_traces(traces, fmt, set(labels)):
+            seen.add(tr.run_id)
+            yield tr
+
+    with LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency)) as client:
+        t, calls = run_intervention(traces_iter(), labels, client, votes=votes, k=k, cache=cache, gate=gate)
+        model_name = client.config.model
+    missing = [rid for rid in labels if rid not in seen]
+    if missing:
+        notes.append(f"{len(missing)} labelled run(s) have no trace in {traces}: {', '.join(missing[:5])}")
+    return summarize(t, spec or BootstrapSpec(), model=model_name, votes=votes, k=k, model_calls=calls, notes=notes)

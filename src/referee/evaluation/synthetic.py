@@ -1,0 +1,78 @@
+"""Synthetic audit records and gold labels, seeded, for benchmarks and tests (consistent under the causal policy)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from referee.audit.records import EVIDENCE_FIELDS
+
+TASKS = {
+    "create_edit": "Create a note titled {i}",
+    "delete": "Delete the file report-{i}.txt",
+    "configure": "Turn on wifi on device {i}",
+    "send": "Send a message to contact {i}",
+    "query": "What is the balance of account {i}?",
+    "other": "Look around screen {i}",
+}
+
+
+def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tuple[list[dict], list[dict]]:
+    """`n` audit records (as dicts) and their gold labels; the recorded disposition follows the causal policy.
+
+    >>> recs, gold = synthetic(20, seed=1)
+    >>> len(recs), len(gold), recs[0]["run_id"] == gold[0]["run_id"]
+    (20, 20, True)
+    """
+    from referee.audit.disposition import dispose
+    from referee.audit.policy import check_run
+    from referee.audit.policyfile import load_policy_full
+    from referee.audit.records import FieldEvidence
+    from referee.audit.taskclass import classify_task
+    from referee.audit.votes import vote
+
+    loaded = load_policy_full("causal")
+    policy = loaded.policy
+    rule = policy.task_classes.rule()
+    rng = random.Random(seed)
+    classes = list(TASKS)
+    records, gold = [], []
+    for i in range(n):
+        task = TASKS[classes[i % len(classes)]].format(i=i)
+        task_class, _ = classify_task(task, rule)
+        completed = rng.random() < 0.55
+        claim = rng.choices(["success", "failure_or_incomplete", "unclear"], [0.75, 0.2, 0.05])[0]
+        evidence = []
+        for _ in range(votes):
+            ev = {}
+            for f in EVIDENCE_FIELDS:
+                good = 0.85 if completed else 0.45
+                v = rng.choices(["yes", "no", "unknown"], [good, (1 - good) * 0.7, (1 - good) * 0.3])[0]
+                ev[f] = {"value": v, "support": [rng.randrange(10)] if v != "unknown" else []}
+            evidence.append(ev)
+        states = [check_run({k: FieldEvidence(**v) for k, v in ev.items()}, task_class, policy) for ev in evidence]
+        state = vote(states, policy.votes.threshold)
+        rid = f"syn-{i:06d}"
+        group = f"g{i % groups}"
+        split = "dev" if (i // len(classes)) % 4 else "test"
+        records.append({"record_version": 1, "run_id": rid, "task": task, "task_class": task_class,
+                        "claim": {"label": claim, "votes": [claim], "backend": "rules"}, "evidence": evidence,
+                        "run_states": states, "trace_state": state, "disposition": dispose(claim, state, policy),
+                        "policy": {"name": "causal", "sha256": loaded.sha256},
+                        "backend": {"name": "synthetic", "runs": votes}, "view_sha256": f"{i:064x}",
+                        "group": group, "split": split, "source": "synthetic"})
+        gold.append({"run_id": rid, "completed": completed, "group": group, "split": split})
+    return records, gold
+
+
+def write_synthetic(directory: Path, n: int, seed: int = 0, **kw) -> tuple[Path, Path]:
+    """Write `audit.jsonl` and `gold.jsonl` under `directory`; returns both paths."""
+    from referee.fsutil import atomic_write_text
+
+    recs, gold = synthetic(n, seed, **kw)
+    directory = Path(directory)
+    audit, labels = directory / "audit.jsonl", directory / "gold.jsonl"
+    atomic_write_text(audit, "".join(json.dumps(r) + "\n" for r in recs))
+    atomic_write_text(labels, "".join(json.dumps(g) + "\n" for g in gold))
+    return audit, labels
