@@ -1,0 +1,57 @@
+"""CLI for screens: `referee lint` (validators against negative controls) and `referee report` (report.html)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+@click.option("--control", "controls", multiple=True, type=click.Path(dir_okay=False),
+              help="A negative control (screenshot, aria snapshot, HTML, capture JSON) the plan must NOT accept. Repeatable.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Keep OCR of controls here between runs (e.g. .referee-cache).")
+@click.option("--json", "json_mode", is_flag=True, help="Print the findings as JSON.")
+def lint(plan, controls, cache_dir, json_mode):
+    """Flag validators of PLAN that also hold on a negative control (too loose); exit 1 if any."""
+    from referee.lint import lint_plan
+    from referee.plan import load_plan
+
+    loaded = load_plan(plan)
+    report = lint_plan(loaded, controls, cache_dir=Path(cache_dir) if cache_dir else None)
+    if json_mode:
+        click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        return 0 if report.ok else 1
+    if not report.controls:
+        click.echo(f"{plan}: no controls (give --control FILE or `controls:` in the plan); nothing to compare against",
+                   err=True)
+    for p in report.script_problems:
+        click.echo(f"script: {p}")
+    marks = {"loose": "TOO LOOSE", "specific": "ok", "not_applicable": "n/a", "negative": "negative"}
+    for f in report.checks:
+        line = f"{marks[f.status]:9} {f.step} / {f.validator} on {f.control}: "
+        line += f"matched {f.matched!r}" if f.status == "loose" else f.reason
+        click.echo(line[:300])
+    for step, control in report.steps_passing_on_control:
+        click.echo(f"WARNING: step '{step}' would PASS on control {control}: every validator holds there")
+    n = len(report.loose)
+    click.echo(f"{plan}: {n} too-loose validator finding(s), {len(report.script_problems)} script problem(s), "
+               f"{len(report.controls)} control(s)")
+    return 0 if report.ok else 1
+
+
+@click.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+def report(run_dirs):
+    """Regenerate report.html in each RUN_DIR from results.json and manifest.json."""
+    from referee.report.html import write_report
+
+    for d in run_dirs:
+        click.echo(str(write_report(Path(d))))
+    return 0
+
+
+COMMANDS = [lint, report]

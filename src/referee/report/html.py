@@ -1,0 +1,233 @@
+"""report.html: one self-contained page per run; verdicts, reasons, claims and screenshots, every string escaped."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from referee.errors import EvidenceError
+from referee.fsutil import atomic_write_text
+
+EMBED_MAX = 2 * 1024 * 1024  # one image embedded up to this size; bigger ones are linked
+EMBED_TOTAL = 48 * 1024 * 1024  # and no more than this per report
+IMAGE_TYPES = {b"\x89PNG": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF8": "image/gif"}
+
+_SCRIPT = """
+document.addEventListener('click', function (e) {
+  var box = document.getElementById('lightbox');
+  var a = e.target.closest ? e.target.closest('a.shot') : null;
+  if (a && a.querySelector('img')) {
+    e.preventDefault();
+    box.querySelector('img').src = a.querySelector('img').src;
+    box.querySelector('.cap').textContent = a.getAttribute('data-caption');
+    box.hidden = false;
+  } else if (e.target.closest && e.target.closest('#lightbox')) {
+    box.hidden = true;
+  }
+});
+document.addEventListener('keydown', function (e) {
+  if (e.key === 'Escape') { document.getElementById('lightbox').hidden = true; }
+});
+"""
+
+_CSS = """
+body{font:14px/1.4 system-ui,-apple-system,"DejaVu Sans",sans-serif;margin:24px;color:#1d2433;background:#fff}
+h1{font-size:20px;margin:0 0 4px}.meta{color:#5b6475;margin-bottom:14px}
+.sum span{display:inline-block;margin-right:12px;font-weight:600}
+table.steps{border-collapse:collapse;width:100%;margin-top:12px}
+.steps th,.steps td{border:1px solid #d5d9e0;padding:6px 8px;vertical-align:top;text-align:left}
+.steps th{background:#f1f3f6}
+.v{font-weight:700;padding:2px 8px;border-radius:4px;color:#fff;display:inline-block}
+.v-PASS{background:#1f7a3a}.v-FAIL{background:#b3261e}.v-ERROR{background:#8a4b00}.v-SKIPPED{background:#5b6475}
+.s-PASS{color:#1f7a3a}.s-FAIL{color:#b3261e}.s-ERROR{color:#8a4b00}
+ul.vals{margin:0;padding-left:16px}ul.vals li{margin-bottom:3px}
+.over{background:#b3261e;color:#fff;font-weight:700;padding:1px 6px;border-radius:3px;margin-left:4px}
+.do{color:#5b6475;white-space:pre-wrap;max-width:320px}
+.note{white-space:pre-wrap;max-width:320px;overflow-wrap:anywhere}
+.shots{display:flex;flex-wrap:wrap;gap:8px;min-width:336px}
+.shots figure{margin:0;text-align:center;font-size:11px;color:#5b6475}
+.shots img{width:160px;max-height:120px;object-fit:contain;border:1px solid #c5cad3;background:#fafafa}
+.reason{overflow-wrap:anywhere}
+#lightbox{position:fixed;inset:0;background:rgba(0,0,0,.85);display:flex;flex-direction:column;align-items:center;
+justify-content:center;cursor:zoom-out}
+#lightbox[hidden]{display:none}#lightbox img{max-width:95vw;max-height:88vh;background:#fff}
+#lightbox .cap{color:#fff;margin-top:8px}
+"""
+
+
+def _e(value: Any) -> str:
+    """Escape anything for HTML text or a quoted attribute.
+
+    >>> _e('<script>alert("x")</script>')
+    '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'
+    """
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EvidenceError(f"no {path.name}: grade the run first", file=str(path.parent),
+                            fix="run `referee grade RUN_DIR`") from None
+    except (OSError, ValueError) as exc:
+        raise EvidenceError(f"{path.name} is unreadable: {exc}", file=str(path)) from None
+
+
+def _step_texts(run_dir: Path) -> dict[str, str]:
+    """Each step's `do:` from the frozen plan (best effort: the report renders without it)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((run_dir / "plan.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    steps = data if isinstance(data, list) else (data or {}).get("steps", []) if isinstance(data, dict) else []
+    return {str(s.get("id")): str(s.get("do", "")) for s in steps if isinstance(s, dict)}
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One image of a step, embedded (data URI) or linked, with who took it and when."""
+
+    label: str
+    phase: str
+    captured_by: str
+    rel: str
+    data_uri: str | None
+    problem: str | None = None
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.left = EMBED_TOTAL
+
+
+def _image_type(data: bytes) -> str | None:
+    return next((mime for sig, mime in IMAGE_TYPES.items() if data.startswith(sig)), None)
+
+
+def _shots(run_dir: Path, files: list[dict], step_id: str, budget: _Budget) -> list[Shot]:
+    """The step's images: runner screenshots before, after, then the agent's own; hash-checked before embedding."""
+    order = {("before", "runner"): 0, ("after", "runner"): 1, ("after", "agent"): 2}
+    out: list[tuple[int, Shot]] = []
+    for f in files:
+        if f.get("step") != step_id or f.get("error"):
+            continue
+        rel = str(f.get("path", ""))
+        if not rel.lower().endswith((".png", ".jpg", ".jpeg", ".gif")):
+            continue
+        phase, by = str(f.get("phase", "")), str(f.get("captured_by", ""))
+        label = f.get("capture") or Path(rel).name
+        path = run_dir / rel
+        try:
+            resolved = path.resolve()
+            if run_dir.resolve() not in resolved.parents:
+                continue  # a manifest path that leads out of the run directory is never read
+            data = path.read_bytes()
+        except OSError:
+            out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, None, "missing")))
+            continue
+        if hashlib.sha256(data).hexdigest() != f.get("sha256"):
+            out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, None, "modified after capture")))
+            continue
+        mime = _image_type(data)
+        uri = None
+        if mime and len(data) <= EMBED_MAX and len(data) <= budget.left:
+            budget.left -= len(data)
+            uri = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+        out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, uri, None if mime else "not an image")))
+    out.sort(key=lambda t: t[0])
+    return [s for _, s in out]
+
+
+def _shot_html(s: Shot) -> str:
+    caption = f"{s.phase} · {s.captured_by} · {s.label}"
+    href = "./" + quote(s.rel)
+    if s.problem:
+        return f'<figure><a href="{_e(href)}">{_e(s.label)}</a><figcaption>{_e(caption)}: {_e(s.problem)}</figcaption></figure>'
+    if s.data_uri is None:
+        return f'<figure><a href="{_e(href)}">{_e(s.label)} (too big to embed)</a><figcaption>{_e(caption)}</figcaption></figure>'
+    return (f'<figure><a class="shot" href="{_e(href)}" data-caption="{_e(caption)}">'
+            f'<img src="{s.data_uri}" alt="{_e(caption)}"></a><figcaption>{_e(caption)}</figcaption></figure>')
+
+
+def _claim_html(step: dict) -> str:
+    claim = step.get("claim")
+    if not isinstance(claim, dict):
+        return '<span class="meta">no claim</span>'
+    said = {True: "pass", False: "fail"}.get(claim.get("pass"), "no opinion")
+    over = '<span class="over" title="claimed pass; the verdict is not PASS">OVERCLAIM</span>' if step.get("overclaim") else ""
+    ev = claim.get("evidence") or []
+    ev_html = f'<div class="meta">evidence: {_e(", ".join(map(str, ev)))}</div>' if ev else ""
+    return f'<b>{_e(said)}</b>{over}<div class="note">{_e(claim.get("note", ""))}</div>{ev_html}'
+
+
+def _validators_html(step: dict) -> str:
+    vals = step.get("validators") or []
+    if not vals:
+        return f'<span class="reason">{_e(step.get("reason", ""))}</span>'
+    items = []
+    for v in vals:
+        st = str(v.get("status", ""))
+        items.append(f'<li><b class="s-{_e(st)}">{_e(st)}</b> <code>{_e(v.get("name"))}</code> '
+                     f'<span class="reason">{_e(v.get("reason"))}</span></li>')
+    return f'<ul class="vals">{"".join(items)}</ul>'
+
+
+def render_report(run_dir: str | Path) -> str:
+    """The HTML text of a run's report (see `write_report`)."""
+    run_dir = Path(run_dir)
+    results = _read_json(run_dir / "results.json")
+    manifest = _read_json(run_dir / "manifest.json")
+    files = manifest.get("files", []) if isinstance(manifest, dict) else []
+    does = _step_texts(run_dir)
+    budget = _Budget()
+    summary = results.get("summary", {})
+    rows = []
+    for step in results.get("steps", []):
+        sid = str(step.get("id", ""))
+        verdict = str(step.get("verdict", ""))
+        shots = "".join(_shot_html(s) for s in _shots(run_dir, files, sid, budget))
+        rows.append(
+            f'<tr id="step-{_e(sid)}"><td><b>{_e(sid)}</b><div class="do">{_e(does.get(sid, ""))}</div></td>'
+            f'<td><span class="v v-{_e(verdict)}">{_e(verdict)}</span></td>'
+            f'<td>{_validators_html(step)}</td><td>{_claim_html(step)}</td>'
+            f'<td><div class="shots">{shots or "<span class=meta>none</span>"}</div></td></tr>')
+    sums = "".join(f'<span class="s-{_e(k)}">{_e(k)} {_e(summary.get(k, 0))}</span>'
+                   for k in ("PASS", "FAIL", "SKIPPED", "ERROR", "overclaims"))
+    plan = results.get("plan", "")
+    script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
+    csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'"
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">'
+        f"<title>referee: {_e(plan)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>referee: {_e(plan)}</h1>"
+        f'<div class="meta">started {_e(manifest.get("started", "?"))} · finished {_e(manifest.get("finished", "?"))}'
+        f' · actor {_e(manifest.get("actor", "?"))}</div>'
+        f'<div class="sum">{sums}</div>'
+        '<p class="meta">Verdicts come from the validators over the persisted evidence; the agent\'s claim is '
+        "shown beside them and decides nothing.</p>"
+        '<table class="steps"><thead><tr><th>step</th><th>verdict</th><th>validators</th><th>agent claim</th>'
+        f'<th>screens</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        '<div id="lightbox" hidden><img alt=""><div class="cap"></div></div>'
+        f"<script>{_SCRIPT}</script></body></html>\n")
+
+
+def write_report(run_dir: str | Path) -> Path:
+    """Write `report.html` into the run directory (atomically) and return its path.
+
+    >>> write_report("runs/demo/20260101T000000Z")  # doctest: +SKIP
+    PosixPath('runs/demo/20260101T000000Z/report.html')
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / "report.html"
+    atomic_write_text(path, render_report(run_dir))
+    return path
