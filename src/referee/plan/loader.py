@@ -33,15 +33,14 @@ def _construct(node: yaml.Node, path: tuple, positions: dict[tuple, Pos]) -> Any
     return _scalar(node)
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster on big plans
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
 def _scalar(node: yaml.Node) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         raise PlanError("a key must be a plain value", place=f"{node.start_mark.line + 1}:{node.start_mark.column + 1}")
-    return yaml.SafeLoader("").construct_scalar(node) if node.tag == "tag:yaml.org,2002:str" else _resolve(node)
-
-
-def _resolve(node: yaml.ScalarNode) -> Any:
-    loader = yaml.SafeLoader("")
-    return loader.construct_object(node, deep=True)
+    return _CONSTRUCTOR.construct_object(node, deep=True)
 
 
 @dataclass(frozen=True)
@@ -166,7 +165,7 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
     load_validators()
     load_captures()
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         place = f"{mark.line + 1}:{mark.column + 1}" if mark else None

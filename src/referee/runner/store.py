@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_json, atomic_write_text, sha256_file
+from referee.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_file
 from referee.rundir import FileEntry, Manifest, Phase, StepRecord, utcnow
 
 
@@ -50,8 +50,11 @@ class RunStore:
     def save_plan(self, text: str) -> None:
         atomic_write_text(self.run_dir / "plan.yaml", text)
 
-    def flush(self) -> None:
-        atomic_write_json(self.run_dir / "manifest.json", self.manifest.model_dump(mode="json"))
+    def flush(self, durable: bool = False) -> None:
+        # pydantic's serializer, not json.dumps(indent=...): the manifest is rewritten every step;
+        # the rename keeps it whole if the runner is killed, the final flush also survives a power cut
+        atomic_write_bytes(self.run_dir / "manifest.json", self.manifest.model_dump_json(indent=2).encode() + b"\n",
+                           durable=durable)
 
     def step_started(self, step_id: str) -> None:
         self.manifest.steps[step_id] = StepRecord(started=utcnow())
@@ -93,8 +96,8 @@ class RunStore:
 
     def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
         self.claims[step_id] = claim
-        atomic_write_json(self.run_dir / "claims.json", self.claims)
+        atomic_write_json(self.run_dir / "claims.json", self.claims, durable=False)
 
     def finish(self) -> None:
         self.manifest.finished = utcnow()
-        self.flush()
+        self.flush(durable=True)
