@@ -99,6 +99,8 @@ def _client(model, base_url, concurrency):
 @click.option("--no-logo", is_flag=True, help="Skip leave-one-group-out.")
 @click.option("--breakdown-for", "breakdown_for", multiple=True,
               help="Methods whose breakdown tables are printed (default: the auditor). JSON has all.")
+@click.option("--max-rows", type=click.IntRange(0), default=20, show_default=True,
+              help="Most slices per breakdown table in rich/Markdown output (0: all); JSON has every slice.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the load vs silent-pass plot here (default: AUDIT stem + .tradeoff.png).")
 @click.option("--no-plot", is_flag=True, help="Do not draw the trade-off plot.")
@@ -109,7 +111,7 @@ def _client(model, base_url, concurrency):
 @_llm_options
 @_output_options
 def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, traces, predictions, by, no_logo,
-               breakdown_for, plot_path, no_plot, records_out, strict, resamples, seed, level, fmt, model, base_url,
+               breakdown_for, max_rows, plot_path, no_plot, records_out, strict, resamples, seed, level, fmt, model, base_url,
                votes, k, concurrency, cache_dir, as_json, as_markdown, output) -> None:
     """Score every method and policy on AUDIT.jsonl against gold labels, with bootstrap intervals."""
     from referee.evaluation.bootstrap import BootstrapSpec
@@ -148,11 +150,11 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
     if as_json:
         _emit(render.render(rep, "json"), output)
     elif as_markdown:
-        _emit(render.render(rep, "markdown", breakdown_for=tables_for), output)
+        _emit(render.render(rep, "markdown", breakdown_for=tables_for, max_rows=max_rows), output)
     elif output is not None:
-        _emit(render.render(rep, "markdown", breakdown_for=tables_for), output)
+        _emit(render.render(rep, "markdown", breakdown_for=tables_for, max_rows=max_rows), output)
     else:
-        render.render(rep, "rich", breakdown_for=tables_for)
+        render.render(rep, "rich", breakdown_for=tables_for, max_rows=max_rows)
 
 
 @eval_group.command("intervention")

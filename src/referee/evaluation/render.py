@@ -74,13 +74,35 @@ def gating_table(rep: EvalReport | None, rows: list[Scores] | None = None, title
                        for s in rows))
 
 
-def breakdown_tables(rep: EvalReport, method: str) -> list[Table]:
-    """One table per axis for one method: counts, F1 and blocked recall per slice."""
+def natural_key(text: str) -> tuple:
+    """Sort "g2" before "g10".
+
+    >>> sorted(["10", "9", "a"], key=natural_key)
+    ['9', '10', 'a']
+    """
+    import re
+
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p)
+
+
+def breakdown_tables(rep: EvalReport, method: str, max_rows: int = 20) -> list[Table]:
+    """One table per axis for one method: counts, F1 and blocked recall per slice.
+
+    With more than `max_rows` slices (0: no limit) the largest are shown and the caption says how many
+    more the JSON report holds.
+    """
     out = []
     for axis, title in AXIS_TITLE.items():
-        rows = [s for s in rep.breakdowns if s.method == method and s.axis == axis]
+        rows = sorted((s for s in rep.breakdowns if s.method == method and s.axis == axis),
+                      key=lambda s: natural_key(s.slice))
         if not rows:
             continue
+        caption = ""
+        if max_rows and len(rows) > max_rows:
+            keep = sorted(rows, key=lambda s: -s.counts["n"])[:max_rows] if axis != "leave_out_group" else \
+                sorted(rows, key=lambda s: -(rep.overall_of(method).counts["n"] - s.counts["n"]))[:max_rows]
+            caption = f"{len(rows) - max_rows} more slices not shown (largest first); all are in --json"
+            rows = sorted(keep, key=lambda s: natural_key(s.slice))
         out.append(Table(f"{method} by {title}",
                          (axis.replace("leave_out_group", "left out"), "N", "positives", "TP/FP/FN", "precision",
                           "recall", "F1", "blocked recall", "inspection load"),
@@ -88,7 +110,7 @@ def breakdown_tables(rep: EvalReport, method: str) -> list[Table]:
                                 f"{s.counts['tp']}/{s.counts['fp']}/{s.counts['fn']}",
                                 cell_ci(s.metrics["precision"]), cell_ci(s.metrics["recall"]),
                                 cell_ci(s.metrics["f1"]), cell_ci(s.metrics["blocked_recall"]),
-                                cell_ci(s.metrics["inspection_load"])) for s in rows)))
+                                cell_ci(s.metrics["inspection_load"])) for s in rows), caption))
     return out
 
 
@@ -117,14 +139,14 @@ def header_lines(rep: EvalReport) -> list[str]:
     return lines + [f"note: {n}" for n in rep.notes]
 
 
-def report_tables(rep: EvalReport, breakdown_for: list[str] | None = None) -> list[Table]:
+def report_tables(rep: EvalReport, breakdown_for: list[str] | None = None, max_rows: int = 20) -> list[Table]:
     """The tables of a full report, in print order."""
     tables = [detection_table(rep), gating_table(rep)]
     pt = paired_table(rep)
     if pt:
         tables.append(pt)
     for m in breakdown_for if breakdown_for is not None else [rep.primary]:
-        tables.extend(breakdown_tables(rep, m))
+        tables.extend(breakdown_tables(rep, m, max_rows))
     return tables
 
 
@@ -178,11 +200,12 @@ def print_rich(tables: list[Table], header: list[str] | None = None, console=Non
         console.print(rt)
 
 
-def render(rep: EvalReport, fmt_: str = "rich", breakdown_for: list[str] | None = None, console=None) -> str | None:
+def render(rep: EvalReport, fmt_: str = "rich", breakdown_for: list[str] | None = None, console=None,
+           max_rows: int = 20) -> str | None:
     """Render a report as "json" or "markdown" (returned) or print it with rich (returns None)."""
     if fmt_ == "json":
         return rep.model_dump_json(indent=2)
-    tables = report_tables(rep, breakdown_for)
+    tables = report_tables(rep, breakdown_for, max_rows)
     if fmt_ == "markdown":
         return to_markdown(tables, header_lines(rep))
     print_rich(tables, header_lines(rep), console=console)
