@@ -27,8 +27,8 @@ _NEGATIVE = re.compile(
     r"does ?n[o']t (exist|seem)|unsuccessful|error occurred|ran into (an? )?(error|issue|problem)|"
     r"(transfer|escalat)\w* (you )?to (a )?(human|live|another) (agent|representative|support)|"
     r"gave up|give up|no (such|matching) \w+|nothing (was|has been) (changed|done)|"
-    r"(has|have|was|were|is|are) not (been )?(yet )?(successfully )?\w+ed\b|"
-    r"(has|have|was|were|is|are)n't (been )?(yet )?\w+ed\b|not (yet )?(been )?completed|not yet)", re.I)
+    r"(has|have|was|were|is|are)(n't| not) (yet )?(been )?(yet )?(successfully )?(\w+ed|sent|done|made|set|paid|"
+    r"written|built|taken|run)\b|not (yet )?(been )?completed|not yet)", re.I)
 
 _PARTIAL = re.compile(
     r"\b(partial(ly)?|some of (the|your)|not all|only (some|part|one of)|but not|except (for )?|"

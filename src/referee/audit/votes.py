@@ -22,7 +22,7 @@ def effective_k(threshold: str | int, n: int) -> int:
 
 
 def vote(states: Sequence[str], threshold: str | int = "majority", *, default: str = "unknown") -> str:
-    """The state at least k runs agree on; a tie between winners, or no winner, gives `default`.
+    """The state most runs agree on, if at least k do and no other state has as many; else `default`.
 
     >>> vote(["completed", "completed", "unknown"])
     'completed'
@@ -37,12 +37,8 @@ def vote(states: Sequence[str], threshold: str | int = "majority", *, default: s
         return default
     k = effective_k(threshold, len(states))
     counts = Counter(states)
-    winners = [s for s, c in counts.items() if c >= k]
-    if len(winners) != 1:
-        return default
     top = max(counts.values())
-    if counts[winners[0]] < top:  # k below a majority and another state has more votes
+    leaders = [s for s, c in counts.items() if c == top]
+    if len(leaders) > 1 or top < k:  # a tie for the lead, or nobody reached k
         return default
-    if sum(1 for c in counts.values() if c == top) > 1:
-        return default
-    return winners[0]
+    return leaders[0]

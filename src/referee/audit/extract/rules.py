@@ -45,6 +45,7 @@ EMPTY_TEXT = re.compile(r"^\s*(\[\s*\]|\{\s*\}|none|null|no (results?|items?|ent
                         r"(list|folder|inbox) is empty.*|empty|0 (results?|items?))\s*$", re.I)
 # Ids: tokens with a letter and a digit (HAT136, mia_li_3668, 4BMN53), all-caps codes, emails.
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
+FILE_RE = re.compile(r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}")  # notes.md, photo.jpg
 QUOTED_RE = re.compile(r"[\"'“‘]([^\"'”’]{2,80})[\"'”’]")
 
 
@@ -59,14 +60,14 @@ def words(name: str) -> set[str]:
 
 
 def is_id(tok: str) -> bool:
-    """An entity id: has a digit and a letter, or is an all-caps code of 5+ characters, or an email.
+    """An entity id: has a digit and a letter, an all-caps code of 5+ characters, an email or a file name.
 
     >>> is_id("HAT136"), is_id("mia_li_3668"), is_id("XEHMQB"), is_id("Seattle"), is_id("2024")
     (True, True, True, False, False)
     """
     if len(tok) < 3:
         return False
-    if "@" in tok:
+    if "@" in tok or FILE_RE.fullmatch(tok):
         return True
     has_d = any(c.isdigit() for c in tok)
     has_a = any(c.isalpha() for c in tok)
@@ -241,8 +242,10 @@ def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
         out["committed"] = _fe("no", note="nothing committed")
 
     # target_id: the committed action names an entity from the task, or one the environment showed before
-    out["target_id"] = _target(view, ok_writes if ok_writes else (reads if query_like else []), task_ids, task_quoted,
-                               initial_text)
+    targets = ok_writes if ok_writes else (reads if query_like else [])
+    if targets and types:  # GUI: what was typed before the commit names the target too
+        targets = targets + [a for a in types if a.step.index < targets[-1].step.index]
+    out["target_id"] = _target(view, targets, task_ids, task_quoted, initial_text)
 
     # transition: the state changed because of the agent (not already true, not an empty target list)
     out["transition"] = _transition(view, ok_writes, relevant, wanted, task_ids, initial_text)
