@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from referee.errors import EvidenceError
+from referee.errors import EvidenceError, UsageError
 
 Phase = Literal["before", "after"]
 
@@ -63,7 +63,7 @@ def read_manifest(run_dir: Path) -> Manifest:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise EvidenceError("no manifest.json: not a referee run directory", file=str(run_dir),
+        raise UsageError("no manifest.json: not a referee run directory", file=str(run_dir),
                             fix="pass the folder `referee run` printed") from None
     except (OSError, ValueError) as exc:
         raise EvidenceError(f"manifest.json is unreadable: {exc}", file=str(path)) from None

@@ -53,7 +53,7 @@ _DONE_VERBS = (r"booked|reserved|cancell?ed|updated|created|deleted|removed|sent
                r"exchanged|returned|paid|purchased|ordered|placed|credited|compensated|merged|copied|cleared|"
                r"granted|finished|accomplished|generated|published|activated|deactivated|adjusted|corrected")
 _SUCCESS = re.compile(
-    rf"\b(successfully|success|all set|all done|task (is |has been )?(complete|completed|done|finished)|"
+    rf"\b(successfully|success|all set|all done|done\s*[,.!:\-–—]|task (is |has been )?(complete|completed|done|finished)|"
     rf"(has|have|had) been ({_DONE_VERBS})|(was|were|is|are|is now|are now|now) ({_DONE_VERBS})\b|"
     rf"(i|we)('ve| have| just)? ({_DONE_VERBS})\b|i'?ve (gone ahead|taken care)|taken care of|"
     rf"(is|are) (now )?(confirmed|in place|complete|active|live|on|off)\b|here (is|are) (the|your)|"

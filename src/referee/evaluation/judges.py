@@ -126,12 +126,14 @@ class JudgeCache:
         return self._items.get(key)
 
     def put(self, key: str, state: str, run_id: str) -> None:
+        """Record one answer; each line is flushed (not fsynced: a lost line is only asked again)."""
         with self._lock:
             self._items[key] = state
             if self.path is not None:
-                from referee.fsutil import append_jsonl
-
-                append_jsonl(Path(self.path), {"key": key, "run_id": run_id, "state": state})
+                path = Path(self.path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"key": key, "run_id": run_id, "state": state}) + "\n")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from referee.errors import EvidenceError, PlanError, RefereeError
+from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
 from referee.fsutil import atomic_write_json
 from referee.grader.evidence import RunEvidence
 from referee.grader.results import RunResults, StepResult, ValidatorResult, summarize
@@ -70,7 +70,7 @@ def grade(run_dir: str | Path) -> RunResults:
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise EvidenceError("not a directory", file=str(run_dir), fix="pass the run directory `referee run` printed")
+        raise UsageError("not a directory", file=str(run_dir), fix="pass the run directory `referee run` printed")
     manifest = read_manifest(run_dir)
     plan_path = run_dir / "plan.yaml"
     try:

@@ -213,6 +213,7 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
                 params = ck.Params.model_validate(raw)
             except ValidationError as exc:
                 raise _pydantic_error(where, exc, loc, ck.Params) from None
+            _check_url(where, plan, params, loc)
             if params.name in names:
                 raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",), fix="give each capture its own name")
             names.add(params.name)
@@ -240,6 +241,7 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
                     cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params})
                 except ValidationError as exc:
                     raise _pydantic_error(where, exc, loc) from None
+                _check_url(where, plan, cparams, loc)
                 names.add(req.name)
                 caps.append(TypedCapture(ck, cparams))
             for ref in vk.evidence_refs(params, vi):
@@ -248,6 +250,13 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
     return LoadedPlan(Path(file), text, plan, typed_v, typed_c)
+
+
+def _check_url(where: _Where, plan: Plan, params: Any, loc: tuple) -> None:
+    url = getattr(params, "url", None)
+    if params.kind == "http" and isinstance(url, str) and "://" not in url and not (plan.app and plan.app.url):
+        raise where.error(f"relative url '{url}' but the plan has no app.url to join it to", loc + ("url",),
+                          fix="give a full http://127.0.0.1:PORT/... URL or set app.url")
 
 
 def _check_ref(where: _Where, loc: tuple, ref: str) -> None:
