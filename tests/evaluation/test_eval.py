@@ -1,0 +1,191 @@
+"""End to end on hand-built records: every method's counts and rates, mismatches reported, breakdowns, LOGO."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from referee.errors import GoldError
+from referee.evaluation.baselines import auditor_method, baselines
+from referee.evaluation.bootstrap import BootstrapSpec
+from referee.evaluation.dataset import AuditFileError, tally
+from referee.evaluation.gold import load_gold
+from referee.evaluation.results import evaluate
+from tests.evaluation.conftest import record, write_jsonl
+
+RECORDS = [
+    record("r1", claim="success", disposition="flag", group="A", split="dev", task_class="create_edit"),
+    record("r2", claim="success", disposition="review", group="A", split="dev", task_class="create_edit"),
+    record("r3", claim="success", disposition="pass", group="B", split="test", task_class="delete"),
+    record("r4", claim="success", disposition="pass", group="B", split="test", task_class="delete"),
+    record("r5", claim="failure_or_incomplete", disposition="pass", group="A", split="dev", task_class="query"),
+    record("r6", claim="success", disposition="flag", group="B", split="test", task_class="query"),
+    record("r7", claim="unclear", disposition="review", group="A", split="test", task_class="other"),
+    record("r8", claim="success", disposition="flag", group="A", split="dev"),   # no gold label
+    record("r1", claim="success", disposition="pass", group="A", split="dev"),   # duplicate run_id
+]
+GOLD = "run_id,completed\nr1,false\nr2,false\nr3,false\nr4,true\nr5,false\nr6,true\nr7,false\nr9,true\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    audit = write_jsonl(tmp_path / "audit.jsonl", RECORDS)
+    gold = tmp_path / "gold.csv"
+    gold.write_text(GOLD)
+    return audit, gold
+
+
+def methods():
+    return [auditor_method()] + [baselines.get(n)() for n in ("trust-claim", "flag-all", "claim-gate-only")]
+
+
+def test_counts_and_rates_of_every_method(files):
+    audit, gold = files
+    t = tally(audit, load_gold(gold), methods())
+    rep = evaluate(t, BootstrapSpec(resamples=200, seed=0))
+    a = rep.overall_of("auditor")
+    assert {k: a.counts[k] for k in ("n", "positives", "tp", "fp", "fn", "flag", "review")} == \
+        {"n": 7, "positives": 3, "tp": 1, "fp": 1, "fn": 2, "flag": 2, "review": 2}
+    m = {k: v.value for k, v in a.metrics.items()}
+    assert m["precision"] == pytest.approx(1 / 2) and m["recall"] == pytest.approx(1 / 3)
+    assert m["f1"] == pytest.approx(0.4)
+    assert m["blocked_recall"] == pytest.approx(2 / 3) and m["silent_pass_rate"] == pytest.approx(1 / 3)
+    assert m["inspection_load"] == pytest.approx(4 / 7) and m["inspection_yield"] == pytest.approx(2 / 4)
+
+    trust = {k: v.value for k, v in rep.overall_of("trust-claim").metrics.items()}
+    assert trust["precision"] is None and trust["f1"] is None and trust["recall"] == 0.0
+    assert trust["silent_pass_rate"] == 1.0 and trust["inspection_load"] == 0.0 and trust["inspection_yield"] is None
+
+    fa = {k: v.value for k, v in rep.overall_of("flag-all").metrics.items()}
+    assert fa["precision"] == pytest.approx(3 / 7) and fa["f1"] == pytest.approx(0.6) and fa["inspection_load"] == 1.0
+
+    cg = rep.overall_of("claim-gate-only")
+    assert (cg.counts["tp"], cg.counts["fp"]) == (3, 2)
+    assert cg.metrics["f1"].value == pytest.approx(0.75)
+
+
+def test_mismatches_are_reported_not_dropped(files):
+    audit, gold = files
+    t = tally(audit, load_gold(gold), methods())
+    cov = t.coverage
+    assert (cov.audit_records, cov.evaluated) == (9, 7)
+    assert cov.unlabelled == ["r8"] and cov.missing == ["r9"] and cov.duplicates == ["r1"]
+    notes = " ".join(cov.notes())
+    assert "r8" in notes and "r9" in notes and "twice" in notes
+    assert "shared claim reading" in notes   # gold has no claim column
+
+
+def test_gold_claim_overrides_positive_definition_and_report_says_so(tmp_path, files):
+    audit, _ = files
+    gold = tmp_path / "g.csv"
+    # r5: the claim reader said failure, the annotators say success -> a positive the auditor passed
+    gold.write_text("run_id,completed,claim\nr1,false,success\nr5,false,success\nr6,true,\n")
+    t = tally(audit, load_gold(gold), methods())
+    c = t.confusion("auditor")
+    assert (c.n, c.positives, c.tp, c.fp, c.pos_pass) == (3, 2, 1, 1, 1)
+    assert (t.coverage.claim_from_gold, t.coverage.claim_from_reader) == (2, 1)
+    assert any("gold claim given for 2" in n for n in t.coverage.notes())
+
+
+def test_breakdowns_and_leave_one_group_out(files):
+    audit, gold = files
+    rep = evaluate(tally(audit, load_gold(gold), methods()), BootstrapSpec(resamples=100),
+                   breakdown_methods=["auditor"])
+    got = {(s.axis, s.slice): s for s in rep.breakdowns}
+    a = got[("group", "A")]
+    assert (a.counts["n"], a.counts["tp"], a.counts["fn"], a.metrics["precision"].value,
+            a.metrics["recall"].value) == (4, 1, 1, 1.0, 0.5)
+    out_a = got[("leave_out_group", "A")]            # scored on group B only
+    assert (out_a.counts["n"], out_a.metrics["precision"].value, out_a.metrics["recall"].value,
+            out_a.metrics["f1"].value) == (3, 0.0, 0.0, 0.0)
+    assert got[("split", "dev")].counts["n"] == 3 and got[("split", "test")].counts["n"] == 4
+    other = got[("task_class", "other")]            # r7 only: no positives, no flags
+    assert other.metrics["recall"].value is None and other.metrics["precision"].value is None
+    assert other.metrics["recall"].lo is None
+    assert other.metrics["inspection_load"].value == 1.0
+
+
+def test_paired_contrast_and_sign_test(files):
+    audit, gold = files
+    rep = evaluate(tally(audit, load_gold(gold), methods()), BootstrapSpec(resamples=50))
+    p = next(p for p in rep.paired if p.other == "claim-gate-only")
+    assert (p.positives_primary_only, p.positives_other_only, p.negatives_primary_only,
+            p.negatives_other_only) == (0, 2, 0, 1)
+    assert p.p_positives == pytest.approx(0.5)
+
+
+def test_records_out_lists_every_method_per_run(tmp_path, files):
+    audit, gold = files
+    out = tmp_path / "per-record.jsonl"
+    tally(audit, load_gold(gold), methods(), records_out=out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["run_id"] for r in rows] == ["r1", "r2", "r3", "r4", "r5", "r6", "r7"]
+    assert rows[0]["dispositions"] == {"auditor": "flag", "trust-claim": "pass", "flag-all": "flag",
+                                       "claim-gate-only": "flag"}
+    assert rows[0]["positive"] is True and rows[3]["positive"] is False
+
+
+def test_bad_audit_line_names_file_line_and_run(tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    bad = record("x1")
+    bad["disposition"] = "maybe"
+    write_jsonl(audit, [record("x0"), bad])
+    with pytest.raises(AuditFileError) as e:
+        tally(audit, {}, methods())
+    assert "audit.jsonl:line 2 (run_id x1)" in str(e.value) and "disposition" in str(e.value)
+
+
+def test_cli_report_json_markdown_and_plot(cli, files, tmp_path):
+    audit, gold = files
+    plot = tmp_path / "tradeoff.png"
+    code, out, err = cli("eval", audit, "--gold", gold, "--json", "--resamples", "100", "--plot", plot)
+    assert code == 0, err
+    rep = json.loads(out)
+    names = [m["name"] for m in rep["methods"]]
+    assert names[:4] == ["auditor", "trust-claim", "flag-all", "claim-gate-only"]
+    assert {"policy:causal", "policy:final-state", "policy:low-load", "policy:unanimous"} <= set(names)
+    assert rep["coverage"]["unlabelled"] == ["r8"] and rep["coverage"]["missing"] == ["r9"]
+    assert rep["bootstrap"] == {"resamples": 100, "seed": 0, "level": 0.95, "engine": "numpy",
+                                "method": rep["bootstrap"]["method"]}
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    code, md, err = cli("eval", audit, "--gold", gold, "--markdown", "--resamples", "50", "--no-plot")
+    assert code == 0, err
+    assert "### Detection view" in md and "### Gating view" in md and "| trust-claim | baseline | 0 | 0 | 3 |" in md
+    assert "| n/a |" in md
+    assert "no gold label" in md
+
+
+def test_cli_same_seed_same_output_other_seed_differs(cli, files):
+    audit, gold = files
+    runs = [cli("eval", audit, "--gold", gold, "--json", "--no-plot", "--seed", s)[1] for s in ("3", "3", "4")]
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_cli_strict_and_no_match_errors(cli, files, tmp_path):
+    audit, gold = files
+    code, _, err = cli("eval", audit, "--gold", gold, "--strict", "--no-plot")
+    assert code == 2 and "do not match one to one" in err
+    other = tmp_path / "other.csv"
+    other.write_text("run_id,completed\nzz,true\n")
+    code, _, err = cli("eval", audit, "--gold", other, "--no-plot")
+    assert code == 2 and "no audit record has a gold label" in err and err.count("\n") == 1
+
+
+def test_cli_unknown_baseline_suggests_nearest(cli, files):
+    audit, gold = files
+    code, _, err = cli("eval", audit, "--gold", gold, "--baseline", "flag-al", "--no-plot")
+    assert code == 2 and "did you mean 'flag-all'" in err
+
+
+def test_cli_external_predictions_as_a_method(cli, files, tmp_path):
+    audit, gold = files
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"run_id": "r3", "disposition": "flag"}])
+    code, out, err = cli("eval", audit, "--gold", gold, "--json", "--no-plot", "--no-policies",
+                         "--predictions", f"mine={preds}")
+    assert code == 0, err
+    mine = next(s for s in json.loads(out)["overall"] if s["method"] == "mine")
+    # r3 flagged; every other run has no prediction -> review (a method that did not look never passes)
+    assert (mine["counts"]["tp"], mine["counts"]["review"], mine["counts"]["pass"]) == (1, 6, 0)
