@@ -57,7 +57,8 @@ def test_the_checker_sees_a_forbidden_import(tmp_path):
     # the wall check itself must be able to fail
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    import httpx\n    from referee.runner.app import App\n")
-    assert len(offending([bad], ("referee.runner",) + NETWORK_MODULES)) == 2
+    found = offending([bad], ("referee.runner",) + NETWORK_MODULES)
+    assert "bad.py imports httpx" in found and "bad.py imports referee.runner.app" in found
 
 
 def test_grading_a_real_run_loads_no_runner_and_no_network_module(tmp_path):
