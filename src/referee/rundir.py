@@ -47,6 +47,7 @@ class Manifest(_Model):
     manifest_version: Literal[1] = 1
     plan: str
     actor: str | None = None
+    error: str | None = None  # why the run stopped early (app would not start, agent missing, ...)
     started: str | None = None
     finished: str | None = None
     steps: dict[str, StepRecord] = Field(default_factory=dict)

@@ -54,12 +54,15 @@ def run(plans, agent, out, strict, json_mode):
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
             outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event)
         res = outcome.results
+        _write_html(outcome.run_dir)
         console.print(verdict_table(res))
         console.print(summary_line(res))
         console.print(f"run directory: {outcome.run_dir}", highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(outcome.run_dir), "summary": res.summary,
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
+        if outcome.error:
+            console.print(f"[bold red]the run stopped early: {outcome.error}[/]", highlight=False)
         if outcome.interrupted:
             console.print("[bold]interrupted: the run directory is gradeable with `referee grade`[/]")
             exit_code = EXIT_INTERRUPTED

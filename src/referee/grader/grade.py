@@ -46,7 +46,8 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     if not vals:
         res = StepResult(id=step_id, verdict="SKIPPED", reason="no validator: this step cannot be verified")
     elif rec is None:
-        res = StepResult(id=step_id, verdict="ERROR", reason="the step was never run (the run stopped before it)")
+        why = f": {manifest.error}" if manifest.error else ""
+        res = StepResult(id=step_id, verdict="ERROR", reason=f"the step was never run (the run stopped before it{why})")
     elif rec.status != "done":
         res = StepResult(id=step_id, verdict="ERROR",
                          reason="the step did not finish (the run was interrupted); its evidence is incomplete")

@@ -73,7 +73,9 @@ class App:
         last = "no answer"
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise AppError(f"the app exited with code {self.proc.returncode} before it was ready: {self.log_tail()}",
+                tail = self.log_tail()
+                raise AppError(f"the app exited with code {self.proc.returncode} before it was ready"
+                               + (f" (its log ends: {tail})" if tail else ""),
                                fix=f"run `{fill(self.spec.start or '', self.port)}` by hand to see why")
             try:
                 r = httpx.get(target, timeout=2.0, trust_env=False)

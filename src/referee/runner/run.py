@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from referee.errors import PlanError
+from referee.errors import ActorError, AppError, PlanError
 from referee.fsutil import atomic_write_json
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
@@ -28,6 +28,7 @@ class RunOutcome:
     run_dir: Path
     results: Any  # referee.grader.RunResults
     interrupted: bool = False
+    error: str | None = None
 
 
 def _noop(event: str, step_id: str, data: dict) -> None:
@@ -153,6 +154,10 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 on_event("done", step.id, {})
     except (KeyboardInterrupt, _Terminated):
         interrupted = True
+        store.manifest.error = "interrupted"
+    except (AppError, ActorError, PlanError) as exc:
+        # the run could not go on; what it has is still graded (unrun steps: ERROR), then the CLI says why
+        store.manifest.error = str(exc)
     finally:
         if actor is not None:
             try:
@@ -162,7 +167,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
         store.finish()
-    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted)
+    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted, store.manifest.error if not interrupted else None)
 
 
 def _raise_terminated(signum, frame):
