@@ -86,6 +86,8 @@ class LLMStub:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = 1 << 16               # headers and body leave in one write...
+            disable_nagle_algorithm = True   # ...and at once: no 40 ms delayed-ACK stall per call
 
             def log_message(self, *a: Any) -> None:  # keep test output clean
                 pass
@@ -126,6 +128,7 @@ class LLMStub:
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(data)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                     pass
 

@@ -32,9 +32,10 @@ def thaw(value: Any) -> Any:
     >>> thaw(_freeze({"a": [1, {"b": 2}]}))
     {'a': [1, {'b': 2}]}
     """
-    if isinstance(value, Mapping):
+    t = type(value)
+    if t is MappingProxyType or t is dict:  # exact types: isinstance(Mapping) is slow on hot paths
         return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple):
+    if t is tuple or t is list:
         return [thaw(v) for v in value]
     return value
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable
 
 from referee.audit.extract import extractors
@@ -76,8 +77,14 @@ def is_id(tok: str) -> bool:
     return len(tok) >= 5 and tok.isalnum() and tok.isupper() and has_a
 
 
+@lru_cache(maxsize=8192)
+def _ids_in(text: str) -> frozenset[str]:
+    return frozenset(t for t in ID_RE.findall(text) if is_id(t))
+
+
 def ids_in(text: str) -> set[str]:
-    return {t for t in ID_RE.findall(text or "") if is_id(t)}
+    """Entity ids in a text (see is_id)."""
+    return set(_ids_in(text or ""))
 
 
 def shape(tok: str) -> str:
@@ -94,7 +101,23 @@ def shape(tok: str) -> str:
     return f"{kind}{len(tok)}"
 
 
+_TEXT_CACHE: dict[int, tuple[ViewObservation, str]] = {}
+
+
 def _obs_text(o: ViewObservation | None) -> str:
+    if o is None:
+        return ""
+    hit = _TEXT_CACHE.get(id(o))
+    if hit is not None and hit[0] is o:  # the view is immutable, so its text never changes
+        return hit[1]
+    if len(_TEXT_CACHE) > 4096:
+        _TEXT_CACHE.clear()
+    text = _obs_text_uncached(o)
+    _TEXT_CACHE[id(o)] = (o, text)
+    return text
+
+
+def _obs_text_uncached(o: ViewObservation | None) -> str:
     if o is None:
         return ""
     parts = [o.text or ""]
