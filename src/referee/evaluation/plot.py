@@ -53,6 +53,7 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
     skipped = [p.name for p in pts if p.load is None or p.silent is None]
     fig, ax = plt.subplots(figsize=(7.5, 5.5), dpi=120)
     try:
+        labels: dict[tuple[float, float], list[str]] = {}
         for p in pts:
             if p.load is None or p.silent is None:
                 continue
@@ -60,7 +61,9 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
             ax.errorbar([p.load], [p.silent], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]],
                         fmt=MARKERS.get(p.kind, "o"), markersize=11 if p.kind == "auditor" else 7,
                         capsize=3, alpha=0.9, label=f"{p.name} ({p.kind})")
-            ax.annotate(p.name, (p.load, p.silent), textcoords="offset points", xytext=(6, 6), fontsize=8)
+            labels.setdefault((round(p.load, 4), round(p.silent, 4)), []).append(p.name)
+        for (x, y), names in labels.items():  # methods on the same point share one label
+            ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
         ax.set_xlabel("inspection load  (flag + review) / N")
         ax.set_ylabel("silent-pass rate  (auto-passed positives / positives)")
         ax.set_xlim(-0.03, 1.03)
@@ -71,7 +74,7 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
         ax.set_title(title or f"Load vs silent pass: {n} records, {pos} positives "
                               f"({int(rep.bootstrap.level * 100)}% bootstrap bars)", fontsize=10)
         if any(p.load is not None and p.silent is not None for p in pts):
-            ax.legend(fontsize=7, loc="upper right")
+            ax.legend(fontsize=7, loc="best")
         if skipped:
             ax.text(0.01, 0.01, "undefined, not drawn: " + ", ".join(skipped), transform=ax.transAxes, fontsize=7)
         buf = io.BytesIO()

@@ -114,6 +114,9 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
                    breakdown_methods=None, axes=opts.axes, leave_one_group_out=opts.logo)
     if not opts.intervals:
         rep = _strip_intervals(rep)
+    if cov.claim_from_reader and any(m.name == "claim-gate-only" for m in methods):
+        rep.notes.append("claim-gate-only flags every success claim, so its recall is 1 by construction on the "
+                         f"{cov.claim_from_reader} run(s) whose positives come from the same claim reading")
     if len(cov.policies) == 1:
         (pol,) = cov.policies
         rep.methods[0] = MethodInfo(name="auditor", kind="auditor",
