@@ -136,9 +136,16 @@ def replay(audit_file, policy, out, gold):
     if gold:
         from referee.fsutil import iter_jsonl
 
-        for _, line in iter_jsonl(gold):
-            row = json.loads(line)
-            gold_map[str(row["run_id"])] = bool(row["completed"])
+        from referee.errors import GoldError
+
+        for lineno, line in iter_jsonl(gold):
+            try:
+                row = json.loads(line)
+                gold_map[str(row["run_id"])] = bool(row["completed"])
+            except (ValueError, KeyError, TypeError):
+                raise GoldError("a gold line needs JSON with run_id and completed", file=str(gold),
+                                place=str(lineno), fix="write one {\"run_id\": ..., \"completed\": true|false} per line") \
+                    from None
     summary = AuditSummary()
     fh = None
     if out is not None:
