@@ -17,7 +17,8 @@ def _rapid():
     with _LOCK:
         if _INSTANCE is None:
             mod = require("rapidocr_onnxruntime", "ocr")
-            _INSTANCE = mod.RapidOCR()  # default config: the det/cls/rec models inside the wheel, no download
+            # the det/rec models inside the wheel, no download; screenshots are upright, so no angle classifier
+            _INSTANCE = mod.RapidOCR(use_cls=False)
         return _INSTANCE
 
 
@@ -32,9 +33,9 @@ class RapidOcrEngine(OcrEngine):
         try:
             from importlib.metadata import version
 
-            return f"rapidocr-{version('rapidocr-onnxruntime')}"
+            return f"rapidocr-{version('rapidocr-onnxruntime')}-nocls"
         except Exception:
-            return "rapidocr"
+            return "rapidocr-nocls"
 
     def available(self) -> str | None:
         require("rapidocr_onnxruntime", "ocr")

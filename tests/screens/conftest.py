@@ -1,0 +1,166 @@
+"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, one Chromium per module, the journey run."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import base_cli_env, free_port, run_cli, wait_for_port
+
+HERE = Path(__file__).resolve().parent
+AGENT = HERE / "agents" / "cdp_agent.py"
+PRODUCTS = [("Blue Widget", 9.5), ("Red Gadget", 12.0)]
+
+
+def make_shop_db(path: Path) -> Path:
+    """A SQLite file with one table, `products`, holding Blue Widget and Red Gadget."""
+    with sqlite3.connect(path) as db:
+        db.execute("create table products(id integer primary key, name text, price real)")
+        db.executemany("insert into products(name, price) values (?, ?)", PRODUCTS)
+    return path
+
+
+def datasette_cmd(db: Path, port: str | int) -> list[str]:
+    return [sys.executable, "-m", "datasette", "serve", str(db), "-p", str(port), "--host", "127.0.0.1"]
+
+
+@pytest.fixture(scope="module")
+def ds_server(tmp_path_factory):
+    """datasette serving its own copy of the shop DB on loopback, started directly; yields its URL."""
+    db = make_shop_db(tmp_path_factory.mktemp("ds") / "shop.db")
+    port = free_port()
+    proc = subprocess.Popen(datasette_cmd(db, port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, timeout=60, proc=proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/-/versions.json", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One runner-style Chromium session (system Chromium, loopback only) for the whole module."""
+    from referee.runner.browser import BrowserSession
+
+    sess = BrowserSession.start(headless=True, cdp=False)
+    yield sess
+    sess.close()
+
+
+@pytest.fixture(scope="module")
+def home_control(ds_server, browser, tmp_path_factory) -> Path:
+    """A negative control: a screenshot of datasette's start page (it lists the table 'products')."""
+    browser.page.goto(ds_server + "/", wait_until="load")
+    path = tmp_path_factory.mktemp("controls") / "home.png"
+    path.write_bytes(browser.page.screenshot())
+    return path
+
+
+def journey_plan(db: Path, controls: list[Path]) -> dict:
+    """The browser journey over datasette: scripted steps, then an external agent over CDP."""
+    return {
+        "name": "shop-journey",
+        "app": {"start": " ".join(datasette_cmd(db, "{port}")), "url": "http://127.0.0.1:{port}",
+                "ready": "/-/versions.json", "ready_timeout_s": 60},
+        "actor": {"kind": "browser", "command": f"{sys.executable} {AGENT}", "timeout_s": 90,
+                  "env": {"SHOP_DB": str(db)}},
+        "controls": [str(c) for c in controls],
+        "steps": [
+            {"id": "open_products", "do": "Open the products table.",
+             "script": [{"goto": "/shop/products"}, {"wait_for": {"role": "cell", "name": "Red Gadget"}}],
+             "capture": [{"kind": "aria", "name": "tree"}, {"kind": "dom", "name": "page"}],
+             "validators": [
+                 {"kind": "ocr_contains", "text": "Red Gadget", "require_change": True},
+                 {"kind": "aria_contains", "evidence": "tree", "role": "cell", "text": "Blue Widget"},
+                 {"kind": "dom_contains", "evidence": "page", "text": "2 rows"},
+                 {"kind": "ocr_contains", "name": "loose_products", "text": "products"},
+             ]},
+            {"id": "products_again", "do": "Open the products table (it is already open).",
+             "script": [{"goto": "/shop/products"}],
+             "validators": [{"kind": "ocr_contains", "text": "Red Gadget", "require_change": True}]},
+            {"id": "wrong_checks", "do": "Stay on the products table.",
+             "validators": [
+                 {"kind": "ocr_contains", "name": "ocr_absent", "text": "Purple Unicorn"},
+                 {"kind": "aria_contains", "name": "aria_wrong_role", "role": "heading", "text": "Blue Widget"},
+                 {"kind": "ocr_not_contains", "name": "ocr_not_present_but_is", "text": "Blue Widget"},
+                 {"kind": "ocr_not_contains", "name": "ocr_not_holds", "text": "Purple Unicorn"},
+                 {"kind": "aria_contains", "name": "aria_holds", "role": "cell", "text": "Blue Widget"},
+             ]},
+            {"id": "stale_claim", "do": "Add the product Green Lantern and show it in the table.",
+             "capture": [{"kind": "screenshot", "name": "final"}],
+             "validators": [
+                 {"kind": "ocr_contains", "name": "agent_shot_alone", "evidence": "stale.png", "text": "Green Lantern"},
+                 {"kind": "ocr_contains", "name": "agent_and_runner", "evidence": ["stale.png", "final"],
+                  "text": "Green Lantern"},
+             ]},
+            {"id": "broken_shot", "do": "Save a screenshot.",
+             "validators": [{"kind": "ocr_contains", "evidence": "shot.png", "text": "Red Gadget"}]},
+            {"id": "add_product", "do": "Add the product Green Lantern and show it in the table.",
+             "validators": [
+                 {"kind": "ocr_contains", "text": "Green Lantern", "require_change": True},
+                 {"kind": "ocr_contains", "name": "rapid", "engine": "rapidocr", "text": "Green Lantern"},
+                 {"kind": "aria_contains", "role": "cell", "text": "Green Lantern", "require_change": True},
+             ]},
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Journey:
+    plan: Path
+    run_dir: Path
+    rc: int
+    out: str
+    err: str
+    ocr_trace: Path  # one JSON line per real OCR engine call during the run (REFEREE_OCR_TRACE)
+
+    def results(self) -> dict:
+        return json.loads((self.run_dir / "results.json").read_text())
+
+    def step(self, step_id: str) -> dict:
+        return next(s for s in self.results()["steps"] if s["id"] == step_id)
+
+    def validator(self, step_id: str, name: str) -> dict:
+        return next(v for v in self.step(step_id)["validators"] if v["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def journey(tmp_path_factory, home_control) -> Journey:
+    """`referee run` of the journey plan through the CLI, once per module."""
+    base = tmp_path_factory.mktemp("journey")
+    db = make_shop_db(base / "shop.db")
+    plan = base / "journey.yaml"
+    plan.write_text(yaml.safe_dump(journey_plan(db, [home_control]), sort_keys=False))
+    trace = base / "ocr-calls.jsonl"
+    env = {**base_cli_env(), "REFEREE_OCR_TRACE": str(trace)}
+    rc, out, err = run_cli(["run", str(plan), "--out", str(base / "runs"), "--json"], env=env, timeout=240)
+    try:
+        run_dir = Path(json.loads(out)["runs"][0]["run_dir"])
+    except (ValueError, KeyError, IndexError):
+        pytest.fail(f"referee run gave no run directory (rc={rc})\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}")
+    return Journey(plan, run_dir, rc, out, err, trace)
