@@ -12,7 +12,7 @@ from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import AuditFileError, tally
 from referee.evaluation.gold import load_gold
 from referee.evaluation.results import evaluate
-from tests.evaluation.conftest import record, write_jsonl
+from tests.evaluation.helpers import record, write_jsonl
 
 RECORDS = [
     record("r1", claim="success", disposition="flag", group="A", split="dev", task_class="create_edit"),

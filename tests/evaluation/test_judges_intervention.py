@@ -10,7 +10,7 @@ from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.intervention import run_intervention, summarize
 from referee.evaluation.judges import JudgeCache, TraceJudge, judge_input, parse_state
 from referee.llm import LLMClient, LLMConfig
-from tests.evaluation.conftest import FAIL_MARK, record, write_jsonl
+from tests.evaluation.helpers import FAIL_MARK, record, write_jsonl
 
 OK_OBS = "Saved. The list now shows the new item."
 

@@ -8,7 +8,7 @@ import pytest
 
 from referee.errors import GoldError
 from referee.evaluation.splits import check_splits
-from tests.evaluation.conftest import record, write_jsonl
+from tests.evaluation.helpers import record, write_jsonl
 
 
 def test_counts_per_split_and_group(tmp_path):

@@ -44,9 +44,6 @@ class _RecordMemo:
         return self.values[key]
 
 
-_MEMO = _RecordMemo()
-
-
 def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     """The disposition of one audit record under another policy, from its cached evidence only.
 
@@ -85,19 +82,24 @@ def _rule(loaded):
     return _RULES[key]
 
 
-def policy_method(name_or_path: str) -> Method:
-    """A method that replays every record under one policy (a shipped name or a YAML path)."""
+def policy_method(name_or_path: str, memo: _RecordMemo | None = None) -> Method:
+    """A method that replays every record under one policy (a shipped name or a YAML path).
+
+    Methods built with the same `memo` share per-record work; use one memo per evaluation pass.
+    """
     from referee.audit.policyfile import load_policy_full
 
+    memo = memo or _RecordMemo()
     loaded = load_policy_full(name_or_path)
     label = loaded.policy.name if name_or_path in shipped_policies() else f"{loaded.policy.name} ({Path(name_or_path).name})"
-    return Method(f"policy:{label}", "policy", lambda rec: replay_disposition(rec, loaded, _MEMO),
+    return Method(f"policy:{label}", "policy", lambda rec: replay_disposition(rec, loaded, memo),
                   (loaded.policy.description or "").strip() or f"replayed under {name_or_path}")
 
 
 def policy_methods(names: Sequence[str] = ()) -> list[Method]:
-    """Replay methods for the named policies; none named -> every shipped policy."""
-    return [policy_method(n) for n in (names or shipped_policies())]
+    """Replay methods for the named policies (one shared memo); none named -> every shipped policy."""
+    memo = _RecordMemo()
+    return [policy_method(n, memo) for n in (names or shipped_policies())]
 
 
 def gate_for_records(audit: Path | None) -> Gate:
