@@ -322,3 +322,36 @@ def test_regrade_refuses_a_symlink_planted_in_the_run_dir_after_the_run(irun, tm
     os.symlink(outside, p)
     rc, steps, _ = _grade(d, tmp_path)
     assert steps["agentfile"]["verdict"] == "ERROR", steps["agentfile"]
+
+
+# ------------------------------------------------------------ the grader could not look: ERROR, not FAIL
+
+
+def test_captures_that_cannot_be_taken_are_error_not_fail(tmp_path, cli_env, pg_url, moto_endpoint, free_port):
+    dead_pg = pg_url.rsplit(":", 1)[0] + f":{free_port()}/postgres"
+    plan = {"name": "couldnotlook", "steps": [
+        {"id": "bad_sql", "validators": [{"kind": "sql_row_present", "url": pg_url,
+                                          "query": "select * from no_such_table_anywhere"}]},
+        {"id": "dead_db", "validators": [{"kind": "sql_row_present", "url": dead_pg, "table": "t", "where": {"a": 1}}]},
+        {"id": "no_table", "validators": [{"kind": "ddb_row_present", "table": "no_such_table", "key": {"pk": "a"},
+                                           "endpoint_url": moto_endpoint, "region": "us-east-1"}]},
+        {"id": "dead_http", "validators": [{"kind": "http_status_eq", "url": f"http://127.0.0.1:{free_port()}/x",
+                                            "expected": 200}]},
+        {"id": "not_json", "do": "SAVE data.json {this is not json",
+         "validators": [{"kind": "json_path_eq", "evidence": "data.json", "path": "$.a", "expected": 1}]},
+        {"id": "json_absent_path", "do": 'SAVE data.json {"a": 1}',
+         "validators": [{"kind": "json_path_eq", "evidence": "data.json", "path": "$.b", "expected": 1}]},
+    ]}
+    path = write_plan(tmp_path / "couldnotlook.yaml", plan)
+    run = do_run(path, out=tmp_path / "out", cwd=tmp_path, env=cli_env, agent=agent_cmd("honest"), timeout=90)
+    assert "Traceback" not in run.stderr, run.stderr
+    v = run.verdicts()
+    could_not_look = ("bad_sql", "dead_db", "no_table", "not_json")  # not_json: the agent's evidence is unreadable
+    assert {k: v[k] for k in could_not_look} == dict.fromkeys(could_not_look, "ERROR"), run.explain()
+    # no answer from the app: the runner recorded that; FAIL (the app is down) or ERROR, never PASS
+    assert v["dead_http"] in ("FAIL", "ERROR"), run.explain()
+    # a readable document without the value: the validator looked, and it does not hold
+    assert v["json_absent_path"] == "FAIL", run.explain()
+    for sid in could_not_look + ("dead_http",):
+        assert run.reasons(sid).strip(), f"{sid}: no reason given"
+    assert run.rc == 1
