@@ -113,6 +113,26 @@ def test_step_timeout_kills_the_agent_and_its_children_and_the_run_goes_on(tmp_p
                 kill_quietly(pid)
 
 
+def test_per_step_timeout(tmp_path, run_plan):
+    plan = {"name": "steptimeout", "steps": [
+        {"id": "slow", "timeout_s": 2, "do": "RUN echo $PPID > {agent_dir}/pid\nSLEEP 60\nSAVE late.txt late",
+         "validators": [{"kind": "text_contains", "evidence": "late.txt", "text": "late"}]},
+        {"id": "quick", "do": "SAVE a.txt ok", "validators": [{"kind": "text_contains", "evidence": "a.txt", "text": "ok"}]},
+    ]}
+    t0 = time.monotonic()
+    run = run_plan(plan, agent=agent_cmd("honest"), timeout=90)
+    pid = None
+    try:
+        assert time.monotonic() - t0 < 40, "the step's timeout_s: 2 did not stop the agent"
+        pid = int((run.run_dir / "agent/slow/pid").read_text())
+        assert wait_dead(pid, 5)
+        assert run.verdict("slow") == "ERROR", run.explain()  # late.txt was never written
+        assert run.verdict("quick") == "PASS", run.explain()
+    finally:
+        if pid and pid_alive(pid):
+            kill_quietly(pid)
+
+
 def _liar_plan(W) -> dict:
     sqlite_url = f"sqlite:///{W}/app.db"
     return {

@@ -222,6 +222,12 @@ def forged(tmp_path_factory):
             {"id": "s2", "do": f"Rewrite history.\nTAMPER evidence/s1/after/reply.json {json.dumps(fake)}",
              "capture": [{"kind": "http", "name": "reply", "url": "/api/notes/by-title/forged2"}],
              "validators": [{"kind": "http_status_eq", "evidence": "reply", "expected": 200}]},
+            {"id": "s3", "do": "Plant a capture for the next step before it is taken.\n"
+                               f"TAMPER evidence/s4/after/reply.json {json.dumps(fake)}\n"
+                               f"TAMPER evidence/s4/before/reply.json {json.dumps(fake)}"},
+            {"id": "s4", "do": "Nothing.",
+             "capture": [{"kind": "http", "name": "reply", "url": "/api/notes/by-title/forged4"}],
+             "validators": [{"kind": "http_status_eq", "evidence": "reply", "expected": 200}]},
         ],
     }
     path = write_plan(W / "forged.yaml", plan)
@@ -245,12 +251,19 @@ def test_agent_file_named_like_a_capture_does_not_shadow_the_capture(forged):
     assert step["verdict"] == "FAIL" and "404" in step["validators"][0]["reason"], step
 
 
+def test_a_capture_planted_before_the_step_is_replaced_by_the_runners(forged):
+    assert forged.verdict("s4") == "FAIL", forged.explain()
+    assert "404" in forged.step("s4")["validators"][0]["reason"], forged.step("s4")
+    assert forged.verdict("s3") == "SKIPPED"
+
+
 def test_regrade_of_forged_run_reports_the_modified_evidence(forged, tmp_path):
     d = tmp_path / "copy"
     shutil.copytree(forged.run_dir, d, symlinks=True)
     rc, steps, _ = _grade(d, tmp_path)
     assert steps["s1"]["verdict"] == "ERROR", steps["s1"]
     assert steps["s2"]["verdict"] == "FAIL", steps["s2"]
+    assert steps["s4"]["verdict"] == "FAIL", steps["s4"]
 
 
 # ------------------------------------------------------------ evidence paths that escape the run dir

@@ -201,3 +201,20 @@ def test_relative_url_without_an_app_url_is_a_plan_error(tmp_path, referee_cli):
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
     line = assert_one_line_error(rc, out, err)
     assert "plan.yaml:" in line and "a" in line and "app" in line.lower(), line
+
+
+def test_invalid_regex_is_caught_by_check(tmp_path, referee_cli):
+    text = "steps:\n  - id: a\n    validators:\n      - kind: regex_match\n        evidence: x.txt\n        pattern: '(unclosed'\n"
+    write_plan(tmp_path / "plan.yaml", text)
+    rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
+    line = assert_one_line_error(rc, out, err)
+    assert "plan.yaml:" in line and "pattern" in line, line
+
+
+def test_json_path_syntax_is_caught_by_check(tmp_path, referee_cli):
+    text = ("steps:\n  - id: a\n    validators:\n      - kind: json_path_eq\n        evidence: x.json\n"
+            "        path: '$.a[[b'\n        expected: 1\n")
+    write_plan(tmp_path / "plan.yaml", text)
+    rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
+    line = assert_one_line_error(rc, out, err)
+    assert "plan.yaml:" in line and "path" in line, line
