@@ -16,7 +16,8 @@ from tests.evaluation.helpers import record, write_jsonl
 
 RECORDS = [
     record("r1", claim="success", disposition="flag", group="A", split="dev", task_class="create_edit"),
-    record("r2", claim="success", disposition="review", group="A", split="dev", task_class="create_edit"),
+    record("r2", claim="success", disposition="review", group="A", split="dev", task_class="create_edit",
+           trace_state="unknown"),
     record("r3", claim="success", disposition="pass", group="B", split="test", task_class="delete"),
     record("r4", claim="success", disposition="pass", group="B", split="test", task_class="delete"),
     record("r5", claim="failure_or_incomplete", disposition="pass", group="A", split="dev", task_class="query"),
@@ -189,3 +190,29 @@ def test_cli_external_predictions_as_a_method(cli, files, tmp_path):
     mine = next(s for s in json.loads(out)["overall"] if s["method"] == "mine")
     # r3 flagged; every other run has no prediction -> review (a method that did not look never passes)
     assert (mine["counts"]["tp"], mine["counts"]["review"], mine["counts"]["pass"]) == (1, 6, 0)
+
+
+def test_misses_are_split_by_side(files):
+    audit, gold = files
+    rep = evaluate(tally(audit, load_gold(gold), methods(), primary="auditor"), BootstrapSpec(resamples=20))
+    assert rep.misses == {"trace-side": 1, "uncertain": 1}     # r3 passed on a completed state; r2 reviewed
+
+
+def test_gold_claim_channel_re_disposes_with_the_gold_claim(cli, tmp_path):
+    audit = write_jsonl(tmp_path / "a.jsonl", [
+        record("a", claim="failure_or_incomplete", trace_state="not_completed", disposition="pass",
+               evidence=[{"action": {"value": "no"}}]),
+        record("b", claim="success", trace_state="completed", disposition="pass",
+               evidence=[{"action": {"value": "yes", "support": [0]},
+                          "final_supports_goal": {"value": "yes", "support": [0]}}])])
+    gold = tmp_path / "g.csv"
+    gold.write_text("run_id,completed,claim\na,false,success\nb,true,success\n")
+    reader = json.loads(cli("eval", audit, "--gold", gold, "--json", "--no-plot", "--no-policies")[1])
+    assert reader["overall"][0]["counts"]["tp"] == 0 and reader["misses"] == {"claim-side": 1}
+    code, out, err = cli("eval", audit, "--gold", gold, "--json", "--no-plot", "--claim-channel", "gold")
+    assert code == 0, err
+    rep = json.loads(out)
+    by = {s["method"]: s["counts"] for s in rep["overall"]}
+    assert by["auditor"]["tp"] == 1 and by["policy:causal"]["tp"] == 1        # success over not_completed: flag
+    assert (by["claim-gate-only"]["tp"], by["claim-gate-only"]["fp"]) == (1, 1)
+    assert rep["misses"] == {} and any("claim channel: gold" in n for n in rep["notes"])

@@ -106,13 +106,15 @@ def _client(model, base_url, concurrency):
 @click.option("--no-plot", is_flag=True, help="Do not draw the trade-off plot.")
 @click.option("--records-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every scored record with each method's disposition (JSONL).")
+@click.option("--claim-channel", type=click.Choice(["reader", "gold"]), default="reader", show_default=True,
+              help="gold: every method reads the gold claim where gold has one (a claim-reader diagnostic).")
 @click.option("--strict", is_flag=True, help="Fail when audit records and gold labels do not match one to one.")
 @_bootstrap_options
 @_llm_options
 @_output_options
 def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, traces, predictions, by, no_logo,
-               breakdown_for, max_rows, plot_path, no_plot, records_out, strict, resamples, seed, level, fmt, model, base_url,
-               votes, k, concurrency, cache_dir, as_json, as_markdown, output) -> None:
+               breakdown_for, max_rows, plot_path, no_plot, records_out, claim_channel, strict, resamples, seed,
+               level, fmt, model, base_url, votes, k, concurrency, cache_dir, as_json, as_markdown, output) -> None:
     """Score every method and policy on AUDIT.jsonl against gold labels, with bootstrap intervals."""
     from referee.evaluation.bootstrap import BootstrapSpec
     from referee.evaluation.run import EvalOptions, run_eval
@@ -128,6 +130,7 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
         baselines=tuple(baseline_names) or None, judges=tuple(judges), traces=traces, trace_format=fmt,
         predictions=tuple(predictions), axes=axes, logo=not no_logo,
         breakdown_for=tuple(breakdown_for) or None, records_out=records_out, strict=strict,
+        claim_channel=claim_channel,
         spec=BootstrapSpec(resamples=max(resamples, 1), seed=seed, level=level), intervals=resamples > 0,
         model=model, base_url=base_url, votes=votes, k=k, concurrency=concurrency, cache_dir=cache_dir)
     rep, tables_for = run_eval(opts)

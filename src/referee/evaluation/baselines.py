@@ -95,8 +95,15 @@ def claim_gate_only() -> Method:
 RECORD_BASELINES: tuple[str, ...] = ("trust-claim", "flag-all", "claim-gate-only")
 
 
-def auditor_method(name: str = "auditor") -> Method:
-    """The disposition written in the audit record, under the policy it was made with."""
+def auditor_method(name: str = "auditor", regate: Callable[[str | None, str], str] | None = None) -> Method:
+    """The disposition written in the audit record, under the policy it was made with.
+
+    With `regate` (the records' own claim x state table), the recorded trace state is re-disposed
+    with whatever claim the record now carries: used when the claim channel is swapped for gold.
+    """
+    if regate is not None:
+        return Method(name, "auditor", lambda rec: regate(rec.claim.label, rec.trace_state),
+                      "the audit record's trace state, disposed with the gold claim")
     return Method(name, "auditor", lambda rec: rec.disposition, "the audit record's own disposition")
 
 

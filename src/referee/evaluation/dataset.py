@@ -121,6 +121,9 @@ class Tally:
     #                   negatives a flags and b does not, negatives b flags and a does not]
     paired: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     coverage: Coverage = field(default_factory=Coverage)
+    # why the primary method let positives through: "claim-side" (the shared claim reading is not
+    # success), "trace-side" (trace state completed), "uncertain" (trace state unknown: reviewed)
+    misses: dict[str, int] = field(default_factory=dict)
 
     def confusion(self, method: str, *, task_class: str | None = None, group: str | None = None,
                   split: str | None = None, exclude_group: str | None = None) -> Confusion:
@@ -146,12 +149,19 @@ class Tally:
         return sorted(seen)
 
 
+def _with_claim(rec, label: str):
+    """The record as the methods see it when the claim channel is gold: only the claim label changes."""
+    return rec.model_copy(update={"claim": rec.claim.model_copy(update={"label": label})})
+
+
 def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
-          primary: str | None = None, records_out: Path | None = None) -> Tally:
+          primary: str | None = None, records_out: Path | None = None, claim_channel: str = "reader") -> Tally:
     """Score every method on every audit record that has a gold label, in one streaming pass.
 
     `primary` names the method the paired contrasts compare against (default: the first).
     `records_out`, when given, receives one JSONL line per scored record with every method's disposition.
+    `claim_channel="gold"` shows the methods the gold claim where gold has one (the paper's gold-claim
+    diagnostic: how much of the error is the claim reader's); "reader" (default) shows the shared reading.
     """
     t = Tally(methods=list(methods))
     for m in methods:
@@ -188,6 +198,8 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
                 claim = rec.claim.label
                 cov.claim_from_reader += 1
             pos = is_positive(claim, g.completed)
+            if claim_channel == "gold" and g.claim is not None and g.claim != rec.claim.label:
+                rec = _with_claim(rec, g.claim)
             key = (rec.task_class, g.group or rec.group or NONE, g.split or rec.split or NONE)
             decided: dict[str, str] = {}
             for m in methods:
@@ -197,6 +209,11 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
                                        fix="a method must return pass, flag or review")
                 decided[m.name] = d
                 t.cells[m.name][key][cell(pos, d)] += 1
+            if primary is not None and pos and decided[primary] != "flag":
+                why = ("claim-side" if rec.claim.label != "success" else
+                       "trace-side" if rec.trace_state == "completed" else
+                       "uncertain" if rec.trace_state == "unknown" else "other")
+                t.misses[why] = t.misses.get(why, 0) + 1
             if primary is not None:
                 a = decided[primary] == "flag"
                 for name in others:

@@ -136,6 +136,11 @@ def header_lines(rep: EvalReport) -> list[str]:
              "(claim success, gold not completed)",
              f"intervals: {int(b.level * 100)}% percentile bootstrap, {b.resamples} resamples, seed {b.seed} "
              f"({b.engine})"]
+    if rep.misses:
+        lines.append(f"positives {rep.primary} did not flag: "
+                     + ", ".join(f"{k} {v}" for k, v in rep.misses.items())
+                     + " (claim-side: the claim reading is not success; trace-side: the trace state is completed;"
+                       " uncertain: unknown state, sent to review)")
     return lines + [f"note: {n}" for n in rep.notes]
 
 

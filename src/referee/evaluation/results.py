@@ -87,6 +87,9 @@ class EvalReport(_Model):
     overall: list[Scores]
     breakdowns: list[Scores] = Field(default_factory=list)
     paired: list[Paired] = Field(default_factory=list)
+    misses: dict[str, int] = Field(default_factory=dict,
+                                   description="positives the primary did not flag, by side: claim-side, "
+                                               "trace-side (state completed), uncertain (state unknown)")
 
     def overall_of(self, method: str) -> Scores:
         for s in self.overall:
@@ -149,4 +152,4 @@ def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", 
                               claim_from_gold=cov.claim_from_gold, claim_from_reader=cov.claim_from_reader),
         notes=cov.notes(),
         methods=[MethodInfo(name=m.name, kind=m.kind, description=m.description) for m in t.methods],
-        overall=overall, breakdowns=breakdowns, paired=paired)
+        overall=overall, breakdowns=breakdowns, paired=paired, misses=dict(sorted(t.misses.items())))

@@ -42,6 +42,7 @@ class EvalOptions:
     k: int | None = None
     concurrency: int = 8
     cache_dir: Path | None = None
+    claim_channel: str = "reader"       # "gold": methods read the gold claim where gold has one
 
 
 def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
@@ -74,7 +75,12 @@ def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
 
 def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Method]:
     """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order."""
-    methods = [auditor_method()]
+    regate = None
+    if opts.claim_channel == "gold":
+        from referee.evaluation.compare import gate_for_records
+
+        regate = gate_for_records(opts.audit)
+    methods = [auditor_method(regate=regate)]
     for name in (opts.baselines if opts.baselines is not None else RECORD_BASELINES):
         methods.append(baselines.get(name)())
     if not opts.no_policies:
@@ -101,7 +107,8 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     if opts.judges:
         wanted = {rec.run_id for _, rec in iter_records(opts.audit) if rec.run_id in gold}
     methods = build_methods(opts, wanted)
-    t = tally(opts.audit, gold, methods, primary="auditor", records_out=opts.records_out)
+    t = tally(opts.audit, gold, methods, primary="auditor", records_out=opts.records_out,
+              claim_channel=opts.claim_channel)
     cov = t.coverage
     if cov.evaluated == 0:
         raise GoldError("no audit record has a gold label", file=str(opts.gold),
@@ -114,10 +121,13 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
                    breakdown_methods=None, axes=opts.axes, leave_one_group_out=opts.logo)
     if not opts.intervals:
         rep = _strip_intervals(rep)
+    if opts.claim_channel == "gold":
+        rep.notes.append(f"claim channel: gold — every method reads the gold claim on the {cov.claim_from_gold} "
+                         "run(s) gold gives one for (a diagnostic of the claim reader, not a deployable auditor)")
     if cov.claim_from_reader and any(m.name == "claim-gate-only" for m in methods):
         rep.notes.append("claim-gate-only flags every success claim, so its recall is 1 by construction on the "
                          f"{cov.claim_from_reader} run(s) whose positives come from the same claim reading")
-    if len(cov.policies) == 1:
+    if len(cov.policies) == 1 and opts.claim_channel != "gold":
         (pol,) = cov.policies
         rep.methods[0] = MethodInfo(name="auditor", kind="auditor",
                                     description=f"the audit records' own dispositions (policy {pol})")
