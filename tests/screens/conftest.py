@@ -101,7 +101,8 @@ def journey_plan(db: Path, controls: list[Path]) -> dict:
                  {"kind": "ocr_contains", "name": "loose_products", "text": "products"},
              ]},
             {"id": "products_again", "do": "Open the products table (it is already open).",
-             "script": [{"goto": "/shop/products"}],
+             "script": [{"goto": "/shop"}, {"click": {"role": "link", "name": "products", "exact": True}},
+                        {"wait_for": {"role": "cell", "name": "Red Gadget"}}],
              "validators": [{"kind": "ocr_contains", "text": "Red Gadget", "require_change": True}]},
             {"id": "wrong_checks", "do": "Stay on the products table.",
              "validators": [
@@ -126,6 +127,22 @@ def journey_plan(db: Path, controls: list[Path]) -> dict:
                  {"kind": "ocr_contains", "name": "rapid", "engine": "rapidocr", "text": "Green Lantern"},
                  {"kind": "aria_contains", "role": "cell", "text": "Green Lantern", "require_change": True},
              ]},
+            {"id": "filter_red", "do": "Show only the product named Red Gadget.",
+             "script": [{"goto": "/shop/products"},
+                        {"select": {"selector": "select[name=_filter_column]", "option": "name"}},
+                        {"fill": {"role": "textbox", "value": "Red Gadget"}},
+                        {"press": {"role": "textbox", "key": "Enter"}},
+                        {"wait_for": {"role": "heading", "name": "1 row"}}],
+             "validators": [
+                 {"kind": "aria_contains", "role": "heading", "text": '1 row where name = "Red Gadget"'},
+                 {"kind": "aria_contains", "role": "cell", "text": "Red Gadget", "exact": True},
+                 {"kind": "ocr_not_contains", "text": "Blue Widget"},
+                 {"kind": "ocr_not_contains", "text": "Green Lantern"},
+             ]},
+            {"id": "bad_script", "do": "Click a button that does not exist.",
+             "script": [{"goto": "/shop/products"}, {"click": {"role": "button", "name": "Delete everything",
+                                                               "timeout_s": 1}}],
+             "validators": [{"kind": "dom_contains", "text": "products"}]},
         ],
     }
 

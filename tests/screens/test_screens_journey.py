@@ -13,7 +13,27 @@ def test_run_exit_code_and_verdicts(journey):
     assert journey.rc == 1, journey.err  # some steps FAIL by design
     verdicts = {s["id"]: s["verdict"] for s in journey.results()["steps"]}
     assert verdicts == {"open_products": "PASS", "products_again": "FAIL", "wrong_checks": "FAIL",
-                        "stale_claim": "FAIL", "broken_shot": "ERROR", "add_product": "PASS"}
+                        "stale_claim": "FAIL", "broken_shot": "ERROR", "add_product": "PASS",
+                        "filter_red": "PASS", "bad_script": "PASS"}
+
+
+def test_script_actions_by_role_text_and_selector(journey):
+    """goto, click by role, select by selector, fill and press by role, wait_for: the filtered table shows one row."""
+    step = journey.step("filter_red")
+    assert step["verdict"] == "PASS", step
+    assert [v["status"] for v in step["validators"]] == ["PASS"] * 4
+    manifest = json.loads((journey.run_dir / "manifest.json").read_text())
+    for sid in ("filter_red", "products_again"):
+        rec = manifest["steps"][sid]
+        assert rec["actor_exit"] == 0 and "script item" not in (rec["actor_error"] or "")
+
+
+def test_a_failing_script_is_recorded_and_decides_nothing(journey):
+    """The actor's failure goes into the manifest; the verdict still comes from the evidence alone."""
+    manifest = json.loads((journey.run_dir / "manifest.json").read_text())
+    rec = manifest["steps"]["bad_script"]
+    assert rec["actor_exit"] == 1
+    assert "script item #2 (click role='button', name='Delete everything'" in rec["actor_error"]
 
 
 def test_runner_takes_screenshot_aria_and_dom_into_the_manifest(journey):
