@@ -52,14 +52,16 @@ def _kinds(rep: EvalReport | None) -> dict[str, str]:
 
 
 def detection_table(rep: EvalReport | None, rows: list[Scores] | None = None, title: str = "") -> Table:
-    """TP/FP/FN, flags, precision, recall and F1 with intervals, one row per method."""
+    """TP/FP/FN, flags, precision, recall and F1 with intervals, one row per method (kind shown with a report)."""
     rows = rep.overall if rows is None else rows
     kinds = _kinds(rep)
+    head = ("method", "kind") if kinds else ("method",)
     return Table(title or "Detection view (only flag is a positive prediction)",
-                 ("method", "kind", "TP", "FP", "FN", "flag", "precision", "recall", "F1"),
-                 tuple((s.method, kinds.get(s.method, ""), str(s.counts["tp"]), str(s.counts["fp"]),
-                        str(s.counts["fn"]), str(s.counts["flag"]), cell_ci(s.metrics["precision"]),
-                        cell_ci(s.metrics["recall"]), cell_ci(s.metrics["f1"])) for s in rows))
+                 head + ("TP", "FP", "FN", "flag", "precision", "recall", "F1"),
+                 tuple(((s.method, kinds.get(s.method, "")) if kinds else (s.method,))
+                       + (str(s.counts["tp"]), str(s.counts["fp"]), str(s.counts["fn"]), str(s.counts["flag"]),
+                          cell_ci(s.metrics["precision"]), cell_ci(s.metrics["recall"]), cell_ci(s.metrics["f1"]))
+                       for s in rows))
 
 
 def gating_table(rep: EvalReport | None, rows: list[Scores] | None = None, title: str = "") -> Table:
