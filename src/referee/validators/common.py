@@ -78,7 +78,8 @@ def evidence_json(view, ref: str) -> Any:
     try:
         return json.loads(view.read_bytes(ref))
     except ValueError as exc:
-        raise _NotJson(f"'{ref}' is not JSON ({exc})") from None
+        # a saved file that should be JSON and is not: the grader cannot read the evidence
+        raise EvidenceError(f"evidence '{ref}' is not valid JSON ({exc})", fix="save the document as JSON") from None
 
 
 class _NotJson(Exception):
