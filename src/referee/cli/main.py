@@ -48,6 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("referee: interrupted", err=True)
         return EXIT_INTERRUPTED
+    except click.exceptions.NoArgsIsHelpError as err:
+        # `referee` or `referee eval` alone: show the help, as click does in standalone mode
+        click.echo(err.ctx.get_help() if err.ctx else err.format_message())
+        return 0
+    except click.UsageError as err:
+        hint = f"; see `{err.ctx.command_path} --help`" if err.ctx else ""
+        click.echo(f"referee: error: {err.format_message()}{hint}", err=True)
+        return 2
     except click.ClickException as err:
         click.echo(f"referee: error: {err.format_message()}", err=True)
         return 2
