@@ -5,7 +5,22 @@ from referee.registry import Registry
 
 __version__ = "0.1.0"
 
-__all__ = ["RefereeError", "Registry", "__version__", "Actor", "StepContext", "Claim", "grade", "load_plan"]
+__all__ = ["RefereeError", "Registry", "__version__", "Actor", "StepContext", "Claim", "grade", "load_plan",
+           "Trace", "AuditRecord", "Auditor", "audit_trace", "audit_files", "read_traces", "load_policy",
+           "replay", "replay_file"]
+
+# the auditor's public names: name -> (module, attribute), imported on first use
+_AUDIT = {
+    "Trace": ("referee.audit.trace", "Trace"),
+    "AuditRecord": ("referee.audit.records", "AuditRecord"),
+    "Auditor": ("referee.audit.pipeline", "Auditor"),
+    "audit_trace": ("referee.audit.pipeline", "audit_trace"),
+    "audit_files": ("referee.audit.pipeline", "audit_files"),
+    "read_traces": ("referee.audit.readers", "read_traces"),
+    "load_policy": ("referee.audit.policyfile", "load_policy_full"),
+    "replay": ("referee.audit.replay", "replay_record"),
+    "replay_file": ("referee.audit.replay", "replay_file"),
+}
 
 
 def __getattr__(name: str):
@@ -22,4 +37,9 @@ def __getattr__(name: str):
         from referee.plan import load_plan
 
         return load_plan
+    if name in _AUDIT:
+        import importlib
+
+        module, attr = _AUDIT[name]
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(name)

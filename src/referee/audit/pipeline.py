@@ -1,4 +1,4 @@
-"""Audit one trace into an AuditRecord, and stream a set of trace files into audit.jsonl (resumable)."""
+"""Audit one trace into an AuditRecord, and stream a set of trace files (or run directories) into audit.jsonl."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from referee.audit.extract import validate_citations
 from referee.audit.policy import check_run
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
+from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
 from referee.audit.taskclass import classify_task
 from referee.audit.trace import Trace, TraceItem
@@ -89,7 +90,24 @@ class Auditor:
             policy=PolicyRef(name=policy.name, sha256=self.policy.sha256),
             backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.runs),
             view_sha256=view.sha256,
-            group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")))
+            group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")),
+            advisory=meta.get("advisory") is True)
+
+
+def audit_trace(trace: Trace, policy: str | LoadedPolicy = "causal") -> AuditRecord:
+    """Audit one trace offline with the rules extractor and claim reader (the library's one-call entry).
+
+    >>> t = Trace(run_id="r", task="Delete note N42", steps=[{"action": {"name": "delete_note", "args":
+    ...     {"id": "N42"}}, "observation": {"text": "deleted"}}], report="Done, N42 was deleted.")
+    >>> audit_trace(t).disposition
+    'pass'
+    """
+    from referee.audit.claims import RulesClaimReader
+    from referee.audit.extract.rules import RulesExtractor
+    from referee.audit.policyfile import load_policy_full
+
+    lp = load_policy_full(policy) if isinstance(policy, str) else policy
+    return Auditor(lp, RulesExtractor(), RulesClaimReader()).audit(trace)
 
 
 def _s(v: Any) -> str | None:
@@ -122,31 +140,64 @@ def done_run_ids(out: Path) -> set[str]:
 class AuditStats:
     written: int = 0
     skipped_done: int = 0
+    duplicates: int = 0  # records whose run_id came earlier in the same input: warned about, audited once
     errors: list[str] = field(default_factory=list)
 
 
+def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
+    """Run directories at `path` or up to `depth` folders below it (runs/<plan>/<timestamp>), sorted."""
+    path = Path(path)
+    if is_run_dir(path):
+        yield path
+    elif depth > 0 and path.is_dir():
+        for child in sorted(c for c in path.iterdir() if c.is_dir()):
+            yield from run_dirs_under(child, depth - 1)
+
+
 def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
+    """TraceItems of trace files, of folders of them, and of run directories (found up to two levels down)."""
     for p in paths:
         p = Path(p)
-        if p.is_dir():
+        if is_run_dir(p):
+            yield from read_traces(p, "referee-run")
+        elif p.is_dir():
             for child in sorted(p.iterdir()):
                 if child.suffix in (".json", ".jsonl") and child.is_file():
                     yield from read_traces(child, fmt)
+                elif child.is_dir():
+                    for rd in run_dirs_under(child, 1):
+                        yield from read_traces(rd, "referee-run")
         else:
             yield from read_traces(p, fmt)
+
+
+def duplicate_error(item: TraceItem, first: str) -> TraceError:
+    """The warning for a run_id seen before in the same input (file, line and run_id, and where it came first).
+
+    >>> str(duplicate_error(TraceItem(file="t.jsonl", line=7, run_id="a"), "t.jsonl:2"))
+    't.jsonl:7: run_id a: duplicate run_id (first at t.jsonl:2): audited once, this record is not audited; give every run its own run_id'
+    """
+    return TraceError(f"run_id {item.run_id}: duplicate run_id (first at {first}): audited once, this record is "
+                      f"not audited", file=item.file, place=str(item.line) if item.line is not None else None,
+                      fix="give every run its own run_id")
 
 
 def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None = None,
                 on_error: str = "skip", concurrency: int = 1, on_record: Callable[[AuditRecord], None] | None = None,
                 on_error_cb: Callable[[TraceError], None] | None = None,
-                on_gold: Callable[[TraceItem], None] | None = None) -> AuditStats:
+                on_gold: Callable[[TraceItem], None] | None = None,
+                on_duplicate: Callable[[TraceError], None] | None = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
+
+    A run_id that comes twice in the input is audited once (the first); each repeat is counted in
+    `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
 
     Records are written in input order even when `concurrency` > 1 (a bounded window of traces is in
     flight), so an interrupted audit leaves a clean prefix and resumes where it stopped.
     """
     out = Path(out)
     done = done_run_ids(out)
+    seen: dict[str, str] = {}  # run_id -> where it first came in this input
     stats = AuditStats()
 
     def todo() -> Iterator[Trace]:
@@ -161,10 +212,16 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             if on_gold and item.gold is not None:
                 on_gold(item)
             assert item.trace is not None
-            if item.trace.run_id in done:
+            rid = item.trace.run_id
+            if rid in seen:
+                stats.duplicates += 1
+                if on_duplicate:
+                    on_duplicate(duplicate_error(item, seen[rid]))
+                continue
+            seen[rid] = item.file if item.line is None else f"{item.file}:{item.line}"
+            if rid in done:
                 stats.skipped_done += 1
                 continue
-            done.add(item.trace.run_id)  # a duplicate id later in the input is audited once
             yield item.trace
 
     out.parent.mkdir(parents=True, exist_ok=True)

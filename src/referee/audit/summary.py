@@ -1,4 +1,4 @@
-"""Summaries of an audit: dispositions by task class, and, where gold labels exist, the dangerous misreports."""
+"""Summaries of an audit: dispositions by task class, advisory records of SKIPPED runner steps, and misreports."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ class AuditSummary:
     claims: Counter = field(default_factory=Counter)         # claim label -> n
     states: Counter = field(default_factory=Counter)         # trace state -> n
     misreports: Counter = field(default_factory=Counter)     # disposition of (claim success, gold not completed)
+    advisory: Counter = field(default_factory=Counter)       # disposition of advisory records (SKIPPED steps)
     gold_seen: int = 0
+    duplicates: int = 0                                       # repeated run_ids in the input (set by the caller)
     n: int = 0
 
     def add(self, rec: AuditRecord, gold: dict[str, bool] | None = None) -> None:
@@ -27,6 +29,8 @@ class AuditSummary:
         self.by_class[(rec.task_class, rec.disposition)] += 1
         self.claims[rec.claim.label] += 1
         self.states[rec.trace_state] += 1
+        if rec.advisory:
+            self.advisory[rec.disposition] += 1
         if gold and rec.run_id in gold:
             self.gold_seen += 1
             if rec.claim.label == "success" and not gold[rec.run_id]:
@@ -39,7 +43,9 @@ class AuditSummary:
                              if any(self.by_class[(c, d)] for d in DISPOSITIONS)},
                 "claims": dict(self.claims), "trace_states": dict(self.states),
                 "gold_records": self.gold_seen,
-                "success_claim_not_completed": {d: self.misreports[d] for d in DISPOSITIONS}}
+                "success_claim_not_completed": {d: self.misreports[d] for d in DISPOSITIONS},
+                "advisory": {d: self.advisory[d] for d in DISPOSITIONS},
+                "duplicates": self.duplicates}
 
 
 def summarize(records: Iterable[AuditRecord], gold: dict[str, bool] | None = None) -> AuditSummary:
@@ -55,7 +61,14 @@ def summarize(records: Iterable[AuditRecord], gold: dict[str, bool] | None = Non
 
 
 def render(s: AuditSummary) -> str:
-    """A plain-text table: dispositions by task class, then the misreport line when gold was known."""
+    """A plain-text table: dispositions by task class, then lines for advisory records, misreports, duplicates.
+
+    An advisory `pass` is spelled out as still SKIPPED: the auditor never turns a SKIPPED step into PASS.
+
+    >>> s = AuditSummary(); s.advisory["pass"] = 1; s.duplicates = 2
+    >>> print(render(s).splitlines()[-2:])
+    ['advisory (SKIPPED runner steps, verdicts unchanged): 1 records: advisory pass 1 (still SKIPPED), flag 0, review 0', 'duplicate run_ids: 2 (each audited once; see the warnings)']
+    """
     d = s.as_dict()
     lines = [f"{'task class':<12} {'pass':>6} {'flag':>6} {'review':>6} {'total':>6}"]
     for c, row in d["by_class"].items():
@@ -68,4 +81,10 @@ def render(s: AuditSummary) -> str:
         m = d["success_claim_not_completed"]
         lines.append(f"gold: {s.gold_seen} runs; success claim but not completed: {sum(m.values())} "
                      f"(flag {m['flag']}, review {m['review']}, pass {m['pass']})")
+    if s.advisory:
+        a = s.advisory
+        lines.append(f"advisory (SKIPPED runner steps, verdicts unchanged): {sum(a.values())} records: "
+                     f"advisory pass {a['pass']} (still SKIPPED), flag {a['flag']}, review {a['review']}")
+    if s.duplicates:
+        lines.append(f"duplicate run_ids: {s.duplicates} (each audited once; see the warnings)")
     return "\n".join(lines)

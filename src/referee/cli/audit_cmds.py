@@ -40,7 +40,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 
 @click.command("audit")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--format", "fmt", default=None, help="referee | openai-chat | tau-bench (default: sniffed per file)")
+@click.option("--format", "fmt", default=None,
+              help="referee | openai-chat | tau-bench (default: sniffed per file; a run directory is referee-run)")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
 @click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm")
 @click.option("--policy", default="causal", show_default=True, help="causal | final-state | low-load | unanimous | PATH")
@@ -58,7 +59,11 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--progress/--no-progress", default=True)
 def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base_url, model, concurrency, timeout,
           max_retries, gold_out, summary_json, progress):
-    """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides."""
+    """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
+
+    TRACES are trace files, folders of them, or referee run directories (a folder with manifest.json,
+    or runs/ above them): there only the SKIPPED steps are audited, as advisory records.
+    """
     import time
 
     from referee.audit.cache import EvidenceCache
@@ -68,6 +73,10 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
 
     if runs is not None and runs < 1:
         raise UsageError("--runs must be at least 1")
+    if not _preview_run_dirs(traces):
+        click.echo("nothing to audit: no SKIPPED step in the given run directories (PASS/FAIL/ERROR verdicts "
+                   "stand as graded)")
+        return 0
     lp = load_policy_full(policy)
     extractor, claim_reader, client = _make_backends(backend, claims, base_url, model, concurrency, timeout,
                                                      max_retries)
@@ -85,6 +94,9 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
     def on_err(err):
         click.echo(f"referee: warning: skipped record: {err}", err=True)
 
+    def on_dup(err):
+        click.echo(f"referee: warning: {err}", err=True)
+
     t0 = time.perf_counter()
     with _progress(progress) as bar:
         task = bar.add_task("auditing", total=None, rate="")
@@ -96,7 +108,7 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
         try:
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backend == "llm" or claims == "llm" else 1,
-                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold)
+                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup)
         finally:
             cache_db.close()
             if client is not None:
@@ -107,16 +119,44 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
 
         atomic_write_text(gold_out, "".join(json.dumps(r) + "\n" for r in gold_rows))
     summary = summarize((rec for _, rec in iter_records(out)), gold or None)
+    summary.duplicates = stats.duplicates
     click.echo(render(summary))
     rate = stats.written / elapsed if elapsed > 0 else 0.0
     click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
-               f"{len(stats.errors)} bad records skipped; {auditor.backend_calls} backend calls")
+               f"{len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
+               f"{auditor.backend_calls} backend calls")
     if summary_json:
         from referee.fsutil import atomic_write_json
 
         atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
                                          "backend_calls": auditor.backend_calls, "errors": stats.errors})
     return 0
+
+
+def _preview_run_dirs(paths) -> bool:
+    """Say, per run directory given, what is graded and what will be audited; False when nothing will be."""
+    from referee.audit.pipeline import run_dirs_under
+    from referee.audit.readers.referee_run import describe_run_dir, is_run_dir
+    from referee.errors import RefereeError
+
+    anything = False
+    for p in paths:
+        dirs = list(run_dirs_under(p)) if Path(p).is_dir() else []
+        if not is_run_dir(p) and Path(p).is_dir() and any(
+                c.is_file() and c.suffix in (".json", ".jsonl") for c in Path(p).iterdir()):
+            anything = True  # a folder of trace files too
+        if not dirs:
+            anything = anything or not is_run_dir(p)
+            continue
+        for d in dirs:
+            try:
+                info = describe_run_dir(d)
+            except RefereeError:
+                anything = True  # the reader reports it as a bad record
+                continue
+            click.echo(info.line())
+            anything = anything or bool(info.skipped)
+    return anything
 
 
 @click.command("replay")

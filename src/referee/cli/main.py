@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except click.UsageError as err:
         hint = f"; see `{err.ctx.command_path} --help`" if err.ctx else ""
-        click.echo(f"referee: error: {err.format_message()}{hint}", err=True)
+        click.echo(f"referee: error: {err.format_message().rstrip('.')}{hint}", err=True)
         return 2
     except click.ClickException as err:
         click.echo(f"referee: error: {err.format_message()}", err=True)

@@ -16,11 +16,11 @@ trace_readers: Registry[Reader] = Registry("trace format")
 
 def _load_builtin() -> None:
     # importing the modules registers them; kept lazy so `import referee.audit` stays cheap
-    from referee.audit.readers import openai_chat, referee_v1, tau_bench  # noqa: F401
+    from referee.audit.readers import openai_chat, referee_run, referee_v1, tau_bench  # noqa: F401
 
 
 def get_reader(name: str) -> Reader:
-    """The reader registered under `name` (referee, openai-chat, tau-bench, or a plugin).
+    """The reader registered under `name` (referee, referee-run, openai-chat, tau-bench, or a plugin).
 
     >>> get_reader("referee").__name__
     'read_referee'
@@ -30,13 +30,16 @@ def get_reader(name: str) -> Reader:
 
 
 def sniff_format(path: Path) -> str:
-    """Guess a file's format from its first record: trace v1, tau-bench result, or OpenAI chat.
+    """Guess a file's format from its first record: trace v1, tau-bench result, or OpenAI chat;
+    a directory holding manifest.json is a referee run directory (`referee-run`).
 
     >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
     >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}\\n')
     >>> sniff_format(p)
     'referee'
     """
+    if Path(path).is_dir() and (Path(path) / "manifest.json").is_file():
+        return "referee-run"
     for item in iter_json_values(path):
         v = item.value
         if isinstance(v, dict):
@@ -53,6 +56,8 @@ def sniff_format(path: Path) -> str:
 
 
 def read_traces(path: Path, fmt: str | None = None) -> Iterator[TraceItem]:
-    """Stream the TraceItems of one file, sniffing the format when `fmt` is None."""
+    """Stream the TraceItems of one file (or run directory), sniffing the format when `fmt` is None."""
     path = Path(path)
+    if path.is_dir():  # only run directories are directories a reader reads
+        fmt = "referee-run"
     return get_reader(fmt or sniff_format(path))(path)
