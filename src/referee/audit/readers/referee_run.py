@@ -1,0 +1,298 @@
+"""Reader for referee run directories: each SKIPPED step (no validator) becomes one advisory trace.
+
+A step the grader could decide (PASS, FAIL, ERROR) is not turned into a trace: its verdict stands
+and the auditor has nothing to add. A SKIPPED step has no verdict the grader could give, so the
+auditor looks at it, *advisorily*: its record says `advisory: true` and never makes it PASS.
+
+What goes where (the walls of DESIGN.md hold here as everywhere):
+
+- task: the step's `do:`; action(s): the step id, or the items of its browser `script:`;
+- observations: the files the **runner** captured for the step (manifest `captured_by: runner`),
+  hash-checked, summarised (http status and body, command exit code and output, sql rows, ddb
+  items, aria/dom text, a screenshot as a path); before-the-step captures are the initial
+  observation. The agent's own files are not observations: the agent wrote them.
+- the agent's exit status enters only when it failed (non-zero, timed out): it can count against
+  a claim, never for one;
+- claim channel (`report`, `narration`): the claim from claims.json, `pass` rendered as a first
+  sentence the claim reader can read, then the agent's `note`; files the agent cites go to narration.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from referee.audit.readers import trace_readers
+from referee.audit.trace import Observation, Step, Trace, TraceItem, record_error
+from referee.errors import RefereeError
+from referee.fsutil import safe_join, sha256_file
+from referee.rundir import FileEntry, Manifest, read_claims, read_manifest
+
+MAX_TEXT = 8000     # characters kept of one body, stdout, page text
+MAX_ROWS = 200      # rows kept of one sql/ddb capture
+CLAIM_PASS = "The step is done."
+CLAIM_FAIL = "I could not complete the step."
+
+
+def is_run_dir(path: Path) -> bool:
+    """A referee run directory: a folder holding manifest.json.
+
+    >>> import tempfile, pathlib; d = pathlib.Path(tempfile.mkdtemp())
+    >>> is_run_dir(d), (d / "manifest.json").write_text("{}") > 0, is_run_dir(d)
+    (False, True, True)
+    """
+    p = Path(path)
+    return p.is_dir() and (p / "manifest.json").is_file()
+
+
+@dataclass(frozen=True)
+class RunDirInfo:
+    """What a run directory holds for the auditor: its verdicts and which steps are SKIPPED."""
+
+    run_dir: Path
+    plan: str
+    verdicts: dict[str, str]          # step id -> verdict, in plan order
+    source: str                       # "results.json" or "graded now"
+
+    @property
+    def skipped(self) -> list[str]:
+        return [s for s, v in self.verdicts.items() if v == "SKIPPED"]
+
+    def line(self) -> str:
+        """One line for humans: counts by verdict and what will be audited."""
+        counts = {v: sum(1 for x in self.verdicts.values() if x == v) for v in ("PASS", "FAIL", "SKIPPED", "ERROR")}
+        graded = ", ".join(f"{n} {v}" for v, n in counts.items())
+        if not self.skipped:
+            return (f"{self.run_dir}: plan {self.plan}: {graded} ({self.source}); no SKIPPED step: every step has a "
+                    f"verdict from its validators, nothing to audit")
+        return (f"{self.run_dir}: plan {self.plan}: {graded} ({self.source}); auditing {len(self.skipped)} SKIPPED "
+                f"step(s) ({', '.join(self.skipped)}) as advisory records: verdicts are not changed")
+
+
+def load_verdicts(run_dir: Path) -> tuple[dict[str, str], str]:
+    """Step verdicts from results.json when it validates, else from `referee.grader.grade` (pure)."""
+    from referee.grader.results import RunResults
+
+    path = Path(run_dir) / "results.json"
+    try:
+        res = RunResults.model_validate_json(path.read_bytes())
+        source = "results.json"
+    except (OSError, ValueError):
+        from referee.grader import grade
+
+        res = grade(run_dir)
+        source = "graded now"
+    return {s.id: s.verdict for s in res.steps}, source
+
+
+def describe_run_dir(run_dir: Path, manifest: Manifest | None = None) -> RunDirInfo:
+    """Verdicts and SKIPPED steps of one run directory (raises RefereeError for a broken one)."""
+    run_dir = Path(run_dir)
+    manifest = manifest or read_manifest(run_dir)
+    verdicts, source = load_verdicts(run_dir)
+    return RunDirInfo(run_dir=run_dir, plan=manifest.plan, verdicts=verdicts, source=source)
+
+
+# -- observations from the runner's captures -------------------------------------------------------
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"... [{len(text) - MAX_TEXT} more characters]"
+
+
+def _page_text(html: str) -> str:
+    html = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", html)
+    html = re.sub(r"(?s)<!--.*?-->", " ", html)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).strip()
+
+
+def _summarise(run_dir: Path, entry: FileEntry) -> tuple[dict[str, Any], str, str | None, bool]:
+    """(data, one text line, screenshot path, error) for one runner evidence file."""
+    name = entry.capture or Path(entry.path).name
+    head = f"[{name}] {entry.kind}"
+    if entry.error:
+        return {"kind": entry.kind, "error": entry.error}, f"{head}: capture failed: {entry.error}", None, True
+    try:
+        path = safe_join(run_dir, entry.path)
+        if sha256_file(path) != entry.sha256:
+            why = "modified after capture (sha256 mismatch)"
+            return {"kind": entry.kind, "error": why}, f"{head}: {why}", None, True
+    except (OSError, RefereeError) as exc:
+        why = f"unreadable: {exc}"
+        return {"kind": entry.kind, "error": why}, f"{head}: {why}", None, True
+    suffix = path.name.lower()
+    if suffix.endswith((".png", ".jpg", ".jpeg", ".webp")):
+        return {"kind": entry.kind, "screenshot": entry.path}, f"{head}: screenshot {entry.path}", entry.path, False
+    raw = path.read_bytes()[: MAX_TEXT * 4].decode("utf-8", errors="replace")
+    if suffix.endswith(".html"):
+        text = _clip(_page_text(raw))
+        return {"kind": entry.kind, "text": text}, f"{head}: page text: {text}", None, False
+    if suffix.endswith((".yaml", ".yml", ".txt")):
+        text = _clip(raw)
+        return {"kind": entry.kind, "text": text}, f"{head}: {text}", None, False
+    try:
+        rec = json.loads(path.read_bytes())
+    except ValueError:
+        return {"kind": entry.kind, "file": entry.path}, f"{head}: file {entry.path}", None, False
+    return _from_json(entry, rec, head)
+
+
+def _from_json(entry: FileEntry, rec: Any, head: str) -> tuple[dict[str, Any], str, str | None, bool]:
+    if not isinstance(rec, dict):
+        return {"kind": entry.kind, "value": rec}, f"{head}: {_clip(json.dumps(rec))}", None, False
+    if "capture_error" in rec:
+        why = str(rec["capture_error"])
+        return {"kind": entry.kind, "error": why}, f"{head}: capture failed: {why}", None, True
+    k = entry.kind
+    if k == "http":
+        body: Any = rec.get("body")
+        if isinstance(body, str):
+            try:
+                body = json.loads(body)
+            except ValueError:
+                body = _clip(body)
+        d = {"kind": k, "method": rec.get("method"), "url": rec.get("url"), "status": rec.get("status"), "body": body}
+        shown = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+        return d, f"{head} {rec.get('method')} {rec.get('url')} -> {rec.get('status')}: {_clip(shown)}", None, False
+    if k == "command":
+        d = {"kind": k, "command": rec.get("command"), "exit_code": rec.get("exit_code"),
+             "timed_out": bool(rec.get("timed_out")), "stdout": _clip(str(rec.get("stdout") or "")),
+             "stderr": _clip(str(rec.get("stderr") or ""))}
+        if rec.get("stdout_file"):
+            d["stdout_file"] = rec["stdout_file"]
+        line = f"{head} `{rec.get('command')}` -> exit {rec.get('exit_code')}: {d['stdout']}"
+        return d, line, None, False
+    if k == "sql" or "rows" in rec:
+        rows = list(rec.get("rows") or [])
+        d = {"kind": k, "columns": rec.get("columns"), "rows": rows[:MAX_ROWS], "row_count": len(rows)}
+        return d, f"{head}: {len(rows)} row(s): {_clip(json.dumps(rows[:MAX_ROWS], default=str))}", None, False
+    if k == "ddb" or "items" in rec:
+        items = list(rec.get("items") or [])
+        d = {"kind": k, "items": items[:MAX_ROWS], "item_count": len(items)}
+        return d, f"{head}: {len(items)} item(s): {_clip(json.dumps(items[:MAX_ROWS], default=str))}", None, False
+    if k == "aria" and isinstance(rec.get("yaml"), str):
+        text = _clip(rec["yaml"])
+        return {"kind": k, "url": rec.get("url"), "text": text}, f"{head}: {text}", None, False
+    d = {"kind": k, **{key: v for key, v in rec.items() if key != "headers"}}
+    return d, f"{head}: {_clip(json.dumps(d, ensure_ascii=False, default=str))}", None, False
+
+
+def observe(run_dir: Path, entries: list[FileEntry], extra: list[str] = (), failed: bool = False) -> Observation | None:
+    """One observation from a step's runner files of one phase; None when the runner saw nothing."""
+    data: dict[str, Any] = {}
+    lines = list(extra)
+    shot: str | None = None
+    error = failed
+    for e in entries:
+        d, line, s, err = _summarise(run_dir, e)
+        key = e.capture or e.path
+        if key in data:  # a capture's second file (e.g. command stdout_as: the screen and its record)
+            key = e.path
+        data[key] = d
+        lines.append(line)
+        shot = shot or s
+        error = error or err
+    if not lines:
+        return None
+    return Observation(text="\n".join(lines), data=data or None, screenshot=shot, error=error)
+
+
+def _actor_problem(manifest: Manifest, step_id: str) -> tuple[list[str], bool]:
+    """Runner-observed facts about the agent's process that count against it; nothing that counts for it."""
+    rec = manifest.steps.get(step_id)
+    if rec is None:
+        return ["runner: the step was never run"], True
+    if rec.status != "done":
+        return ["runner: the step did not finish (the run was interrupted)"], True
+    if rec.actor_timed_out:
+        return ["runner: the agent timed out"], True
+    if rec.actor_exit not in (None, 0):
+        return [f"runner: the agent exited with code {rec.actor_exit}"], True
+    return [], False
+
+
+# -- claims (the claim channel) ---------------------------------------------------------------------
+
+def claim_report(claim: Any) -> str | None:
+    """The agent's claim as a report: `pass` as a first sentence, then its note. No claim -> None.
+
+    >>> claim_report({"pass": True, "note": "The list looks tidy."})
+    'The step is done. The list looks tidy.'
+    >>> claim_report({"pass": False, "note": ""}), claim_report(None)
+    ('I could not complete the step.', None)
+    """
+    if not isinstance(claim, dict):
+        return None
+    note = claim.get("note")
+    note = note.strip() if isinstance(note, str) else ""
+    flag = claim.get("pass")
+    lead = CLAIM_PASS if flag is True else CLAIM_FAIL if flag is False else ""
+    return " ".join(p for p in (lead, note) if p) or None
+
+
+def _step_line(plan_text: str, step_id: str) -> int | None:
+    m = re.search(rf"(?m)^[ \t-]*id:[ \t]*['\"]?{re.escape(step_id)}['\"]?[ \t]*(#.*)?$", plan_text)
+    return plan_text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def step_trace(run_dir: Path, manifest: Manifest, step, claim: Any, run_id: str) -> Trace:
+    """The trace of one SKIPPED step: plan action(s), runner observations, the claim as report."""
+    mine = [f for f in manifest.files if f.step == step.id and f.captured_by == "runner"]
+    before = observe(run_dir, [f for f in mine if f.phase == "before"])
+    extra, failed = _actor_problem(manifest, step.id)
+    after = observe(run_dir, [f for f in mine if f.phase == "after"], extra, failed)
+    script = [item for item in (step.script or []) if isinstance(item, dict) and len(item) == 1]
+    if script:
+        steps = []
+        for i, item in enumerate(script):
+            (verb, arg), = item.items()
+            args = arg if isinstance(arg, dict) else {"value": arg}
+            steps.append(Step(action={"name": str(verb), "args": args},
+                              observation=after if i == len(script) - 1 else None))
+    else:
+        steps = [Step(action={"name": step.id, "args": {}}, observation=after)]
+    cited = claim.get("evidence") if isinstance(claim, dict) else None
+    if cited:
+        steps[-1].narration = "the agent cites its own files: " + ", ".join(map(str, cited))
+    return Trace(run_id=run_id, task=step.do.strip() or step.id, initial_observation=before, steps=steps,
+                 report=claim_report(claim),
+                 meta={"source": "referee-run", "group": manifest.plan, "run_dir": str(run_dir), "step": step.id,
+                       "verdict": "SKIPPED", "advisory": True})
+
+
+@trace_readers.register("referee-run")
+def read_referee_run(path: Path) -> Iterator[TraceItem]:
+    """Yield one advisory trace per SKIPPED step of a run directory, run_id `<plan>/<run dir>/<step>`.
+
+    A broken run directory is one item with `error`; PASS/FAIL/ERROR steps yield nothing.
+    """
+    run_dir = Path(path)
+    plan_file = run_dir / "plan.yaml"
+    try:
+        from referee.plan.loader import load_plan_text
+
+        manifest = read_manifest(run_dir)
+        info = describe_run_dir(run_dir, manifest)
+        text = plan_file.read_text(encoding="utf-8")
+        plan = load_plan_text(text, str(plan_file), for_grading=True)
+    except (RefereeError, OSError) as exc:
+        yield TraceItem(file=str(run_dir), line=None, run_id=None,
+                        error=record_error(f"not an auditable run directory: {exc}", file=str(run_dir), line=None))
+        return
+    claims = read_claims(run_dir)
+    skipped = set(info.skipped)
+    for step in plan.plan.steps:
+        if step.id not in skipped:
+            continue
+        run_id = f"{manifest.plan}/{run_dir.name}/{step.id}"
+        line = _step_line(text, step.id)
+        try:
+            trace = step_trace(run_dir, manifest, step, claims.get(step.id), run_id)
+        except (ValueError, RefereeError, OSError) as exc:
+            yield TraceItem(file=str(plan_file), line=line, run_id=run_id,
+                            error=record_error(f"step {step.id}: {exc}", file=str(plan_file), line=line,
+                                               run_id=run_id))
+            continue
+        yield TraceItem(file=str(plan_file), line=line, run_id=run_id, trace=trace)
