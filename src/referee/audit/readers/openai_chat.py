@@ -63,6 +63,52 @@ def _tool_calls(msg: dict) -> list[dict]:
     return calls
 
 
+_COURTESY = re.compile(
+    r"^(?:you'?re (?:very )?welcome|(?:thank(?:s| you)[^.!?]*)|(?:have|enjoy) an? (?:\w+ )?(?:day|trip|flight|"
+    r"journey|evening|weekend|time)[^.!?]*|safe travels[^.!?]*|take care[^.!?]*|good ?bye|bye|cheers|"
+    r"(?:i'?m )?(?:glad|happy) (?:i could|to) (?:help|assist)[^.!?]*|talk to you soon|looking forward[^.!?]*|"
+    r"(?:if|should) you (?:have|need)[^.!?]*(?:question|assist|help|anything)[^.!?]*|"
+    r"(?:please |don'?t hesitate to |feel free to )[^.!?]*(?:reach out|contact|ask|let me know)[^.!?]*|"
+    r"(?:is there )?anything else[^.!?]*|i hope[^.!?]*)$", re.I)
+
+
+def is_courtesy(text: str | None) -> bool:
+    """True for a closing that only thanks, wishes well or offers more help: it states no outcome.
+
+    >>> is_courtesy("You're welcome! If you have any other questions, feel free to reach out. Safe travels!")
+    True
+    >>> is_courtesy("Your booking is confirmed. Have a great day!")
+    False
+    """
+    sentences = [x.strip(" *_-") for x in re.split(r"(?<=[.!?])\s+|\n+", (text or "").strip()) if x.strip(" *_-")]
+    return bool(sentences) and all(_COURTESY.match(x.rstrip(".!?").strip()) for x in sentences)
+
+
+def _report_span(convo: list[dict], report_idx: int | None, last_action_idx: int) -> list[int]:
+    """The assistant turns that make up the final report.
+
+    Usually the last assistant text alone. When that text is only a courtesy closing ("You're
+    welcome! Safe travels!"), the report reaches back to the last assistant text after the last
+    action that does state something, so the claim reader sees the agent's actual claim.
+    """
+    if report_idx is None:
+        return []
+    start = report_idx
+    if is_courtesy(_text(convo[report_idx].get("content"))):
+        for i in range(report_idx - 1, last_action_idx, -1):
+            m = convo[i]
+            if m.get("role") == "assistant" and not _tool_calls(m) and (_text(m.get("content")) or "").strip():
+                start = i
+                if not is_courtesy(_text(m.get("content"))):
+                    break
+        else:
+            start = report_idx
+        if is_courtesy(_text(convo[start].get("content"))):
+            start = report_idx
+    return [i for i in range(start, report_idx + 1)
+            if convo[i].get("role") == "assistant" and (_text(convo[i].get("content")) or "").strip()]
+
+
 def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = None,
                       meta: dict | None = None) -> dict:
     """Turn OpenAI chat messages into a trace v1 dict (validate it with Trace.model_validate).
@@ -84,6 +130,9 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
             report_idx = i
     last_action_idx = max((i for i, m in enumerate(convo) if m.get("role") == "assistant" and _tool_calls(m)),
                           default=-1)
+    report_parts = _report_span(convo, report_idx, last_action_idx)
+    if report_parts:
+        report_idx = report_parts[0]
     initial: dict[str, Any] = {}
     if system:
         initial["data"] = {"system": "\n\n".join(system)}
@@ -96,7 +145,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
         role = m.get("role")
         if role == "assistant":
             text = _text(m.get("content"))
-            narration = None if i == report_idx else (text if text and text.strip() else None)
+            narration = None if i in report_parts else (text if text and text.strip() else None)
             calls = _tool_calls(m)
             last_reply = None
             for j, call in enumerate(calls):
@@ -117,7 +166,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
                 if call.get("id"):
                     pending[call["id"]] = step
                 order.append(step)
-            if not calls and i != report_idx:
+            if not calls and i not in report_parts:
                 step = {"action": {"name": "reply", "args": {}}, "narration": narration}
                 steps.append(step)
                 last_reply = step
@@ -148,7 +197,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
             else:
                 steps.append({"observation": obs})
             last_reply = None
-    report = _text(convo[report_idx].get("content")) if report_idx is not None else None
+    report = "\n\n".join(_text(convo[i].get("content")) or "" for i in report_parts) if report_parts else None
     return {"trace_version": 1, "run_id": run_id, "task": task or "",
             "initial_observation": initial or None, "steps": steps, "report": report, "meta": meta or {}}
 
