@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from referee.errors import AppError
 from referee.plan.model import AppSpec
+from referee.runner.procs import stop_group
 
 
 def free_port() -> int:
@@ -97,17 +97,8 @@ class App:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(proc.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    break
-                try:
-                    proc.wait(timeout=5)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+        if proc is not None:
+            stop_group(proc, grace_s=5.0)
         if getattr(self, "_log", None):
             self._log.close()
             self._log = None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 from pathlib import Path
 
+from referee.runner.procs import stop_group
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
 
 # Only these reach the agent from the runner's environment: never credentials, tokens or DB URLs.
@@ -61,26 +61,13 @@ def run_agent_command(command: str, run: StepRun, *, cwd: Path | None = None,
         out, err = proc.communicate(payload, timeout=run.timeout_s)
         return ActorResult(exit_code=proc.returncode, stdout_tail=_tail(out), stderr_tail=_tail(err))
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        stop_group(proc)
         out, err = proc.communicate()
         return ActorResult(exit_code=proc.returncode, timed_out=True, error=f"timed out after {run.timeout_s:g}s",
                            stdout_tail=_tail(out), stderr_tail=_tail(err))
     except BaseException:
-        _kill_group(proc)
+        stop_group(proc)
         raise
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            proc.wait(timeout=3)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 class CommandActor(ActorKind):
