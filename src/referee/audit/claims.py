@@ -28,7 +28,9 @@ _NEGATIVE = re.compile(
     r"(transfer|escalat)\w* (you )?to (a )?(human|live|another) (agent|representative|support)|"
     r"gave up|give up|no (such|matching) \w+|nothing (was|has been) (changed|done)|"
     r"(has|have|was|were|is|are)(n't| not) (yet )?(been )?(yet )?(successfully )?(\w+ed|sent|done|made|set|paid|"
-    r"written|built|taken|run)\b|not (yet )?(been )?completed|not yet)", re.I)
+    r"written|built|taken|run)\b|not (yet )?(been )?completed|not yet|"
+    r"\bnot (fully |quite |entirely )?(done|complete|finished|successful|possible|saved|applied|found)\b|"
+    r"\bdid ?n[o']t\b|\bfailed\b|\bnothing (was|were|has been|got|is)\b|\bnone of (the|them|it)\b)", re.I)
 
 _PARTIAL = re.compile(
     r"\b(partial(ly)?|some of (the|your)|not all|only (some|part|one of)|but not|except (for )?|"
@@ -80,6 +82,8 @@ def read_claim_rules(report: str | None) -> ClaimReading:
     'failure_or_incomplete'
     >>> read_claim_rules(None).label
     'unclear'
+    >>> [read_claim_rules(r).label for r in ("Not done.", "I did not finish it.", "Nothing was deleted.")]
+    ['failure_or_incomplete', 'failure_or_incomplete', 'failure_or_incomplete']
     """
     if report is None or not report.strip():
         return ClaimReading(label="unclear", votes=["unclear"], backend="rules", cue="empty report")
