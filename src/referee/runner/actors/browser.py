@@ -96,6 +96,8 @@ class WaitFor(BaseModel):
             raise ValueError("name exactly one of role, text, label, placeholder, selector, url")
         return self
 
+    describe = Target.describe
+
 
 ACTIONS: dict[str, type[BaseModel]] = {"click": Target, "check": Target, "fill": Fill, "press": Press,
                                        "select": Select, "wait_for": WaitFor}
