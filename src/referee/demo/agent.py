@@ -49,6 +49,10 @@ def main() -> None:
         note = "Deleted eggs."
     elif step == "tidy_up":
         note = "The list looks tidy."
+    elif step == "add_stamps":
+        note = "Added 'buy stamps'; I can see it on the screen."
+    elif step == "list_shows_todos":
+        note = "The list shows my todos."
     with open(os.environ["REFEREE_CLAIM_FILE"], "w") as fh:
         json.dump({"pass": True, "note": note, "evidence": evidence}, fh)
 

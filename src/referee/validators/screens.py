@@ -13,7 +13,7 @@ from referee.ocr.text import excerpt, find, normalise
 from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
 
 ARIA, DOM = "_aria", "_dom"  # implicit runner captures, shared by every validator without `evidence`
-_ARIA_LINE = re.compile(r'^\s*-\s+([A-Za-z]+)(?:\s+"((?:[^"\\]|\\.)*)")?')
+_ARIA_LINE = re.compile(r'^\s*-\s+([A-Za-z]+)(?:\s+"((?:[^"\\]|\\.)*)")?(?:\s*\[[^\]]*\])*\s*(?::\s*(.*))?$')
 
 
 class ScreenParams(ValidatorParams):
@@ -109,9 +109,12 @@ class AriaContains(ValidatorKind):
             m = _ARIA_LINE.match(ln)
             if not m or m.group(1).lower() != params.role.lower():
                 continue
-            name = normalise((m.group(2) or "").replace('\\"', '"'), case_sensitive=cs)
-            if (name == want) if params.exact else (want in name):
-                return ln.strip()
+            # a node's name ("- button \"Add\"") or, for roles named by content, its inline text
+            # ("- listitem: water the plants", "- textbox \"New todo\": its value")
+            for raw in (m.group(2), m.group(3)):
+                name = normalise((raw or "").replace('\\"', '"'), case_sensitive=cs)
+                if name and ((name == want) if params.exact else (want in name)):
+                    return ln.strip()
         return None
 
 
