@@ -33,7 +33,7 @@ def datasette_cmd(db: Path, port: str | int) -> list[str]:
     return [sys.executable, "-m", "datasette", "serve", str(db), "-p", str(port), "--host", "127.0.0.1"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ds_server(tmp_path_factory):
     """datasette serving its own copy of the shop DB on loopback, started directly; yields its URL."""
     db = make_shop_db(tmp_path_factory.mktemp("ds") / "shop.db")
@@ -62,9 +62,9 @@ def ds_server(tmp_path_factory):
             proc.wait(10)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """One runner-style Chromium session (system Chromium, loopback only) for the whole module."""
+    """One runner-style Chromium session (system Chromium, loopback only) for all the screens tests."""
     from referee.runner.browser import BrowserSession
 
     sess = BrowserSession.start(headless=True, cdp=False)
@@ -72,7 +72,7 @@ def browser():
     sess.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def home_control(ds_server, browser, tmp_path_factory) -> Path:
     """A negative control: a screenshot of datasette's start page (it lists the table 'products')."""
     browser.page.goto(ds_server + "/", wait_until="load")
@@ -166,9 +166,9 @@ class Journey:
         return next(v for v in self.step(step_id)["validators"] if v["name"] == name)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def journey(tmp_path_factory, home_control) -> Journey:
-    """`referee run` of the journey plan through the CLI, once per module."""
+    """`referee run` of the journey plan through the CLI, once per session."""
     base = tmp_path_factory.mktemp("journey")
     db = make_shop_db(base / "shop.db")
     plan = base / "journey.yaml"
