@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -26,7 +27,7 @@ from referee.audit.replay import replay_file  # noqa: E402
 from referee.llm import LLMClient, LLMConfig  # noqa: E402
 from tests.support.llm_stub import LLMStub  # noqa: E402
 
-TAU = Path("/work/shared/corpora/tau-bench-airline/gpt-4o-airline.json")
+TAU = Path(os.environ.get("REFEREE_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
 GOOD = {f: {"value": "yes", "support": [0]} for f in ("action", "target_id", "transition", "committed",
                                                       "final_supports_goal")}
 

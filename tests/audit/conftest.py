@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:  # so `tests.support` imports however pytest was s
 from tests.support.llm_stub import LLMStub  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "traces"
-TAU = Path("/work/shared/corpora/tau-bench-airline/gpt-4o-airline.json")
+from tests.support.corpora import TAU  # noqa: E402
 
 
 @pytest.fixture

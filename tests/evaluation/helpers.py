@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-TAU = Path("/work/shared/corpora/tau-bench-airline/gpt-4o-airline.json")
+from tests.support.corpora import TAU  # noqa: E402
 FAIL_MARK = "ERROR: nothing was saved"   # the trace of a run that did not complete carries this observation
 
 
