@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable
 
-from referee.audit.extract import extractors
+from referee.audit.extract import details, extractors
 from referee.audit.records import FieldEvidence
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, canonical_json, thaw
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"  # 2: detail checks (slots, attributes, duplicates, clause coverage)
 
 GROUPS: dict[str, frozenset[str]] = {
     "delete": frozenset("delete remove cancel erase clear drop destroy uninstall discard trash unsubscribe revoke "
@@ -275,7 +275,70 @@ def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
 
     # final_supports_goal: the end of the trace is consistent with the goal, every named target acted on
     out["final_supports_goal"] = _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
+    other_ok = [a.step.index for a in writes if a.failed is False] if wanted and not relevant else []
+    if other_ok:
+        # a write succeeded, but its name is not of the kind the task's verbs ask for ("compensate"
+        # done by "issue_voucher"): the vocabulary may simply differ, so this is no well-founded `no`
+        for f in ("action", "committed", "transition", "final_supports_goal"):
+            out[f] = _fe("unknown", other_ok, note="successful writes of another kind than the task's verbs")
+    elif out["final_supports_goal"].value == "yes":
+        wrong = _details(view, ok_writes, relevant)
+        if wrong is not None:
+            out["final_supports_goal"] = wrong
     return out
+
+
+DETAIL_CHECKS = frozenset({"slot", "attribute", "duplicate", "clause", "quantity"})
+
+
+def _data(o: ViewObservation | None) -> Any:
+    """An observation's structured content: its data, else its text parsed as JSON, else None."""
+    if o is None:
+        return None
+    d = thaw(o.data)
+    if isinstance(d, (dict, list)) and not (isinstance(d, dict) and set(d) <= {"role", "system"}):
+        return d
+    t = (o.text or "").strip()
+    if t[:1] in "[{":
+        try:
+            return json.loads(t)
+        except ValueError:
+            return None
+    return None
+
+
+def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act]) -> FieldEvidence | None:
+    """A `no` when a committed write's details contradict what the task states (see details.py)."""
+    task = view.task
+    writes = [details.Write(a.step.index, a.step.action or "", a.groups, thaw(a.step.args),
+                            _data(a.step.observation), _obs_text(a.step.observation)) for a in ok_writes]
+    seen = [d for d in [_data(view.initial_observation)] + [_data(s.observation) for s in view.steps] if d is not None]
+    if "slot" in DETAIL_CHECKS:
+        for i, key, said, got in details.slot_contradictions(task, writes, seen):
+            return _fe("no", [i], note=f"the task says {said!r} for {key!r}, the write carries {got!r}")
+    if "attribute" in DETAIL_CHECKS:
+        for i, attr, want, got in details.attribute_mismatch(task, writes, seen, is_id):
+            return _fe("no", [i], note=f"the task's {attr!r} points to {want!r}, the write used {got!r}")
+    if "quantity" in DETAIL_CHECKS:
+        for i, noun, n in details.quantity_mismatch(task, writes):
+            return _fe("no", [i], note=f"the task states {n} {noun}..., the write carries another number")
+    if "duplicate" in DETAIL_CHECKS:
+        deleted = {t for a in ok_writes if "delete" in a.groups for t in a.arg_ids}
+
+        def new_ids(w: details.Write) -> set[str]:
+            before = _obs_text(view.initial_observation) + "".join(_obs_text(s.observation)
+                                                                   for s in view.steps[:w.index])
+            return {t for t in ids_in(w.result_text) if t not in before and t not in json.dumps(w.args)}
+
+        for a, b in details.duplicate_creates(writes, new_ids, deleted):
+            return _fe("no", [a, b], note="the same create succeeded twice and neither was undone")
+    if "clause" in DETAIL_CHECKS:
+        need = details.clause_targets(task, GROUPS, is_id, words)
+        for tok, group in need.items():
+            if not any(tok in a.arg_ids and group in a.groups for a in ok_writes):
+                near = [a.step.index for a in relevant] or [a.step.index for a in ok_writes]
+                return _fe("no", near, note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")
+    return None
 
 
 def _grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: str) -> int | None:

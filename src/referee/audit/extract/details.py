@@ -1,0 +1,283 @@
+"""Detail checks for the rules extractor: does the committed write carry what the task stated?
+
+Generic notions only (no benchmark's tool or field names):
+
+- *slot contradiction*: an argument key of a committed write takes one of a small set of word
+  values (the options, learned from the trace itself: every value the same key takes in any
+  write argument or observation, and the sibling keys of a mapping that has the value as a key);
+  the task names exactly one option, and the write carries a different one.
+- *entity by attribute*: the task refers to an entity through one of its attributes (a 4-digit
+  number such as a card's last digits); an observation lists sibling records of one kind, exactly
+  one of which holds that attribute; the write uses an id of a sibling that does not, and never
+  the one that does.
+- *duplicate create*: the same create-like write succeeded twice with (nearly) the same
+  arguments, each making a new id, and neither was undone.
+- *clause coverage*: ids the task puts after a verb (in the same clause, before another verb of
+  a different group) must each be the argument of a successful write of that verb's group.
+- *stated quantity*: "N <noun>" in the task, a write argument whose key shares the noun's stem,
+  and no such argument carries N.
+
+Each check returns the step indices it rests on and a short note, or nothing when it does not
+apply; the caller turns a finding into `final_supports_goal: no`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+WORD_VALUE = re.compile(r"^[A-Za-z][A-Za-z _\-]{2,30}$")
+STOP_VALUES = frozenset("yes no true false none null all any one two other unknown default new ok the and or "
+                        "not your you my".split())
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10}
+ATTR_NUM = re.compile(r"(?<![\w$.,:/\-])(\d{4})(?![\w.,:/\-]|\s*(?:am|pm|dollars?|usd|%)\b)", re.I)
+YEAR = re.compile(r"^(19|20)\d\d$")
+NEGATION = re.compile(r"\b(not|n't|never|no longer|without|unless|if)\b", re.I)
+SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
+
+
+def leaves(v: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+    """(nearest key, scalar) pairs of a JSON value; list items take the list's key.
+
+    >>> list(leaves({"a": [{"b": 1}, "x"], "c": "y"}))
+    [('b', 1), ('a', 'x'), ('c', 'y')]
+    """
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from leaves(x, str(k))
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from leaves(x, key)
+    elif v is not None:
+        yield key, v
+
+
+def _dicts(v: Any) -> Iterator[dict]:
+    if isinstance(v, dict):
+        yield v
+        for x in v.values():
+            yield from _dicts(x)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _dicts(x)
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[\s_\-]+", " ", s.strip().lower())
+
+
+def _is_word_value(v: Any) -> bool:
+    return isinstance(v, str) and bool(WORD_VALUE.match(v)) and _norm(v) not in STOP_VALUES \
+        and len(_norm(v).split()) <= 3
+
+
+@dataclass(frozen=True)
+class Write:
+    """What the detail checks need of one successful write: index, name, groups, arguments, result."""
+
+    index: int
+    name: str
+    groups: frozenset[str]
+    args: Any
+    result: Any          # parsed observation data (or None)
+    result_text: str
+
+
+def slot_options(data: Iterable[Any]) -> dict[str, set[str]]:
+    """Every word value each key takes across the given JSON values, plus the sibling keys of any
+    mapping whose keys include such a value (prices by cabin name make the cabins options).
+
+    >>> sorted(slot_options([{"cabin": "economy"}, {"prices": {"economy": 1, "business": 2}}])["cabin"])
+    ['business', 'economy']
+    """
+    opts: dict[str, set[str]] = {}
+    keysets: list[set[str]] = []
+    for d in data:
+        for k, v in leaves(d):
+            if _is_word_value(v):
+                opts.setdefault(k, set()).add(_norm(v))
+        for m in _dicts(d):
+            ks = {_norm(k) for k in m if _is_word_value(k)}
+            if len(ks) >= 2:
+                keysets.append(ks)
+    for k, vals in opts.items():
+        for ks in keysets:
+            if vals & ks and len(ks) <= 12:
+                vals |= ks
+    return opts
+
+
+def mentioned(task: str, options: set[str]) -> set[str]:
+    """The options the task names as words, dropping one only ever seen inside a longer one.
+
+    >>> sorted(mentioned("upgrade from basic economy", {"basic economy", "economy", "business"}))
+    ['basic economy']
+    """
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for o in options:
+        pat = r"(?<![A-Za-z])" + r"[\s_\-]+".join(map(re.escape, o.split())) + r"(?![A-Za-z])"
+        found = [m.span() for m in re.finditer(pat, task, re.I)]
+        if found:
+            spans[o] = found
+    out = set()
+    for o, sp in spans.items():
+        inside = all(any(a2 <= a and b <= b2 and (a2, b2) != (a, b) for o2, sp2 in spans.items() if o2 != o
+                         for a2, b2 in sp2) for a, b in sp)
+        if not inside:
+            out.add(o)
+    return out
+
+
+def slot_contradictions(task: str, writes: list[Write], seen: list[Any]) -> list[tuple[int, str, str, str]]:
+    """(step, key, option the task names, value the write carries) for each contradicted slot,
+    checked on the last successful write of each action name."""
+    opts = slot_options(list(seen) + [w.args for w in writes])
+    last: dict[str, Write] = {}
+    for w in writes:
+        last[w.name] = w
+    out = []
+    for w in last.values():
+        for k, v in leaves(w.args):
+            if not _is_word_value(v) or len(opts.get(k, ())) < 2:
+                continue
+            m = mentioned(task, opts[k])
+            if len(m) == 1 and _norm(v) not in m:
+                out.append((w.index, k, next(iter(m)), str(v)))
+    return out
+
+
+def _records(data: Any) -> Iterator[list[tuple[str | None, str]]]:
+    """Groups of sibling records in one JSON value: each record as (its own key or None, its text)."""
+    for m in _dicts(data):
+        vals = list(m.values()) if isinstance(m, dict) else []
+        recs = [(k if isinstance(k, str) else None, v) for k, v in m.items() if isinstance(v, dict)]
+        if len(recs) >= 2:
+            yield [(k, " ".join(str(x) for _, x in leaves(v))) for k, v in recs]
+        for v in vals:
+            if isinstance(v, list) and sum(isinstance(x, dict) for x in v) >= 2:
+                yield [(None, " ".join(str(x) for _, x in leaves(r))) for r in v if isinstance(r, dict)]
+
+
+def attribute_mismatch(task: str, writes: list[Write], seen: list[Any],
+                       is_id) -> list[tuple[int, str, str, str]]:
+    """(step, attribute, id the attribute points to, id the write used instead) for each write that
+    uses a sibling of the record the task refers to and never that record itself."""
+    attrs = {a for a in ATTR_NUM.findall(task) if not YEAR.match(a)}
+    if not attrs or not writes:
+        return []
+    out = []
+    for data in seen:
+        for group in _records(data):
+            ids = []
+            for key, text in group:
+                rid = key if key and is_id(key) else next((t for t in text.split() if is_id(t)), None)
+                ids.append((rid, text))
+            if any(r is None for r, _ in ids):
+                continue
+            for a in attrs:
+                holders = [r for r, text in ids if re.search(rf"(?<!\d){a}(?!\d)", text)]
+                if len(holders) != 1:
+                    continue
+                want = holders[0]
+                others = {r for r, _ in ids if r != want}
+                for w in writes:
+                    used = {str(v) for _, v in leaves(w.args)}
+                    if want in used:
+                        break
+                    wrong = sorted(used & others)
+                    if wrong:
+                        out.append((w.index, a, want, wrong[0]))
+                        break
+    return out
+
+
+def duplicate_creates(writes: list[Write], new_ids, deleted: set[str]) -> list[tuple[int, int]]:
+    """Pairs of steps where the same create-like write succeeded twice with (nearly) the same
+    arguments, each making a new id (`new_ids(write)`), and neither new id was later deleted."""
+    out = []
+    made = [(w, new_ids(w)) for w in writes if "create_edit" in w.groups]
+    made = [(w, ids) for w, ids in made if ids and not ids & deleted]
+    for i, (a, _) in enumerate(made):
+        for b, _ in made[i + 1:]:
+            if a.name != b.name:
+                continue
+            la = {(k, str(v)) for k, v in leaves(a.args)}
+            lb = {(k, str(v)) for k, v in leaves(b.args)}
+            if la and lb and len(la & lb) / len(la | lb) >= 0.8:
+                out.append((a.index, b.index))
+    return out
+
+
+def _verb(low: str, vocab: Iterable[str]) -> str | None:
+    """The vocabulary verb an inflected word is: cancelling -> cancel, deletes -> delete, removed -> remove.
+
+    >>> _verb("deleting", {"delete"}), _verb("cancelled", {"cancel"}), _verb("sent", {"send"})
+    ('delete', 'cancel', None)
+    """
+    cands = [low] + [low[: -len(suf)] + rep for suf, rep in (("lling", "l"), ("lled", "l"), ("ing", ""),
+                     ("ing", "e"), ("ed", ""), ("ed", "e"), ("es", ""), ("s", ""))
+                     if low.endswith(suf) and len(low) - len(suf) >= 3]
+    return next((c for c in cands if c in vocab), None)
+
+
+def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -> dict[str, str]:
+    """Ids the task puts right after a verb of a write group (same clause, before the next verb of
+    another group), mapped to that group; negated or conditional clauses are skipped.
+
+    >>> from referee.audit.extract.rules import GROUPS, is_id, words
+    >>> clause_targets("Cancel X1Y2Z3 and A9B8C7, then update Q1W2E3.", GROUPS, is_id, words)
+    {'X1Y2Z3': 'delete', 'A9B8C7': 'delete'}
+    """
+    out: dict[str, str] = {}
+    verbs = {v: g for g, vs in groups.items() if g != "create_edit" for v in vs}
+    edit = groups.get("create_edit", frozenset())
+    for sent in SENTENCE.split(task):
+        current: str | None = None
+        neg = False
+        for tok in re.findall(r"[A-Za-z0-9][A-Za-z0-9_\-.@']*[A-Za-z0-9]|[,()]", sent):
+            low = tok.lower()
+            if NEGATION.fullmatch(low) or low.endswith("n't"):
+                neg = True
+            verb = _verb(low, verbs)
+            if verb and not is_id(tok):
+                current = None if neg else verbs[verb]
+            elif _verb(low, edit) and not is_id(tok):
+                current = None  # a different kind of write starts here
+            elif current and is_id(tok):
+                out.setdefault(tok, current)
+    return out
+
+
+QTY = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|no|zero|(?:do not|don't|doesn't|does not) "
+                 r"(?:have|need|want|bring|carry) any)\s+(?:[a-z]+\s+)?([a-z]{3,})", re.I)
+ADDITIVE = re.compile(r"\b(add|adding|extra|more|another|additional|plus)\s+$", re.I)
+
+
+def quantity_mismatch(task: str, writes: list[Write]) -> list[tuple[int, str, int]]:
+    """(step, noun, stated number) where the task says "N <noun>" (or "no <noun>", "don't have any
+    <noun>": 0), a successful write has integer arguments whose key shares the noun's stem, and
+    none of them is N. "add N <noun>" is skipped (the total depends on what was there).
+
+    >>> w = Write(3, "book", frozenset(), {"total_bags": 2, "free_bags": 0}, None, "")
+    >>> quantity_mismatch("You don't have any bags.", [w]), quantity_mismatch("You have 3 bags.", [w])
+    ([(3, 'bag', 0)], [(3, 'bag', 3)])
+    """
+    stated: dict[str, set[int]] = {}
+    for m in QTY.finditer(task):
+        if ADDITIVE.search(task[max(0, m.start() - 12):m.start()]):
+            continue  # "add 2 bags": the total depends on what was there before
+        n = m.group(1).lower()
+        num = int(n) if n.isdigit() else NUMBER_WORDS.get(n, 0)
+        noun = m.group(2).lower()
+        stem = noun[:4] if len(noun) > 4 else noun[:3]
+        stated.setdefault(stem, set()).add(num)
+    out = []
+    for stem, nums in stated.items():
+        for w in writes:
+            vals = [v for k, v in leaves(w.args) if stem in k.lower() and isinstance(v, int)
+                    and not isinstance(v, bool)]
+            if vals and (any(vals) if nums == {0} else not set(vals) & nums):
+                out.append((w.index, stem, sorted(nums)[0]))
+    return out
