@@ -48,7 +48,8 @@ def ocr_cached(data: bytes, engine: str, cached: Callable[[str, str, Callable[[]
                ref: str = "image") -> OcrResult:
     """OCR through a cache such as `EvidenceView.cached`; a hit never calls the engine.
 
-    Only readable images reach the cache: undecodable bytes raise EvidenceError every time.
+    Only readable images reach the cache: undecodable bytes raise EvidenceError (from inside `compute`,
+    so nothing is stored) every time. A hit neither decodes nor OCRs: the bytes were read before.
 
     >>> store = {}
     >>> def cached(ns, key, compute): return store.setdefault(key, compute()) if key not in store else store[key]
@@ -58,6 +59,5 @@ def ocr_cached(data: bytes, engine: str, cached: Callable[[str, str, Callable[[]
     referee.errors.EvidenceError: evidence 'image' is not a readable image (cannot identify image file); save a PNG screenshot
     """
     eng = get_engine(engine)
-    decode_image(data, ref)  # cheap, and keeps unreadable files out of the cache
     raw = cached("ocr", cache_key(eng, data), lambda: run_engine(eng, data, ref).to_dict())
     return OcrResult.from_dict(raw)
