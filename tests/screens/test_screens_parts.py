@@ -21,9 +21,12 @@ def _validator(yaml_text: str):
     return plan.validators["s"][0]
 
 
+_OCR_CACHE: dict = {}  # shared by the checks below, as a run directory's cache is: one OCR per image and engine
+
+
 def _check(yaml_text: str, path):
     tv = _validator(yaml_text)
-    return tv.kind.check(tv.params, ControlView(path), tv.index)
+    return tv.kind.check(tv.params, ControlView(path, cache_table=_OCR_CACHE), tv.index)
 
 
 @pytest.fixture(scope="module")
