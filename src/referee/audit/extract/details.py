@@ -32,7 +32,7 @@ STOP_VALUES = frozenset("yes no true false none null all any one two other unkno
                         "not your you my".split())
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                 "nine": 9, "ten": 10}
-ATTR_NUM = re.compile(r"(?<![\w$.,:/\-])(\d{4})(?![\w.,:/\-]|\s*(?:am|pm|dollars?|usd|%)\b)", re.I)
+ATTR_NUM = re.compile(r"(?<![\w$.,:/\-])(\d{4})(?![\w,:/\-]|\.\d|\s*(?:am|pm|dollars?|usd|%)\b)", re.I)
 YEAR = re.compile(r"^(19|20)\d\d$")
 NEGATION = re.compile(r"\b(not|n't|never|no longer|without|unless|if)\b", re.I)
 SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
@@ -281,3 +281,24 @@ def quantity_mismatch(task: str, writes: list[Write]) -> list[tuple[int, str, in
             if vals and (any(vals) if nums == {0} else not set(vals) & nums):
                 out.append((w.index, stem, sorted(nums)[0]))
     return out
+
+
+def quoted_missing(quoted: Iterable[str], action_texts: Iterable[str], shown_before: str) -> list[str]:
+    """Strings the task quotes as new content (never shown by the environment before the first
+    write) that no action argument carries, compared case- and space-insensitively.
+
+    >>> quoted_missing(["Buy milk"], ["type buy  milk", "click Save"], "")
+    []
+    >>> quoted_missing(["Buy milk", "Groceries"], ["type eggs"], "folder Groceries")
+    ['Buy milk']
+    """
+    acts = " \n ".join(_norm(t) for t in action_texts)
+    shown = _norm(shown_before)
+    return [q for q in quoted if _norm(q) and _norm(q) not in acts and _norm(q) not in shown]
+
+
+def still_shown(targets: Iterable[str], before: str, final: str) -> list[str]:
+    """Targets a delete should have removed that the final screen still shows as it did before."""
+    if re.search(r"\b(deleted|removed|moved to (the )?(trash|bin)|undo)\b", final, re.I):
+        return []
+    return [t for t in targets if t and t in before and t in final]

@@ -3,7 +3,8 @@
 It reasons about generic notions, not any one benchmark: write-like action names, tool results
 that are errors, entity ids named in the task reappearing in the committed action or its result,
 ids that the agent used without the environment ever showing them, an empty list before a
-delete, a goal state already present in the initial observation, typed-but-unsaved GUI input.
+delete, typed-but-unsaved GUI input, clicks resolved to their on-screen labels, and (details.py)
+committed writes whose details contradict what the task states. The vocabulary is in lexicon.py.
 """
 
 from __future__ import annotations
@@ -11,95 +12,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Iterable
 
 from referee.audit.extract import details, extractors
+from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rules' vocabulary)
+    GROUPS, WRITE_VERBS, READ_VERBS, GUI_TYPE, GUI_CLICK, SELF_SIGNAL, HANDOFF, COMMIT_LABEL, FAIL_TEXT, EMPTY_TEXT,
+    ID_RE, FILE_RE, QUOTED_STRICT, QUESTION, QUOTED_RE, words, is_id, ids_in, shape, task_groups,
+)
 from referee.audit.records import FieldEvidence
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, canonical_json, thaw
 
-RULES_VERSION = "2"  # 2: detail checks (slots, attributes, duplicates, clause coverage)
-
-GROUPS: dict[str, frozenset[str]] = {
-    "delete": frozenset("delete remove cancel erase clear drop destroy uninstall discard trash unsubscribe revoke "
-                        "unlink purge".split()),
-    "send": frozenset("send reply forward share post publish email mail message sms notify tweet submit "
-                      "resend invite".split()),
-    "configure": frozenset("set enable disable toggle turn switch configure adjust activate deactivate mute "
-                           "unmute".split()),
-    "create_edit": frozenset("create add insert new book reserve make write save update edit modify change set rename "
-                             "move copy upgrade downgrade put patch upload order purchase buy pay exchange assign "
-                             "apply record register schedule issue compensate refund credit fill merge log "
-                             "attach mark commit".split()),
-}
-WRITE_VERBS = frozenset().union(*GROUPS.values())
-READ_VERBS = frozenset("get list search find read view show query fetch lookup look check open describe calculate "
-                       "count browse inspect retrieve load select status info details".split())
-GUI_TYPE = frozenset("type input text enter_text set_text fill keyboard".split())
-GUI_CLICK = frozenset("click tap press long_press touch select".split())
-HANDOFF = re.compile(r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?(human|agent|operator|support)", re.I)
-COMMIT_LABEL = re.compile(r"\b(save|send|done|ok|okay|confirm|submit|apply|create|add|delete|remove|post|yes|"
-                          r"finish|update|set|publish|reply|enter|check ?mark|✓)\b", re.I)
-FAIL_TEXT = re.compile(r"^\s*(error|failed|failure|exception|traceback|not found|invalid|denied|forbidden|"
-                       r"unauthori[sz]ed|cannot|unable)\b", re.I)
-EMPTY_TEXT = re.compile(r"^\s*(\[\s*\]|\{\s*\}|none|null|no (results?|items?|entries|records|matches)\b.*|"
-                        r"(list|folder|inbox) is empty.*|empty|0 (results?|items?))\s*$", re.I)
-# Ids: tokens with a letter and a digit (HAT136, mia_li_3668, 4BMN53), all-caps codes, emails.
-ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
-FILE_RE = re.compile(r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}")  # notes.md, photo.jpg
-QUOTED_RE = re.compile(r"[\"'“‘]([^\"'”’]{2,80})[\"'”’]")
-
-
-def words(name: str) -> set[str]:
-    """Lower-case words of an action name: camelCase, snake_case, kebab and spaces all split.
-
-    >>> sorted(words("updateReservation_flights"))
-    ['flights', 'reservation', 'update']
-    """
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return {w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w}
-
-
-def is_id(tok: str) -> bool:
-    """An entity id: has a digit and a letter, an all-caps code of 5+ characters, an email or a file name.
-
-    >>> is_id("HAT136"), is_id("mia_li_3668"), is_id("XEHMQB"), is_id("Seattle"), is_id("2024")
-    (True, True, True, False, False)
-    """
-    if len(tok) < 3:
-        return False
-    if "@" in tok or FILE_RE.fullmatch(tok):
-        return True
-    has_d = any(c.isdigit() for c in tok)
-    has_a = any(c.isalpha() for c in tok)
-    if has_d and has_a:
-        return True
-    return len(tok) >= 5 and tok.isalnum() and tok.isupper() and has_a
-
-
-@lru_cache(maxsize=8192)
-def _ids_in(text: str) -> frozenset[str]:
-    return frozenset(t for t in ID_RE.findall(text) if is_id(t))
-
-
-def ids_in(text: str) -> set[str]:
-    """Entity ids in a text (see is_id)."""
-    return set(_ids_in(text or ""))
-
-
-def shape(tok: str) -> str:
-    """A coarse id shape, to tell a reservation code from a user id.
-
-    >>> shape("XEHM4B") == shape("59XX6W"), shape("XEHM4B") == shape("mia_li_3668")
-    (True, False)
-    """
-    if "@" in tok:
-        return "email"
-    if "_" in tok:
-        return "snake:" + re.sub(r"\d+$", "", tok).count("_").__str__()
-    kind = "U" if tok.upper() == tok else ("L" if tok.lower() == tok else "M")
-    return f"{kind}{len(tok)}"
-
+RULES_VERSION = "2"  # 2: detail checks, other-kind/unlabelled writes unknown, questions ask no write
 
 _TEXT_CACHE: dict[int, tuple[ViewObservation, str]] = {}
 
@@ -169,12 +92,40 @@ class _Act:
     arg_text: str
 
 
-def _classify(step: ViewStep) -> _Act | None:
-    if step.action is None or step.action == "reply":
+def _ui_label(args: Any, prev: ViewObservation | None) -> str:
+    """The text of the UI element a click names only by number (`{"index": 5}`), looked up in the
+    screen before the click: an element whose index/id field is that number, else the n-th of a list."""
+    if prev is None or prev.ui is None or not isinstance(args, dict):
+        return ""
+    num = next((v for k, v in args.items() if isinstance(v, int) and not isinstance(v, bool)
+                and re.search(r"index|idx|element|id$|node", k, re.I)), None)
+    if num is None:
+        return ""
+    ui = thaw(prev.ui)
+    found = None
+    for d in details._dicts(ui):
+        if any(d.get(k) == num for k in ("index", "idx", "id", "element_id", "node_id")):
+            found = d
+            break
+    if found is None:
+        items = ui if isinstance(ui, list) else next((v for v in ui.values() if isinstance(v, list)), None) \
+            if isinstance(ui, dict) else None
+        if isinstance(items, list) and 0 <= num < len(items) and isinstance(items[num], dict):
+            found = items[num]
+    if found is None:
+        return ""
+    return " ".join(str(v) for k, v in found.items() if isinstance(v, str) and re.search(
+        r"text|label|desc|name|title|hint|content", k, re.I))
+
+
+def _classify(step: ViewStep, prev: ViewObservation | None = None) -> _Act | None:
+    if step.action is None or step.action == "reply" or step.action.lower() in SELF_SIGNAL:
         return None
     w = words(step.action)
     args = thaw(step.args)
     arg_text = " ".join(_strings(args))
+    if w & GUI_CLICK and not re.search(r"[A-Za-z]", arg_text):
+        arg_text = (arg_text + " " + _ui_label(args, prev)).strip()
     arg_ids = frozenset(t for s in _strings(args) for t in ids_in(s))
     failed = _failed(step.observation)
     if HANDOFF.search(step.action):
@@ -186,6 +137,8 @@ def _classify(step: ViewStep) -> _Act | None:
         if COMMIT_LABEL.search(label) or (w & {"press"} and re.search(r"enter|return", label, re.I)):
             kind = "gui_commit"
             groups = frozenset(g for g, vs in GROUPS.items() if words(label) & vs) or frozenset(GROUPS)
+        elif not re.search(r"[A-Za-z]", label):
+            kind, groups = "gui_unlabelled", frozenset()  # clicked by number or position: could be a commit
         else:
             kind, groups = "gui_other", frozenset()
     elif w & WRITE_VERBS:
@@ -195,19 +148,6 @@ def _classify(step: ViewStep) -> _Act | None:
     else:
         kind, groups = "other", frozenset()
     return _Act(step, kind, groups, failed, arg_ids, arg_text)
-
-
-def task_groups(task: str) -> frozenset[str]:
-    """Which write groups the task text asks for (empty: a question, or no write verb).
-
-    >>> sorted(task_groups("You want to cancel reservation X and book a new one"))
-    ['create_edit', 'delete']
-    """
-    tw = words(task)
-    extra = {"fly": "create_edit", "flight": "create_edit"} if tw & {"fly"} else {}
-    found = {g for g, vs in GROUPS.items() if tw & (vs - {"new", "set", "log", "mark", "record", "check"})}
-    found.update(extra.values())
-    return frozenset(found)
 
 
 def _fe(value: str, support: Iterable[int] = (), note: str | None = None) -> FieldEvidence:
@@ -226,7 +166,8 @@ def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
     """
     task = view.task
     wanted = task_groups(task)
-    acts = [a for a in (_classify(s) for s in view.steps) if a is not None]
+    acts = [a for a in (_classify(s, view.steps[s.index - 1].observation if s.index else view.initial_observation)
+                        for s in view.steps) if a is not None]
     writes = [a for a in acts if a.kind in ("write", "gui_commit")]
     relevant = [a for a in writes if not wanted or a.groups & wanted] or ([] if wanted else writes)
     reads = [a for a in acts if a.kind == "read"]
@@ -276,19 +217,30 @@ def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
     # final_supports_goal: the end of the trace is consistent with the goal, every named target acted on
     out["final_supports_goal"] = _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     other_ok = [a.step.index for a in writes if a.failed is False] if wanted and not relevant else []
-    if other_ok:
+    blind = [a.step.index for a in acts if a.kind == "gui_unlabelled"] if wanted and not relevant else []
+    if blind and not other_ok:
+        # no recognisable commit, but clicks on elements the trace does not name: one may have been it
+        for f in ("action", "committed", "transition", "final_supports_goal"):
+            out[f] = _fe("unknown", blind, note="clicks on unnamed elements; no recognisable commit")
+    elif other_ok:
         # a write succeeded, but its name is not of the kind the task's verbs ask for ("compensate"
         # done by "issue_voucher"): the vocabulary may simply differ, so this is no well-founded `no`
         for f in ("action", "committed", "transition", "final_supports_goal"):
             out[f] = _fe("unknown", other_ok, note="successful writes of another kind than the task's verbs")
     elif out["final_supports_goal"].value == "yes":
-        wrong = _details(view, ok_writes, relevant)
+        wrong = _details(view, ok_writes, relevant, [a for a in writes if a.failed is False])
         if wrong is not None:
             out["final_supports_goal"] = wrong
     return out
 
 
-DETAIL_CHECKS = frozenset({"slot", "attribute", "duplicate", "clause", "quantity"})
+DETAIL_CHECKS = frozenset({"slot", "attribute", "duplicate", "clause", "quantity", "quoted", "shown"})
+
+
+def _is_gui(view: ClaimBlindView) -> bool:
+    """A GUI trace: some observation carries a UI tree or a screenshot."""
+    return any(s.observation is not None and (s.observation.ui is not None or s.observation.screenshot)
+               for s in view.steps)
 
 
 def _data(o: ViewObservation | None) -> Any:
@@ -307,9 +259,12 @@ def _data(o: ViewObservation | None) -> Any:
     return None
 
 
-def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act]) -> FieldEvidence | None:
+def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
+             all_ok: list[_Act] = ()) -> FieldEvidence | None:
     """A `no` when a committed write's details contradict what the task states (see details.py)."""
     task = view.task
+    if not ok_writes:
+        return None
     writes = [details.Write(a.step.index, a.step.action or "", a.groups, thaw(a.step.args),
                             _data(a.step.observation), _obs_text(a.step.observation)) for a in ok_writes]
     seen = [d for d in [_data(view.initial_observation)] + [_data(s.observation) for s in view.steps] if d is not None]
@@ -323,7 +278,7 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act]) 
         for i, noun, n in details.quantity_mismatch(task, writes):
             return _fe("no", [i], note=f"the task states {n} {noun}..., the write carries another number")
     if "duplicate" in DETAIL_CHECKS:
-        deleted = {t for a in ok_writes if "delete" in a.groups for t in a.arg_ids}
+        deleted = {t for a in list(all_ok) + ok_writes if "delete" in a.groups for t in a.arg_ids}
 
         def new_ids(w: details.Write) -> set[str]:
             before = _obs_text(view.initial_observation) + "".join(_obs_text(s.observation)
@@ -332,10 +287,32 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act]) 
 
         for a, b in details.duplicate_creates(writes, new_ids, deleted):
             return _fe("no", [a, b], note="the same create succeeded twice and neither was undone")
+    wanted = task_groups(task)
+    if "quoted" in DETAIL_CHECKS and wanted & {"create_edit", "send"} and not wanted & {"delete"}:
+        quoted = [q for q in QUOTED_STRICT.findall(task) if len(q.split()) <= 12 and "{" not in q]
+        first = ok_writes[0].step.index
+        texts = [" ".join(_strings(thaw(s.args))) for s in view.steps if s.action and s.action != "reply"]
+        shown = _obs_text(view.initial_observation) + "".join(_obs_text(s.observation) for s in view.steps[:first])
+        missing = details.quoted_missing(quoted, texts, shown)
+        if missing:
+            return _fe("no", [a.step.index for a in ok_writes],
+                       note=f"the task's text {missing[0]!r} is in no action's arguments")
+    if "shown" in DETAIL_CHECKS and "delete" in wanted and _is_gui(view):
+        targets = set(QUOTED_STRICT.findall(task)) | ids_in(task)
+        first = ok_writes[0].step.index
+        before = _obs_text(view.steps[first - 1].observation if first else view.initial_observation)
+        last_obs = next((s for s in reversed(view.steps) if s.observation is not None), None)
+        if last_obs is not None and last_obs.index > first:
+            left = details.still_shown(targets, before, _obs_text(last_obs.observation))
+            if left:
+                return _fe("no", [first, last_obs.index], note=f"{left[0]!r} is still on the final screen")
     if "clause" in DETAIL_CHECKS:
         need = details.clause_targets(task, GROUPS, is_id, words)
         for tok, group in need.items():
-            if not any(tok in a.arg_ids and group in a.groups for a in ok_writes):
+            of_kind = [a for a in ok_writes if group in a.groups]
+            if of_kind and not any(a.arg_ids for a in of_kind):
+                continue  # these writes name no target (a GUI commit): the target was chosen on screen
+            if not any(tok in a.arg_ids for a in of_kind):
                 near = [a.step.index for a in relevant] or [a.step.index for a in ok_writes]
                 return _fe("no", near, note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")
     return None

@@ -1,0 +1,113 @@
+"""The rules extractor's vocabulary: verb groups, GUI action words, result patterns, ids, task verbs.
+
+Generic words only: what a write, a read, a commit click, an error, an empty list and an entity id
+look like in any tool-calling or GUI trace.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+GROUPS: dict[str, frozenset[str]] = {
+    "delete": frozenset("delete remove cancel erase clear drop destroy uninstall discard trash unsubscribe revoke "
+                        "unlink purge".split()),
+    "send": frozenset("send reply forward share post publish email mail message sms notify tweet submit "
+                      "resend invite".split()),
+    "configure": frozenset("set enable disable toggle turn switch configure adjust activate deactivate mute "
+                           "unmute".split()),
+    "create_edit": frozenset("create add insert new book reserve make write save update edit modify change set rename "
+                             "move copy upgrade downgrade put patch upload order purchase buy pay exchange assign "
+                             "apply record register schedule issue compensate refund credit fill merge log "
+                             "attach mark commit".split()),
+}
+WRITE_VERBS = frozenset().union(*GROUPS.values())
+READ_VERBS = frozenset("get list search find read view show query fetch lookup look check open describe calculate "
+                       "count browse inspect retrieve load select status info details".split())
+GUI_TYPE = frozenset("type input text enter_text set_text fill keyboard".split())
+GUI_CLICK = frozenset("click tap press long_press touch select".split())
+# the agent's own end-of-run signals (AndroidWorld `status: complete`, `finish`, `terminate`): never evidence
+SELF_SIGNAL = frozenset("status finish finished done terminate complete stop end wait".split())
+HANDOFF = re.compile(r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?(human|agent|operator|support)", re.I)
+COMMIT_LABEL = re.compile(r"\b(save|send|done|ok|okay|confirm|submit|apply|create|add|delete|remove|post|yes|"
+                          r"finish|update|set|publish|reply|enter|check ?mark|✓)\b", re.I)
+FAIL_TEXT = re.compile(r"^\s*(error|failed|failure|exception|traceback|not found|invalid|denied|forbidden|"
+                       r"unauthori[sz]ed|cannot|unable)\b", re.I)
+EMPTY_TEXT = re.compile(r"^\s*(\[\s*\]|\{\s*\}|none|null|no (results?|items?|entries|records|matches)\b.*|"
+                        r"(list|folder|inbox) is empty.*|empty|0 (results?|items?))\s*$", re.I)
+# Ids: tokens with a letter and a digit (HAT136, mia_li_3668, 4BMN53), all-caps codes, emails.
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
+FILE_RE = re.compile(r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}")  # notes.md, photo.jpg
+# a quoted string: the quote marks are not apostrophes inside words ("don't ... you're")
+QUOTED_STRICT = re.compile(r"(?<![A-Za-z])[\"'“‘]([^\"'”’\n]{1,80})[\"'”’](?![A-Za-z])")
+# a sentence that asks (ends with "?", or opens with a question word) or says how to answer
+QUESTION = re.compile(r"^\s*(.*\?\s*$|(what|which|who|whom|when|where|why|how (many|much|long|far|often|old))\b|"
+                      r"(answer|respond) (with|in|only|using)\b|express your answer|format your answer)", re.I | re.S)
+QUOTED_RE = re.compile(r"[\"'“‘]([^\"'”’]{2,80})[\"'”’]")
+
+
+def words(name: str) -> set[str]:
+    """Lower-case words of an action name: camelCase, snake_case, kebab and spaces all split.
+
+    >>> sorted(words("updateReservation_flights"))
+    ['flights', 'reservation', 'update']
+    """
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return {w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w}
+
+
+def is_id(tok: str) -> bool:
+    """An entity id: has a digit and a letter, an all-caps code of 5+ characters, an email or a file name.
+
+    >>> is_id("HAT136"), is_id("mia_li_3668"), is_id("XEHMQB"), is_id("Seattle"), is_id("2024")
+    (True, True, True, False, False)
+    """
+    if len(tok) < 3:
+        return False
+    if "@" in tok or FILE_RE.fullmatch(tok):
+        return True
+    has_d = any(c.isdigit() for c in tok)
+    has_a = any(c.isalpha() for c in tok)
+    if has_d and has_a:
+        return True
+    return len(tok) >= 5 and tok.isalnum() and tok.isupper() and has_a
+
+
+@lru_cache(maxsize=8192)
+def _ids_in(text: str) -> frozenset[str]:
+    return frozenset(t for t in ID_RE.findall(text) if is_id(t))
+
+
+def ids_in(text: str) -> set[str]:
+    """Entity ids in a text (see is_id)."""
+    return set(_ids_in(text or ""))
+
+
+def shape(tok: str) -> str:
+    """A coarse id shape, to tell a reservation code from a user id.
+
+    >>> shape("XEHM4B") == shape("59XX6W"), shape("XEHM4B") == shape("mia_li_3668")
+    (True, False)
+    """
+    if "@" in tok:
+        return "email"
+    if "_" in tok:
+        return "snake:" + re.sub(r"\d+$", "", tok).count("_").__str__()
+    kind = "U" if tok.upper() == tok else ("L" if tok.lower() == tok else "M")
+    return f"{kind}{len(tok)}"
+
+
+def task_groups(task: str) -> frozenset[str]:
+    """Which write groups the task text asks for (empty: a question, or no write verb).
+
+    Questions and answer-format instructions ask for no write, so their verbs do not count:
+
+    >>> sorted(task_groups("You want to cancel reservation X and book a new one"))
+    ['create_edit', 'delete']
+    >>> sorted(task_groups("What is on my schedule for today? Answer with the titles only."))
+    []
+    """
+    kept = [s for s in re.split(r"(?<=[.?!])\s+|\n+", task) if s.strip() and not QUESTION.match(s)]
+    tw = words(" ".join(kept))
+    found = {g for g, vs in GROUPS.items() if tw & (vs - {"new", "set", "log", "mark", "record", "check"})}
+    return frozenset(found)
