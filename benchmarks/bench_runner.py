@@ -65,6 +65,8 @@ def main() -> None:
         agent = (f"{{kind: command, command: \"{sys.executable} -c 'import os; "
                  f"open(os.environ[\\\"REFEREE_AGENT_DIR\\\"]+\\\"/note.txt\\\",\\\"w\\\").write(os.environ[\\\"REFEREE_STEP_ID\\\"])'\"}}")
         bench(args.steps, agent, "no-op command actor (python)", tmp)
+        shell = "{kind: command, command: 'echo \"$REFEREE_STEP_ID\" > \"$REFEREE_AGENT_DIR/note.txt\"'}"
+        bench(args.steps, shell, "no-op command actor (sh)", tmp)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,13 @@ def _console(json_mode: bool):
     return Console(stderr=json_mode, highlight=False)
 
 
-def _lint_warnings(loaded, console) -> None:
+def _lint_warnings(loaded, console, cache_dir: Path) -> None:
     try:
         from referee.lint import lint_plan
     except ImportError:
         return
     try:
-        findings = lint_plan(loaded)
+        findings = lint_plan(loaded, cache_dir=cache_dir)  # controls are OCR'd once, not every run
     except RefereeError as exc:
         console.print(f"[yellow]lint skipped: {exc}[/]")
         return
@@ -50,7 +50,7 @@ def run(plans, agent, out, strict, json_mode):
     loaded = [load_plan(p) for p in plans]  # every plan validates before anything runs
     exit_code, payload = 0, []
     for lp in loaded:
-        _lint_warnings(lp, console)
+        _lint_warnings(lp, console, Path(out) / ".lint-cache")
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
             outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event)
         res = outcome.results

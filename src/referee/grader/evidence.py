@@ -21,6 +21,10 @@ class RunEvidence:
         self.run_dir = Path(run_dir)
         self.manifest = manifest
         self._by_path: dict[str, FileEntry] = {f.path: f for f in manifest.files}
+        self._by_capture: dict[tuple[str, str, str], FileEntry] = {}
+        for f in manifest.files:
+            if f.captured_by == "runner" and f.primary and f.capture is not None:
+                self._by_capture.setdefault((f.step, f.phase, f.capture), f)
         self._verified: dict[str, bool] = {}
         self._caches: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
@@ -29,9 +33,9 @@ class RunEvidence:
         return StepView(self, step_id, phase)
 
     def entry_for(self, step_id: str, phase: str, ref: str) -> FileEntry:
-        for f in self.manifest.files:
-            if f.step == step_id and f.phase == phase and f.captured_by == "runner" and f.primary and f.capture == ref:
-                return f
+        hit = self._by_capture.get((step_id, phase, ref))
+        if hit is not None:
+            return hit
         rel_runner = f"evidence/{step_id}/{phase}/{ref}"
         if rel_runner in self._by_path:
             return self._by_path[rel_runner]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_file
+from referee.fsutil import atomic_write_bytes, atomic_write_text, sha256_file
 from referee.rundir import FileEntry, Manifest, Phase, StepRecord, utcnow
 
 
@@ -96,7 +97,9 @@ class RunStore:
 
     def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
         self.claims[step_id] = claim
-        atomic_write_json(self.run_dir / "claims.json", self.claims, durable=False)
+        # compact (C encoder): claims.json is rewritten after every step
+        atomic_write_bytes(self.run_dir / "claims.json", json.dumps(self.claims, ensure_ascii=False).encode(),
+                           durable=False)
 
     def finish(self) -> None:
         self.manifest.finished = utcnow()
