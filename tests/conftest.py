@@ -66,6 +66,30 @@ def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | Non
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
+def wait_http_ok(url: str, timeout: float = 30.0, interval: float = 0.05) -> None:
+    """Poll `url` until it answers HTTP 200 (servers that listen before they are ready)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(interval)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate a server the suite started, killing it if it lingers."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 @pytest.fixture(name="free_port")
 def free_port_fixture():
     return free_port
@@ -167,12 +191,7 @@ def moto_endpoint():
             pytest.fail(f"moto server did not start: {exc}\n{log.read().decode(errors='replace')[-2000:]}")
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
         log.close()
 
 
@@ -242,21 +261,7 @@ def test_app(tmp_path):
     try:
         wait_for_port(port, timeout=30, proc=proc)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_http_ok(url + "/health")
         yield TestApp(url=url, db=db, port=port, proc=proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)

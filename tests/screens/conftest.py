@@ -6,15 +6,13 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import base_cli_env, free_port, run_cli, wait_for_port
+from tests.conftest import base_cli_env, free_port, run_cli, stop_process, wait_for_port, wait_http_ok
 
 HERE = Path(__file__).resolve().parent
 AGENT = HERE / "agents" / "cdp_agent.py"
@@ -42,24 +40,10 @@ def ds_server(tmp_path_factory):
     try:
         wait_for_port(port, timeout=60, proc=proc)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/-/versions.json", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        wait_http_ok(url + "/-/versions.json", interval=0.1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="session")

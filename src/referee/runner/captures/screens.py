@@ -31,51 +31,57 @@ def _settle(page, timeout_s: float) -> None:
         pass
 
 
-@register("screenshot")
-class ScreenshotCapture(CaptureKind):
-    summary = "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)"
-    needs_page = True
+class PageCapture(CaptureKind):
+    """A capture from the runner's page: no page, or a page that fails, is recorded as a failed capture."""
 
-    class Params(CaptureParams):
-        full_page: bool = False
-        selector: str | None = None
+    needs_page = True
+    what = "screen capture"
 
     def take(self, params, ctx):
         page = ctx.page
         if page is None:
             return _error(ctx, params.name, NO_PAGE)
+        _settle(page, ctx.timeout_s)
         try:
-            _settle(page, ctx.timeout_s)
-            if params.selector:
-                data = page.locator(params.selector).first.screenshot(timeout=ctx.timeout_s * 1000, animations="disabled")
-            else:
-                data = page.screenshot(full_page=params.full_page, timeout=ctx.timeout_s * 1000, animations="disabled",
-                                       caret="hide")
+            return self.take_from(page, params, ctx)
         except Exception as exc:
-            return _error(ctx, params.name, f"screenshot failed: {_first_line(exc)}")
+            return _error(ctx, params.name, f"{self.what} failed: {_first_line(exc)}")
+
+    def take_from(self, page, params, ctx) -> list[Path]:
+        raise NotImplementedError
+
+
+@register("screenshot")
+class ScreenshotCapture(PageCapture):
+    summary = "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)"
+    what = "screenshot"
+
+    class Params(CaptureParams):
+        full_page: bool = False
+        selector: str | None = None
+
+    def take_from(self, page, params, ctx):
+        if params.selector:
+            data = page.locator(params.selector).first.screenshot(timeout=ctx.timeout_s * 1000, animations="disabled")
+        else:
+            data = page.screenshot(full_page=params.full_page, timeout=ctx.timeout_s * 1000, animations="disabled",
+                                   caret="hide")
         path = ctx.out_dir / f"{params.name}.png"
         atomic_write_bytes(path, data)
         return [path]
 
 
 @register("aria")
-class AriaCapture(CaptureKind):
+class AriaCapture(PageCapture):
     summary = "the page's accessibility snapshot (roles, names, states) as YAML or JSON"
-    needs_page = True
+    what = "aria snapshot"
 
     class Params(CaptureParams):
         selector: str = "body"
         format: Literal["yaml", "json"] = "yaml"
 
-    def take(self, params, ctx):
-        page = ctx.page
-        if page is None:
-            return _error(ctx, params.name, NO_PAGE)
-        try:
-            _settle(page, ctx.timeout_s)
-            snap = page.locator(params.selector).first.aria_snapshot(timeout=ctx.timeout_s * 1000)
-        except Exception as exc:
-            return _error(ctx, params.name, f"aria snapshot failed: {_first_line(exc)}")
+    def take_from(self, page, params, ctx):
+        snap = page.locator(params.selector).first.aria_snapshot(timeout=ctx.timeout_s * 1000)
         header = f"# url: {page.url}\n"
         if params.format == "yaml":
             path = ctx.out_dir / f"{params.name}.aria.yaml"
@@ -93,25 +99,18 @@ class AriaCapture(CaptureKind):
 
 
 @register("dom")
-class DomCapture(CaptureKind):
+class DomCapture(PageCapture):
     summary = "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML"
-    needs_page = True
+    what = "DOM capture"
 
     class Params(CaptureParams):
         selector: str | None = None
 
-    def take(self, params, ctx):
-        page = ctx.page
-        if page is None:
-            return _error(ctx, params.name, NO_PAGE)
-        try:
-            _settle(page, ctx.timeout_s)
-            if params.selector:
-                html = page.locator(params.selector).first.evaluate("e => e.outerHTML", timeout=ctx.timeout_s * 1000)
-            else:
-                html = page.content()
-        except Exception as exc:
-            return _error(ctx, params.name, f"DOM capture failed: {_first_line(exc)}")
+    def take_from(self, page, params, ctx):
+        if params.selector:
+            html = page.locator(params.selector).first.evaluate("e => e.outerHTML", timeout=ctx.timeout_s * 1000)
+        else:
+            html = page.content()
         path = ctx.out_dir / f"{params.name}.html"
         atomic_write_text(path, f"<!-- url: {page.url} -->\n" + html)
         return [path]
