@@ -203,16 +203,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, for_grading: bool = False
         names: set[str] = set()
         for ci, raw in enumerate(step.capture):
             loc = ("steps", si, "capture", ci)
-            if not isinstance(raw, dict) or "kind" not in raw:
-                raise where.error("a capture needs a `kind`", loc, fix=f"known kinds: {', '.join(capture_registry.names())}")
-            try:
-                ck = capture_registry.get(str(raw["kind"]))
-            except RefereeError as exc:
-                raise where.error(exc.message, loc + ("kind",), fix=exc.fix) from None
-            try:
-                params = ck.Params.model_validate(raw)
-            except ValidationError as exc:
-                raise _pydantic_error(where, exc, loc, ck.Params) from None
+            ck, params = _typed(where, capture_registry, raw, loc, "capture")
             _check_url(where, plan, params, loc)
             if params.name in names:
                 raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",), fix="give each capture its own name")
@@ -221,17 +212,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, for_grading: bool = False
         vals: list[TypedValidator] = []
         for vi, raw in enumerate(step.validators):
             loc = ("steps", si, "validators", vi)
-            if not isinstance(raw, dict) or "kind" not in raw:
-                raise where.error("a validator needs a `kind`", loc,
-                                  fix=f"known kinds: {', '.join(validator_registry.names())}")
-            try:
-                vk = validator_registry.get(str(raw["kind"]))
-            except RefereeError as exc:
-                raise where.error(exc.message, loc + ("kind",), fix=exc.fix) from None
-            try:
-                params = vk.Params.model_validate(raw)
-            except ValidationError as exc:
-                raise _pydantic_error(where, exc, loc, vk.Params) from None
+            vk, params = _typed(where, validator_registry, raw, loc, "validator")
             tv = TypedValidator(vi, vk, params)
             for req in vk.captures(params, vi):
                 if req.name in names:
@@ -250,6 +231,20 @@ def load_plan_text(text: str, file: str = "<plan>", *, for_grading: bool = False
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
     return LoadedPlan(Path(file), text, plan, typed_v, typed_c)
+
+
+def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str) -> tuple[Any, Any]:
+    """Resolve one `{kind: ..., ...}` entry to its registered kind and typed parameters, or a PlanError."""
+    if not isinstance(raw, dict) or "kind" not in raw:
+        raise where.error(f"a {what} needs a `kind`", loc, fix=f"known kinds: {', '.join(registry.names())}")
+    try:
+        kind = registry.get(str(raw["kind"]))
+    except RefereeError as exc:
+        raise where.error(exc.message, loc + ("kind",), fix=exc.fix) from None
+    try:
+        return kind, kind.Params.model_validate(raw)
+    except ValidationError as exc:
+        raise _pydantic_error(where, exc, loc, kind.Params) from None
 
 
 def _capture_registry():
