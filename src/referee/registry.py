@@ -70,7 +70,8 @@ class Registry(Generic[T]):
         known = self.names()
         near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
         hint = f"did you mean '{near[0]}'? " if near else ""
-        return UnknownKindError(f"unknown {self.what} '{name}'", fix=f"{hint}known {self.what}s: {', '.join(known)}",
+        plural = self.what[:-1] + "ies" if self.what.endswith("y") else self.what + "s"
+        return UnknownKindError(f"unknown {self.what} '{name}'", fix=f"{hint}known {plural}: {', '.join(known)}",
                                 **where)
 
     def get(self, name: str, **where) -> T:

@@ -59,7 +59,8 @@ _SUCCESS = re.compile(
     rf"(has|have|had) been ({_DONE_VERBS})|(was|were|is|are|is now|are now|now) ({_DONE_VERBS})\b|"
     rf"(i|we)('ve| have| just)? ({_DONE_VERBS})\b|i'?ve (gone ahead|taken care)|taken care of|"
     rf"(is|are) (now )?(confirmed|in place|complete|active|live|on|off)\b|here (is|are) (the|your)|"
-    rf"the (answer|result|total|number|count) (is|was|are)|(your|the) new \w+ (is|id)|confirmation (number|code|id))",
+    rf"the (answer|result|total|number|count) (is|was|are)|(your|the) new \w+ (is|id)|confirmation (number|code|id)|"
+    rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{_DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b))",
     re.I)
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -84,6 +85,8 @@ def read_claim_rules(report: str | None) -> ClaimReading:
     'unclear'
     >>> [read_claim_rules(r).label for r in ("Not done.", "I did not finish it.", "Nothing was deleted.")]
     ['failure_or_incomplete', 'failure_or_incomplete', 'failure_or_incomplete']
+    >>> [read_claim_rules(r).label for r in ("Deleted N42.", "Sent!", "Moved to trash by mistake.")]
+    ['success', 'success', 'unclear']
     """
     if report is None or not report.strip():
         return ClaimReading(label="unclear", votes=["unclear"], backend="rules", cue="empty report")

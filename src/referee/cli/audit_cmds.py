@@ -92,7 +92,9 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
                           "group": (item.trace.meta or {}).get("group") if item.trace else None})
 
     def on_err(err):
-        click.echo(f"referee: warning: skipped record: {err}", err=True)
+        # already skipping: the hint to pass --on-error skip would be noise here
+        where = ":".join(x for x in (err.file, err.place) if x)
+        click.echo(f"referee: warning: skipped record: {where + ': ' if where else ''}{err.message}", err=True)
 
     def on_dup(err):
         click.echo(f"referee: warning: {err}", err=True)
