@@ -186,7 +186,8 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_error: str = "skip", concurrency: int = 1, on_record: Callable[[AuditRecord], None] | None = None,
                 on_error_cb: Callable[[TraceError], None] | None = None,
                 on_gold: Callable[[TraceItem], None] | None = None,
-                on_duplicate: Callable[[TraceError], None] | None = None) -> AuditStats:
+                on_duplicate: Callable[[TraceError], None] | None = None,
+                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
@@ -198,6 +199,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     out = Path(out)
     done = done_run_ids(out)
     seen: dict[str, str] = {}  # run_id -> where it first came in this input
+    ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
     stats = AuditStats()
 
     def todo() -> Iterator[Trace]:
@@ -211,6 +213,11 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 continue
             if on_gold and item.gold is not None:
                 on_gold(item)
+            if item.ignored and on_ignored:
+                new = tuple(f for f in item.ignored if (item.file, f) not in ignored_seen)
+                ignored_seen.update((item.file, f) for f in new)
+                if new:
+                    on_ignored(item.file, new)
             assert item.trace is not None
             rid = item.trace.run_id
             if rid in seen:

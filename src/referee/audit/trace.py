@@ -73,6 +73,7 @@ class TraceItem:
     trace: Trace | None = None
     gold: Gold | None = None
     error: TraceError | None = None
+    ignored: tuple[str, ...] = ()  # fields the reader dropped because trace v1 does not define them
 
 
 def parse_trace(obj: Any, *, file: str, line: int | None) -> Trace:
@@ -89,6 +90,46 @@ def parse_trace(obj: Any, *, file: str, line: int | None) -> Trace:
         return Trace.model_validate(obj)
     except ValidationError as exc:
         raise trace_error(exc, obj, file=file, line=line) from None
+
+
+_LEVELS = {"": Trace, "steps[]": Step, "steps[].action": Action, "steps[].observation": Observation,
+           "initial_observation": Observation}
+
+
+def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
+    """Drop the fields trace v1 does not define (other writers add timestamps, thoughts, ids) and
+    coerce harmless variants (`run_id` a number, `error: null`); returns the cleaned record and the
+    dropped field names, so the caller can say what it ignored. Dropped fields never reach the view.
+
+    >>> tolerate({"run_id": 7, "task": "t", "steps": [{"ts": 1, "observation": {"error": None}}]})
+    ({'run_id': '7', 'task': 't', 'steps': [{'observation': {'error': False}}]}, ('steps[].ts',))
+    """
+    dropped: set[str] = set()
+
+    def clean(value: Any, level: str) -> Any:
+        model = _LEVELS[level]
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for k, v in value.items():
+            if k not in model.model_fields:
+                dropped.add(f"{level}.{k}" if level else k)
+                continue
+            if model is Observation and k == "error" and v is None:
+                v = False
+            elif model is Trace and k == "run_id" and isinstance(v, int) and not isinstance(v, bool):
+                v = str(v)
+            elif model is Trace and k == "steps" and isinstance(v, list):
+                v = [clean(st, "steps[]") for st in v]
+            elif model is Trace and k == "initial_observation":
+                v = clean(v, "initial_observation")
+            elif model is Step and k in ("action", "observation"):
+                v = clean(v, f"steps[].{k}")
+            out[k] = v
+        return out
+
+    cleaned = clean(obj, "")
+    return cleaned, tuple(sorted(dropped))
 
 
 def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | None, what: str = "trace v1") -> TraceError:

@@ -96,6 +96,10 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
         where = ":".join(x for x in (err.file, err.place) if x)
         click.echo(f"referee: warning: skipped record: {where + ': ' if where else ''}{err.message}", err=True)
 
+    def on_ignored(file, fields):
+        click.echo(f"referee: warning: {file}: ignored fields trace v1 does not define: {', '.join(fields)} "
+                   "(they are not evidence)", err=True)
+
     def on_dup(err):
         click.echo(f"referee: warning: {err}", err=True)
 
@@ -110,7 +114,8 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
         try:
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backend == "llm" or claims == "llm" else 1,
-                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup)
+                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
+                                on_ignored=on_ignored)
         finally:
             cache_db.close()
             if client is not None:

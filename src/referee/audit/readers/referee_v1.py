@@ -7,7 +7,7 @@ from typing import Iterator
 
 from referee.audit.jsonstream import iter_json_values
 from referee.audit.readers import trace_readers
-from referee.audit.trace import Gold, TraceItem, parse_trace, record_error
+from referee.audit.trace import Gold, TraceItem, parse_trace, record_error, tolerate
 from referee.errors import TraceError
 
 
@@ -34,9 +34,10 @@ def read_referee(path: Path) -> Iterator[TraceItem]:
         if isinstance(g, dict) and isinstance(g.get("completed"), bool):
             obj = {k: v for k, v in obj.items() if k != "gold"}
             gold = Gold(completed=g["completed"], source="trace")
+        obj, ignored = tolerate(obj)
         try:
             trace = parse_trace(obj, file=file, line=jv.line)
         except TraceError as err:
             yield TraceItem(file=file, line=jv.line, run_id=run_id, error=err)
             continue
-        yield TraceItem(file=file, line=jv.line, run_id=trace.run_id, trace=trace, gold=gold)
+        yield TraceItem(file=file, line=jv.line, run_id=trace.run_id, trace=trace, gold=gold, ignored=ignored)
