@@ -32,6 +32,38 @@ def _text(content: Any) -> str | None:
     return str(content)
 
 
+def _from_content_blocks(msgs: list[dict]) -> list[dict]:
+    """Rewrite messages whose content is a list of typed blocks (the Anthropic Messages shape:
+    `tool_use` in assistant turns, `tool_result` in user turns) into the OpenAI shape this reader
+    walks. `thinking` blocks are the agent's own words and are dropped: never evidence.
+
+    >>> _from_content_blocks([{"role": "assistant", "content": [{"type": "text", "text": "ok"},
+    ...     {"type": "tool_use", "id": "t1", "name": "rm", "input": {"path": "a"}}]},
+    ...     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]}])
+    [{'role': 'assistant', 'content': 'ok', 'tool_calls': [{'id': 't1', 'function': {'name': 'rm', 'arguments': {'path': 'a'}}}]}, {'role': 'tool', 'tool_call_id': 't1', 'content': 'done', 'is_error': False}]
+    """
+    out: list[dict] = []
+    for m in msgs:
+        blocks = m.get("content")
+        if not (isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+                                                  for b in blocks)):
+            out.append(m)
+            continue
+        texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        if m.get("role") == "assistant":
+            calls = [{"id": b.get("id"), "function": {"name": b.get("name"), "arguments": b.get("input") or {}}}
+                     for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+            out.append({"role": "assistant", "content": "".join(texts) or None, "tool_calls": calls})
+            continue
+        for b in blocks:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                out.append({"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text(b.get("content")),
+                            "is_error": bool(b.get("is_error"))})
+        if "".join(texts).strip():
+            out.append({"role": m.get("role", "user"), "content": "".join(texts)})
+    return out
+
+
 def _parse_args(raw: Any) -> dict:
     if isinstance(raw, dict):
         return raw
@@ -121,7 +153,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
     >>> t["task"], t["steps"][0]["action"], t["report"]
     ('delete file a', {'name': 'rm', 'args': {'path': 'a'}}, 'Deleted a.')
     """
-    msgs = [m for m in messages if isinstance(m, dict)]
+    msgs = _from_content_blocks([m for m in messages if isinstance(m, dict)])
     system = [(_text(m.get("content")) or "") for m in msgs if m.get("role") in ("system", "developer")]
     convo = [m for m in msgs if m.get("role") not in ("system", "developer")]
     report_idx = None
