@@ -24,6 +24,7 @@ apply; the caller turns a finding into `final_supports_goal: no`.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -64,13 +65,22 @@ def _dicts(v: Any) -> Iterator[dict]:
             yield from _dicts(x)
 
 
+_SEP = re.compile(r"[\s_\-]+")
+
+
+@lru_cache(maxsize=1 << 16)
 def _norm(s: str) -> str:
-    return re.sub(r"[\s_\-]+", " ", s.strip().lower())
+    return _SEP.sub(" ", s.strip().lower())
+
+
+@lru_cache(maxsize=1 << 16)
+def _is_word_str(v: str) -> bool:
+    n = _norm(v)
+    return bool(WORD_VALUE.match(v)) and n not in STOP_VALUES and len(n.split()) <= 3
 
 
 def _is_word_value(v: Any) -> bool:
-    return isinstance(v, str) and bool(WORD_VALUE.match(v)) and _norm(v) not in STOP_VALUES \
-        and len(_norm(v).split()) <= 3
+    return isinstance(v, str) and _is_word_str(v)
 
 
 @dataclass(frozen=True)
