@@ -73,30 +73,20 @@ class Select(Target):
     option: str
 
 
-class WaitFor(BaseModel):
+class WaitFor(Target):
     """Wait for an element (any Target way) to reach `state`, or for the URL to match `url`."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    role: str | None = None
-    name: str | None = None
-    exact: bool = False
-    text: str | None = None
-    label: str | None = None
-    placeholder: str | None = None
-    selector: str | None = None
     url: str | None = None
     state: Literal["visible", "hidden", "attached", "detached"] = "visible"
-    timeout_s: float | None = None
 
     @model_validator(mode="after")
-    def _one_way(self) -> "WaitFor":
+    def _one_way(self) -> "WaitFor":  # replaces Target's check: `url` is one more way
         ways = [k for k in ("role", "text", "label", "placeholder", "selector", "url") if getattr(self, k) is not None]
         if len(ways) != 1:
             raise ValueError("name exactly one of role, text, label, placeholder, selector, url")
+        if self.name is not None and self.role is None:
+            raise ValueError("`name` goes with `role`")
         return self
-
-    describe = Target.describe
 
 
 ACTIONS: dict[str, type[BaseModel]] = {"click": Target, "check": Target, "fill": Fill, "press": Press,
@@ -178,8 +168,7 @@ def perform_action(page, verb: str, arg: Any, app_url: str | None) -> None:
         if arg.url is not None:
             page.wait_for_url(join(app_url, arg.url) if arg.url.startswith("/") else arg.url, timeout=ms(arg.timeout_s))
         else:
-            target = Target.model_validate(arg.model_dump(exclude={"url", "state"}, exclude_none=True))
-            target.locate(page).first.wait_for(state=arg.state, timeout=ms(arg.timeout_s))
+            arg.locate(page).first.wait_for(state=arg.state, timeout=ms(arg.timeout_s))
 
 
 class BrowserActor(ActorKind):
