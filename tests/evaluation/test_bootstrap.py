@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -97,8 +96,12 @@ def test_generic_statistic_interval():
     assert bootstrap_stat([0, 0, 0, 0], shift).lo is None
 
 
-def test_ten_thousand_records_thousand_resamples_is_fast():
+def test_ten_thousand_records_give_tight_intervals_around_the_point():
+    # speed is measured in benchmarks/bench_eval.py; here: a large sample gives narrow, centred intervals
     big = Confusion(neg_pass=6000, neg_flag=600, neg_review=900, pos_pass=300, pos_flag=1800, pos_review=400)
-    t0 = time.perf_counter()
-    bootstrap_rates(big, BootstrapSpec(resamples=1000, seed=0))
-    assert time.perf_counter() - t0 < 1.0
+    out = bootstrap_rates(big, BootstrapSpec(resamples=1000, seed=0))
+    assert {"precision", "recall", "f1"} <= set(out)
+    for name, iv in out.items():
+        assert iv.lo is not None and iv.lo <= iv.hi and iv.hi - iv.lo < 0.1, (name, iv)
+    p = 1800 / (1800 + 600)  # precision = pos_flag / all flags
+    assert out["precision"].lo < p < out["precision"].hi

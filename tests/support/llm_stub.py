@@ -19,7 +19,8 @@ is served (or `handler(request_body)` if given, which returns an answer). An ans
 - `Raw(bytes, status=200)`: a raw HTTP body (e.g. a broken envelope);
 - a callable: called with the request body (dict), returns one of the above.
 
-`stub.calls` counts requests; `stub.requests` keeps every request body (thread-safe).
+`stub.calls` counts requests; `stub.requests` keeps every request body (thread-safe);
+`stub.max_in_flight` is the most requests it held at once.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class LLMStub:
         self.handler = handler
         self.calls = 0
         self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests the stub held at once: concurrency without a stopwatch
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -100,11 +103,18 @@ class LLMStub:
                 except ValueError:
                     body = {}
                 answer = stub._next(body)
-                if stub.latency_s:
-                    time.sleep(stub.latency_s)
-                if isinstance(answer, Hang):
-                    time.sleep(answer.seconds)
-                    answer = stub.default
+                with stub._lock:
+                    stub.in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                try:
+                    if stub.latency_s:
+                        time.sleep(stub.latency_s)
+                    if isinstance(answer, Hang):
+                        time.sleep(answer.seconds)
+                        answer = stub.default
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
                 if callable(answer) and not isinstance(answer, (Status, Raw)):
                     answer = answer(body)
                 self._send(answer, body)
