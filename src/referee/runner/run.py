@@ -116,6 +116,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     load_actors()
     spec = actor_spec(plan, agent)
     actor_cls = actors.get(spec.kind)
+    actor_cls.preflight(spec)  # a missing extra stops here, before a run directory exists
     run_dir = new_run_dir(out, plan.name)
     store = RunStore(run_dir, plan.name)
     store.manifest.actor = spec.command or spec.target or spec.kind

@@ -55,6 +55,10 @@ class ActorKind:
 
     kind: ClassVar[str] = ""
 
+    @classmethod
+    def preflight(cls, spec: Any) -> None:
+        """Raise a RefereeError (e.g. a missing extra) before any run directory or app exists."""
+
     def setup(self, spec: Any, *, app_url: str | None, run_dir: Path) -> None:  # noqa: B027
         pass
 

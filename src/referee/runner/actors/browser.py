@@ -185,6 +185,12 @@ class BrowserActor(ActorKind):
         self.run_dir: Path | None = None
         self.app_url: str | None = None
 
+    @classmethod
+    def preflight(cls, spec) -> None:
+        from referee.errors import require
+
+        require("playwright.sync_api", "browser")
+
     def setup(self, spec, *, app_url, run_dir):
         from referee.runner.browser import BrowserSession
 
