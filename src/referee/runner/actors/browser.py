@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -145,9 +146,10 @@ def join(app_url: str | None, url: str) -> str:
     return app_url.rstrip("/") + "/" + url.lstrip("/")
 
 
-def perform_action(page, verb: str, arg: Any, app_url: str | None) -> None:
+def perform_action(page, verb: str, arg: Any, app_url: str | None, cap_s: float | None = None) -> None:
     """Do one parsed action on the page; Playwright's errors propagate."""
-    ms = lambda t: (t if t is not None else DEFAULT_TIMEOUT_S) * 1000  # noqa: E731
+    # each action's own timeout, never past what is left of the step's (`cap_s`)
+    ms = lambda t: min(t if t is not None else DEFAULT_TIMEOUT_S, cap_s if cap_s is not None else 1e9) * 1000  # noqa: E731
     if verb == "goto":
         page.goto(join(app_url, arg), wait_until="load", timeout=ms(None))
     elif verb == "click":
@@ -169,6 +171,15 @@ def perform_action(page, verb: str, arg: Any, app_url: str | None) -> None:
             page.wait_for_url(join(app_url, arg.url) if arg.url.startswith("/") else arg.url, timeout=ms(arg.timeout_s))
         else:
             arg.locate(page).first.wait_for(state=arg.state, timeout=ms(arg.timeout_s))
+
+
+def _no_opinion(run: StepRun) -> None:
+    """A scripted step has no agent and so no opinion: say so rather than leave "no claim file"."""
+    if not run.claim_file.exists():
+        from referee.fsutil import atomic_write_text
+
+        atomic_write_text(run.claim_file, json.dumps({"pass": None, "note": "scripted by the browser actor; no agent",
+                                                      "evidence": []}))
 
 
 class BrowserActor(ActorKind):
@@ -213,15 +224,21 @@ class BrowserActor(ActorKind):
         except ValueError as exc:
             return ActorResult(exit_code=None, error=f"step '{run.step.id}': {exc}")
         done = 0
+        deadline = time.monotonic() + run.timeout_s  # the whole script shares the step's timeout
         try:
             for verb, arg in actions:
-                perform_action(self.page, verb, arg, run.app_url)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"the step's timeout_s ({run.timeout_s:g}s) ran out")
+                perform_action(self.page, verb, arg, run.app_url, cap_s=left)
                 done += 1
         except Exception as exc:
             verb, arg = actions[done]
             what = arg if isinstance(arg, str) else arg.describe()
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self.session.settle(2.0)
+            if not self.command:
+                _no_opinion(run)
             return ActorResult(exit_code=1, error=f"script item #{done + 1} ({verb} {what}) failed: {first}")
         result = ActorResult(exit_code=0)
         if self.command:
@@ -229,12 +246,8 @@ class BrowserActor(ActorKind):
 
             run.cdp_url = run.cdp_url or self.cdp_url
             result = run_agent_command(self.command, run, cwd=Path.cwd())
-        elif not run.claim_file.exists():
-            # a scripted step has no agent and so no opinion: say so rather than leave "no claim file"
-            from referee.fsutil import atomic_write_text
-
-            atomic_write_text(run.claim_file, json.dumps({"pass": None, "note": "scripted by the browser actor; no agent",
-                                                          "evidence": []}))
+        else:
+            _no_opinion(run)
         self.session.settle()
         return result
 

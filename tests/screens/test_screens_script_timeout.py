@@ -1,0 +1,37 @@
+"""A browser step's `timeout_s` bounds its whole `script:`, not just each action."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import yaml
+
+from tests.conftest import run_cli
+
+
+def test_the_step_timeout_caps_a_long_wait(tmp_path):
+    plan = {"name": "slow", "app": {"start": f"{sys.executable} -m referee.demo.app --port {{port}} --db {tmp_path}/t.db",
+                                    "url": "http://127.0.0.1:{port}", "ready": "/health"},
+            "actor": {"kind": "browser"},
+            "steps": [{"id": "wait", "do": "wait for something that never comes", "timeout_s": 2,
+                       "script": [{"goto": "/"}, {"wait_for": {"text": "never shown", "timeout_s": 60}}],
+                       "validators": [{"kind": "aria_contains", "role": "heading", "text": "My todos"}]}]}
+    (tmp_path / "slow.yaml").write_text(yaml.safe_dump(plan))
+    t0 = time.monotonic()
+    rc, out, err = run_cli(["run", "slow.yaml", "--out", "out"], cwd=tmp_path, timeout=120)
+    took = time.monotonic() - t0
+    assert "Traceback" not in err, err
+    run_dir = next((tmp_path / "out" / "slow").iterdir())
+    rec = json.loads((run_dir / "manifest.json").read_text())["steps"]["wait"]
+    assert rec["status"] == "done" and rec["actor_exit"] == 1
+    import re
+
+    waited = re.search(r"Timeout ([\d.]+)ms", rec["actor_error"])
+    assert "wait_for" in rec["actor_error"] and waited and float(waited.group(1)) <= 2000, rec["actor_error"]
+    assert "no claim" not in rec["actor_error"]  # a scripted step has no agent: no opinion, not "no claim"
+    # the script failed, but the runner's own evidence still decides: the page did load
+    steps = json.loads((run_dir / "results.json").read_text())["steps"]
+    assert steps[0]["verdict"] == "PASS" and rc == 0
+    assert took < 40, f"a 2 s step took {took:.0f} s"
