@@ -12,6 +12,16 @@ from typing import Any, Iterator
 from referee.errors import EvidenceError
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp makes 0600 files; run directories are shared (CI artifacts, other users): honour the umask
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write `data` to `path` via a temp file and rename, so a reader never sees half a file.
 
@@ -25,6 +35,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             if durable:

@@ -78,14 +78,19 @@ def run(plans, agent, out, strict, json_mode):
 @click.option("--json", "json_mode", is_flag=True, help="Print the verdicts as JSON.")
 def grade(run_dirs, strict, json_mode):
     """Re-grade RUN_DIRS from their persisted evidence alone (the app may be gone)."""
-    from referee.grader import grade_to_disk
+    from referee.grader import grade as grade_run, write_results
     from referee.report.console import summary_line, verdict_table
 
     console = _console(json_mode)
     exit_code, payload = 0, []
     for d in run_dirs:
-        res = grade_to_disk(Path(d))
-        _write_html(Path(d))
+        res = grade_run(Path(d))
+        try:
+            write_results(Path(d), res)
+            _write_html(Path(d))
+        except OSError as exc:  # a read-only copy still grades; it just keeps its old files
+            console.print(f"[yellow]warning: {d}: results not written ({exc.strerror or exc}); "
+                          "verdicts shown here only[/]", highlight=False)
         console.print(verdict_table(res, title=f"referee grade: {d}"))
         console.print(summary_line(res))
         payload.append({"plan": res.plan, "run_dir": str(d), "summary": res.summary,

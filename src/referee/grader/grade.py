@@ -89,11 +89,16 @@ def grade(run_dir: str | Path) -> RunResults:
     return RunResults(plan=manifest.plan, steps=steps, summary=summarize(steps))
 
 
-def grade_to_disk(run_dir: str | Path) -> RunResults:
-    """Grade and write results.json and junit.xml into the run directory."""
+def write_results(run_dir: str | Path, results: RunResults) -> None:
+    """Write results.json and junit.xml into the run directory (OSError if it is read-only)."""
     from referee.report.junit import write_junit
 
-    results = grade(run_dir)
     atomic_write_json(Path(run_dir) / "results.json", results.model_dump(mode="json"))
     write_junit(results, Path(run_dir) / "junit.xml")
+
+
+def grade_to_disk(run_dir: str | Path) -> RunResults:
+    """Grade and write results.json and junit.xml into the run directory."""
+    results = grade(run_dir)
+    write_results(run_dir, results)
     return results
