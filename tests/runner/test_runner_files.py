@@ -10,21 +10,22 @@ import referee.grader
 from referee.cli.main import main
 
 
-def _demo_run(tmp_path):
+def _demo_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("REFEREE_DEMO_DIR", str(tmp_path / "demo"))  # a fresh app database per test
     rc = main(["demo", "--no-browser", "--out", str(tmp_path / "out")])
     assert rc == 0
     return next((tmp_path / "out" / "todo-api").iterdir())
 
 
-def test_evidence_files_are_readable_by_others_under_a_022_umask(tmp_path):
-    run_dir = _demo_run(tmp_path)
+def test_evidence_files_are_readable_by_others_under_the_umask(tmp_path, monkeypatch):
+    run_dir = _demo_run(tmp_path, monkeypatch)
     expected = 0o666 & ~_current_umask()
     for name in ("manifest.json", "results.json", "claims.json", "plan.yaml"):
         assert stat.S_IMODE(os.stat(run_dir / name).st_mode) == expected, name
 
 
 def test_a_read_only_run_directory_still_grades_and_says_it_kept_its_files(tmp_path, monkeypatch, capsys):
-    run_dir = _demo_run(tmp_path)
+    run_dir = _demo_run(tmp_path, monkeypatch)
     before = (run_dir / "results.json").read_bytes()
 
     def refuse(*a, **k):
