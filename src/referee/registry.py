@@ -28,6 +28,7 @@ class Registry(Generic[T]):
 
     what: str
     entry_point_group: str | None = None
+    adapt: Callable[[str, object], T] | None = None  # turns what an entry point loads into a registry item
     _items: dict[str, T] = field(default_factory=dict)
     _loaded_entry_points: bool = False
 
@@ -49,7 +50,8 @@ class Registry(Generic[T]):
 
         for ep in entry_points(group=self.entry_point_group):
             if ep.name not in self._items:
-                self._items[ep.name] = ep.load()
+                obj = ep.load()
+                self._items[ep.name] = self.adapt(ep.name, obj) if self.adapt else obj
 
     def names(self) -> list[str]:
         self._load_entry_points()

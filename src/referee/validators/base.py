@@ -106,7 +106,20 @@ class ValidatorKind:
         raise NotImplementedError
 
 
-validators: Registry[ValidatorKind] = Registry("validator kind", "referee.validators")
+def _from_entry_point(name: str, obj: object) -> ValidatorKind:
+    """A plugin's entry point may name a ValidatorKind subclass or an instance of one."""
+    if isinstance(obj, type) and issubclass(obj, ValidatorKind):
+        obj = obj()
+    if not isinstance(obj, ValidatorKind):
+        from referee.errors import RefereeError
+
+        raise RefereeError(f"entry point referee.validators:{name} is not a ValidatorKind",
+                           fix="point it at a subclass of referee.validators.ValidatorKind")
+    type(obj).kind = type(obj).kind or name
+    return obj
+
+
+validators: Registry[ValidatorKind] = Registry("validator kind", "referee.validators", adapt=_from_entry_point)
 
 
 def register(kind: str):

@@ -1,0 +1,67 @@
+"""A third-party validator registered through the `referee.validators` entry point group."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+
+from tests.conftest import run_cli
+
+PLUGIN = '''
+from referee.validators import Outcome, ValidatorKind, ValidatorParams
+
+
+class NumberIsEven(ValidatorKind):
+    summary = "the number in an evidence file is even"
+
+    class Params(ValidatorParams):
+        evidence: str
+
+    def check(self, params, ev, index):
+        n = int(ev.read_text(params.evidence).strip())
+        return Outcome.hold(f"{n} is even") if n % 2 == 0 else Outcome.fail(f"{n} is odd")
+'''
+
+
+def make_site(tmp_path):
+    site = tmp_path / "site"
+    (site / "referee_plugin_demo-0.1.dist-info").mkdir(parents=True)
+    (site / "referee_plugin_demo.py").write_text(PLUGIN)
+    (site / "referee_plugin_demo-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: referee-plugin-demo\nVersion: 0.1\n")
+    (site / "referee_plugin_demo-0.1.dist-info" / "entry_points.txt").write_text(
+        "[referee.validators]\nnumber_is_even = referee_plugin_demo:NumberIsEven\n")
+    return site
+
+
+def test_an_entry_point_validator_is_listed_and_grades(tmp_path):
+    site = make_site(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    rc, out, err = run_cli(["kinds", "--json"], cwd=tmp_path, env=env)
+    assert rc == 0, err
+    assert json.loads(out)["validators"]["number_is_even"]["params"] == ["name=None", "require_change=False",
+                                                                         "evidence"]
+    agent = tmp_path / "agent.py"
+    agent.write_text(textwrap.dedent("""
+        import os
+        n = {"four": "4", "three": "3"}[os.environ["REFEREE_STEP_ID"]]
+        open(os.path.join(os.environ["REFEREE_AGENT_DIR"], "n.txt"), "w").write(n)
+    """))
+    (tmp_path / "plan.yaml").write_text(
+        "steps:\n"
+        "  - id: four\n    validators: [{kind: number_is_even, evidence: n.txt}]\n"
+        "  - id: three\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
+    rc, out, err = run_cli(["run", "plan.yaml", "--agent", f"{sys.executable} agent.py", "--out", "runs", "--json"],
+                           cwd=tmp_path, env=env)
+    verdicts = {s["id"]: (s["verdict"], s["reason"]) for s in json.loads(out)["runs"][0]["steps"]}
+    assert verdicts["four"][0] == "PASS"
+    assert verdicts["three"] == ("FAIL", "number_is_even#0: 3 is odd")
+    assert rc == 1
+
+
+def test_without_the_plugin_the_kind_is_unknown_with_a_hint(tmp_path):
+    (tmp_path / "plan.yaml").write_text("steps:\n  - id: a\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
+    rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path)
+    assert rc == 2 and "unknown validator kind 'number_is_even'" in err and "known validator kinds:" in err
