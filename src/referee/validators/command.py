@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import model_validator
 
 from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
-from referee.validators.common import implicit_name, refs, short
+from referee.validators.common import implicit_name, short
 
 
 @register("command_exit_code")
@@ -31,7 +31,7 @@ class CommandExitCode(ValidatorKind):
                                {"command": params.command, "timeout_s": params.timeout_s})]
 
     def check(self, params, ev, index):
-        ref = refs(params, index)[0]
+        ref = self.evidence_refs(params, index)[0]
         if not ev.entry(ref).path.endswith(".json"):  # a capture with stdout_as: its record sits beside it
             ref = f"{ref}.json"
         data = ev.read_json(ref)

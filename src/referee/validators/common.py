@@ -40,14 +40,6 @@ def http_capture(params: SourceParams, index: int) -> list[CaptureRequest]:
     return [CaptureRequest("http", implicit_name(params.kind, index), {"url": params.url})]
 
 
-def refs(params: Any, index: int) -> list[str]:
-    """The evidence refs a validator reads: its `evidence`, else its implicit capture."""
-    ev = getattr(params, "evidence", None)
-    if ev is None:
-        return [implicit_name(params.kind, index)]
-    return [ev] if isinstance(ev, str) else list(ev)
-
-
 def evidence_text(view, ref: str) -> str:
     """The text a validator should read from an evidence file, by what captured it.
 
@@ -72,7 +64,7 @@ def evidence_json(view, ref: str) -> Any:
         try:
             return json.loads(text)
         except ValueError as exc:
-            raise _NotJson(f"the {entry.kind} capture '{ref}' is not JSON ({exc})") from None
+            raise NotJson(f"the {entry.kind} capture '{ref}' is not JSON ({exc})") from None
     if entry.kind in ("sql", "ddb"):
         return view.read_json(ref)
     try:
@@ -82,11 +74,8 @@ def evidence_json(view, ref: str) -> Any:
         raise EvidenceError(f"evidence '{ref}' is not valid JSON ({exc})", fix="save the document as JSON") from None
 
 
-class _NotJson(Exception):
+class NotJson(Exception):
     """Evidence that should be JSON and is not: a FAIL of the app, not an ERROR of the grader."""
-
-
-NotJson = _NotJson
 
 _TOKEN = re.compile(r"\.([A-Za-z_][\w-]*)|\[(-?\d+)\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[\*\]|\.\*")
 
@@ -151,5 +140,5 @@ def short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["SourceParams", "implicit_name", "http_capture", "refs", "evidence_text", "evidence_json",
+__all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_json",
            "parse_json_path", "json_path_get", "short", "NotJson", "EvidenceError"]

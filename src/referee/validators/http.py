@@ -8,7 +8,7 @@ from pydantic import field_validator
 
 from referee.validators.base import Outcome, ValidatorKind, register
 from referee.validators.common import (NotJson, SourceParams, evidence_json, evidence_text, http_capture,
-                                       json_path_get, parse_json_path, refs, short)
+                                       json_path_get, parse_json_path, short)
 
 
 def _http_response(view, ref: str) -> dict:
@@ -26,18 +26,22 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+class HttpSourceKind(ValidatorKind):
+    """A validator over one response: `url` (the runner captures it) or `evidence`."""
+
+    def captures(self, params, index):
+        return http_capture(params, index)
+
+
 @register("http_status_eq")
-class HttpStatusEq(ValidatorKind):
+class HttpStatusEq(HttpSourceKind):
     summary = "the HTTP status of a runner-captured response equals `expected`"
 
     class Params(SourceParams):
         expected: int
 
-    def captures(self, params, index):
-        return http_capture(params, index)
-
     def check(self, params, ev, index):
-        ref = refs(params, index)[0]
+        ref = self.evidence_refs(params, index)[0]
         try:
             resp = _http_response(ev, ref)
         except NotJson as exc:
@@ -51,18 +55,15 @@ class HttpStatusEq(ValidatorKind):
 
 
 @register("http_body_contains")
-class HttpBodyContains(ValidatorKind):
+class HttpBodyContains(HttpSourceKind):
     summary = "the body of a runner-captured response contains `text`"
 
     class Params(SourceParams):
         text: str
         ignore_case: bool = False
 
-    def captures(self, params, index):
-        return http_capture(params, index)
-
     def check(self, params, ev, index):
-        ref = refs(params, index)[0]
+        ref = self.evidence_refs(params, index)[0]
         body = evidence_text(ev, ref)
         hay, needle = (body.lower(), params.text.lower()) if params.ignore_case else (body, params.text)
         if needle in hay:
@@ -71,7 +72,7 @@ class HttpBodyContains(ValidatorKind):
 
 
 @register("json_path_eq")
-class JsonPathEq(ValidatorKind):
+class JsonPathEq(HttpSourceKind):
     summary = "the value at a JSON path (`$.a.b[0]`) of a response or JSON file equals `expected`"
 
     class Params(SourceParams):
@@ -84,11 +85,8 @@ class JsonPathEq(ValidatorKind):
             parse_json_path(v)
             return v
 
-    def captures(self, params, index):
-        return http_capture(params, index)
-
     def check(self, params, ev, index):
-        ref = refs(params, index)[0]
+        ref = self.evidence_refs(params, index)[0]
         try:
             doc = evidence_json(ev, ref)
         except NotJson as exc:

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import model_validator
 
 from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
-from referee.validators.common import implicit_name, refs, short
+from referee.validators.common import implicit_name, short
 
 
 def _rows_outcome(data: dict, what: str, min_rows: int) -> Outcome:
@@ -47,7 +47,7 @@ class SqlRowPresent(ValidatorKind):
         return [CaptureRequest("sql", implicit_name(params.kind, index), {k: v for k, v in spec.items() if v})]
 
     def check(self, params, ev, index):
-        return _rows_outcome(ev.read_json(refs(params, index)[0]), "row(s)", params.min_rows)
+        return _rows_outcome(ev.read_json(self.evidence_refs(params, index)[0]), "row(s)", params.min_rows)
 
 
 @register("ddb_row_present")
@@ -75,4 +75,4 @@ class DdbRowPresent(ValidatorKind):
         return [CaptureRequest("ddb", implicit_name(params.kind, index), {k: v for k, v in spec.items() if v})]
 
     def check(self, params, ev, index):
-        return _rows_outcome(ev.read_json(refs(params, index)[0]), "item(s)", 1)
+        return _rows_outcome(ev.read_json(self.evidence_refs(params, index)[0]), "item(s)", 1)
