@@ -33,8 +33,8 @@ def fill(template: str, port: int) -> str:
 class App:
     """The app under test as a context manager; `url` is app.url with the port filled in."""
 
-    def __init__(self, spec: AppSpec, log_path: Path, plan_dir: Path) -> None:
-        self.spec, self.log_path, self.plan_dir = spec, log_path, plan_dir
+    def __init__(self, spec: AppSpec, log_path: Path) -> None:
+        self.spec, self.log_path = spec, log_path
         self.port = free_port()
         self.url = fill(spec.url, self.port) if spec.url else None
         self.proc: subprocess.Popen | None = None

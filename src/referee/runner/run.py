@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
+from types import SimpleNamespace
 import os
 import signal
 import sys
@@ -126,7 +128,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
     try:
-        with App(plan.plan.app, run_dir / "app.log", plan.path.parent) if plan.plan.app else _NoApp() as app:
+        with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else nullcontext(SimpleNamespace(url=None)) as app:
             app_url = app.url
             actor = actor_cls()
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
@@ -179,13 +181,3 @@ def _main_thread() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
-
-
-class _NoApp:
-    url = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
