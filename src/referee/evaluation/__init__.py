@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 __all__ = ["Confusion", "rates", "load_gold", "sign_test", "BootstrapSpec", "bootstrap_rates", "check_splits",
-           "EvalOptions", "run_eval"]
+           "EvalOptions", "run_eval", "at_equal_load"]
 
 _WHERE = {"Confusion": "metrics", "rates": "metrics", "load_gold": "gold", "sign_test": "signtest",
           "BootstrapSpec": "bootstrap", "bootstrap_rates": "bootstrap", "check_splits": "splits",
-          "EvalOptions": "run", "run_eval": "run"}
+          "EvalOptions": "run", "run_eval": "run", "at_equal_load": "equal_load"}
 
 
 def __getattr__(name: str):

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from referee.errors import RefereeError
 from referee.evaluation.baselines import Method
+from referee.evaluation.equal_load import GATE, N_JOINT, joint_cell
 from referee.evaluation.gold import Gold
 from referee.evaluation.metrics import DISPOSITIONS, N_CELLS, Confusion, cell, is_positive
 
@@ -124,6 +125,9 @@ class Tally:
     # why the primary method let positives through: "claim-side" (the shared claim reading is not
     # success), "trace-side" (trace state completed), "uncertain" (trace state unknown: reviewed)
     misses: dict[str, int] = field(default_factory=dict)
+    # joint[m] = 12 cells (claim-gate-only blocks the run?, positive?, m's disposition) over all runs,
+    # for every other method when claim-gate-only is one of the methods (equal_load.py)
+    joint: dict[str, list[int]] = field(default_factory=dict)
 
     def confusion(self, method: str, *, task_class: str | None = None, group: str | None = None,
                   split: str | None = None, exclude_group: str | None = None) -> Confusion:
@@ -170,6 +174,9 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
     others = [m.name for m in methods if m.name != primary]
     for name in others:
         t.paired[(primary, name)] = [0, 0, 0, 0]
+    gated = any(m.name == GATE for m in methods)
+    if gated:
+        t.joint = {m.name: [0] * N_JOINT for m in methods if m.name != GATE}
     cov = t.coverage
     cov.gold_labels = len(gold)
     seen: set[str] = set()
@@ -214,6 +221,10 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
                        "trace-side" if rec.trace_state == "completed" else
                        "uncertain" if rec.trace_state == "unknown" else "other")
                 t.misses[why] = t.misses.get(why, 0) + 1
+            if gated:
+                gate_blocks = decided[GATE] != "pass"
+                for name, cells in t.joint.items():
+                    cells[joint_cell(gate_blocks, pos, decided[name])] += 1
             if primary is not None:
                 a = decided[primary] == "flag"
                 for name in others:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from referee.evaluation.equal_load import GATE
 from referee.evaluation.metrics import fmt
 from referee.evaluation.results import EvalReport, Metric, Scores
 
@@ -74,6 +75,28 @@ def gating_table(rep: EvalReport | None, rows: list[Scores] | None = None, title
                         cell_ci(s.metrics["blocked_recall"]), cell_ci(s.metrics["silent_pass_rate"]),
                         cell_ci(s.metrics["inspection_load"]), cell_ci(s.metrics["inspection_yield"]))
                        for s in rows))
+
+
+def equal_load_table(rep: EvalReport) -> Table | None:
+    """Each method's load and blocked recall beside claim-gate-only's expected blocked recall at that load."""
+    if not rep.equal_load:
+        return None
+    kinds = _kinds(rep)
+    g = rep.overall_of(GATE)
+    s, r = g.counts["flag"] + g.counts["review"], g.metrics["blocked_recall"].value
+    how = (f"At load L it inspects a random share of the {s} success claims it blocks: expected blocked recall "
+           f"min(1, L x {g.counts['n']} / {s}) x {fmt(r)}. " if s and r is not None
+           else "With no success claim or no positive the comparison is n/a. ")
+    return Table("At equal load with claim-gate-only",
+                 ("method", "kind", "load", "blocked recall", "gate blocked recall at that load", "difference",
+                  "yield", "gate yield"),
+                 tuple((e.method, kinds.get(e.method, ""), fmt(e.load), fmt(e.blocked_recall),
+                        fmt(e.gate_blocked_recall_at_load),
+                        cell_ci(Metric(value=e.difference, lo=e.difference_lo, hi=e.difference_hi)),
+                        fmt(e.yield_), fmt(e.gate_yield)) for e in rep.equal_load),
+                 caption=f"{GATE} alone: load {fmt(g.metrics['inspection_load'].value)}, blocked recall {fmt(r)}. "
+                         + how + "difference = blocked recall - gate blocked recall at that load (> 0: the method "
+                         "beats the gate at equal load; interval: both resampled jointly over the same runs)")
 
 
 def natural_key(text: str) -> tuple:
@@ -149,6 +172,9 @@ def header_lines(rep: EvalReport) -> list[str]:
 def report_tables(rep: EvalReport, breakdown_for: list[str] | None = None, max_rows: int = 20) -> list[Table]:
     """The tables of a full report, in print order."""
     tables = [detection_table(rep), gating_table(rep)]
+    et = equal_load_table(rep)
+    if et:
+        tables.append(et)
     pt = paired_table(rep)
     if pt:
         tables.append(pt)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from referee.evaluation.bootstrap import BootstrapSpec, bootstrap_rates
 from referee.evaluation.dataset import Coverage, Tally
+from referee.evaluation.equal_load import GATE, at_equal_load, difference_interval, marginals
 from referee.evaluation.metrics import RATE_METRICS, Confusion, counts, rates
 from referee.evaluation.signtest import sign_test
 
@@ -54,6 +55,29 @@ class Paired(_Model):
     p_positives: float | None = Field(description="two-sided sign test over discordant positives")
 
 
+class EqualLoad(_Model):
+    """One method against claim-gate-only run at the method's own inspection load (equal_load.py); None = n/a."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
+
+    method: str
+    load: float | None
+    blocked_recall: float | None
+    gate_blocked_recall_at_load: float | None = Field(
+        description="claim-gate-only inspecting a random share of its success claims at this load: "
+                    "min(1, load * N / S) * its blocked recall")
+    difference: float | None = Field(description="blocked_recall - gate_blocked_recall_at_load; > 0: the method "
+                                                  "blocks more dangerous misreports than the gate at equal load")
+    difference_lo: float | None = Field(default=None, description="percentile bootstrap, method and gate "
+                                                                  "resampled jointly over the same runs")
+    difference_hi: float | None = None
+    yield_: float | None = Field(alias="yield", description="the method's inspection yield")
+    gate_yield: float | None = Field(description="claim-gate-only's expected inspection yield at this load")
+    silent_pass_rate: float | None
+    gate_silent_pass_rate_at_load: float | None
+
+
 class BootstrapInfo(_Model):
     resamples: int
     seed: int
@@ -87,6 +111,8 @@ class EvalReport(_Model):
     overall: list[Scores]
     breakdowns: list[Scores] = Field(default_factory=list)
     paired: list[Paired] = Field(default_factory=list)
+    equal_load: list[EqualLoad] = Field(default_factory=list,
+                                        description="every method against claim-gate-only at the method's load")
     misses: dict[str, int] = Field(default_factory=dict,
                                    description="positives the primary did not flag, by side: claim-side, "
                                                "trace-side (state completed), uncertain (state unknown)")
@@ -113,6 +139,22 @@ def score(method: str, c: Confusion, spec: BootstrapSpec | None, axis: SliceAxis
         iv = ivs.get(name)
         metrics[name] = Metric(value=point[name], lo=iv.lo if iv else None, hi=iv.hi if iv else None)
     return Scores(method=method, axis=axis, slice=slice_, counts=counts(c), metrics=metrics)
+
+
+def equal_load_row(method: str, joint: list[int], spec: BootstrapSpec | None) -> EqualLoad:
+    """One method against claim-gate-only from their 12 joint cells, with an interval when `spec` is given.
+
+    >>> r = equal_load_row("m", [3, 0, 0, 0, 0, 0, 1, 2, 0, 1, 3, 0], None)
+    >>> r.load, r.blocked_recall, round(r.gate_blocked_recall_at_load, 3), r.model_dump()["yield"]
+    (0.5, 0.75, 0.714, 0.6)
+    """
+    e = at_equal_load(*marginals(joint))
+    iv = difference_interval(joint, spec) if spec is not None and e.difference is not None else None
+    return EqualLoad(method=method, load=e.load, blocked_recall=e.blocked_recall,
+                     gate_blocked_recall_at_load=e.gate.blocked_recall, difference=e.difference,
+                     difference_lo=iv.lo if iv else None, difference_hi=iv.hi if iv else None,
+                     yield_=e.inspection_yield, gate_yield=e.gate.inspection_yield,
+                     silent_pass_rate=e.silent_pass_rate, gate_silent_pass_rate_at_load=e.gate.silent_pass_rate)
 
 
 def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", primary: str | None = None,
@@ -143,6 +185,10 @@ def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", 
         paired.append(Paired(primary=a, other=b, positives_primary_only=pa, positives_other_only=pb,
                              negatives_primary_only=na, negatives_other_only=nb, p_positives=sign_test(pa, pb)))
     cov: Coverage = t.coverage
+    notes = cov.notes()
+    equal_load = [equal_load_row(n, t.joint[n], spec) for n in names if n in t.joint]
+    if names and GATE not in names:
+        notes.append(f"no equal-load comparison: {GATE} is not among the methods (add --baseline {GATE})")
     return EvalReport(
         audit=audit, gold=gold, primary=primary,
         bootstrap=BootstrapInfo(resamples=spec.resamples, seed=spec.seed, level=spec.level,
@@ -150,6 +196,7 @@ def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", 
         coverage=CoverageInfo(audit_records=cov.audit_records, gold_labels=cov.gold_labels, evaluated=cov.evaluated,
                               unlabelled=cov.unlabelled, missing=cov.missing, duplicates=cov.duplicates,
                               claim_from_gold=cov.claim_from_gold, claim_from_reader=cov.claim_from_reader),
-        notes=cov.notes(),
+        notes=notes,
         methods=[MethodInfo(name=m.name, kind=m.kind, description=m.description) for m in t.methods],
-        overall=overall, breakdowns=breakdowns, paired=paired, misses=dict(sorted(t.misses.items())))
+        overall=overall, breakdowns=breakdowns, paired=paired, equal_load=equal_load,
+        misses=dict(sorted(t.misses.items())))

@@ -138,6 +138,8 @@ def _strip_intervals(rep: EvalReport) -> EvalReport:
     for s in [*rep.overall, *rep.breakdowns]:
         for m in s.metrics.values():
             m.lo = m.hi = None
+    for e in rep.equal_load:
+        e.difference_lo = e.difference_hi = None
     return rep
 
 
