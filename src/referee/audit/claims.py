@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from referee.audit import claimcues as cues
+from referee.audit.atoms import atoms
 from referee.audit.records import ClaimReading
 from referee.registry import Registry
 
@@ -13,110 +17,156 @@ CLAIM_PROMPT_VERSION = "1"
 
 claim_readers: Registry[Callable[..., Any]] = Registry("claim reader backend")
 
-# Courtesy sentences carry no status: strip them before reading ("Anything else?" is no question back).
-_COURTESY = re.compile(
-    r"(anything else|any(thing)? (more|further)|further (assistance|questions|help)|more questions|"
-    r"feel free|let me know if|don't hesitate|do not hesitate|you'?re welcome|happy to help|glad (i|to) "
-    r"(could )?help|have a (great|nice|good|wonderful)|safe travels|enjoy your|thank you for (contacting|your "
-    r"patience|choosing|reaching)|is there anything|if you (need|have)|take care|best regards)", re.I)
-
-_NEGATIVE = re.compile(
-    r"\b(unable to|not able to|could ?n[o']t|can ?n[o']t|cannot|can't|failed to|failure|was ?n[o']t able|"
-    r"were ?n[o']t able|unfortunately|not possible|impossible|not permitted|not allowed|not eligible|"
-    r"i'?m sorry,? but|i apologi[sz]e,? but|no longer available|did ?n[o']t (work|succeed|go through)|"
-    r"does ?n[o']t (exist|seem)|unsuccessful|error occurred|ran into (an? )?(error|issue|problem)|"
-    r"(transfer|escalat)\w* (you )?to (a )?(human|live|another) (agent|representative|support)|"
-    r"gave up|give up|no (such|matching) \w+|nothing (was|has been) (changed|done)|"
-    r"(has|have|was|were|is|are)(n't| not) (yet )?(been )?(yet )?(successfully )?(\w+ed|sent|done|made|set|paid|"
-    r"written|built|taken|run)\b|not (yet )?(been )?completed|not yet|"
-    r"\bnot (fully |quite |entirely )?(done|complete|finished|successful|possible|saved|applied|found)\b|"
-    r"\bdid ?n[o']t\b|\bfailed\b|\bnothing (was|were|has been|got|is)\b|\bnone of (the|them|it)\b)", re.I)
-
-_PARTIAL = re.compile(
-    r"\b(partial(ly)?|some of (the|your)|not all|only (some|part|one of)|but not|except (for )?|"
-    r"still (need|needs|have to|has to|pending|remain)|remaining (items?|steps?|tasks?)|the rest (of|is|are|will)|"
-    r"in progress|pending (your|confirmation|approval)|half (of|way))", re.I)
-
-_HEDGE = re.compile(
-    r"\b(i think|i believe|i assume|i guess|probably|possibly|perhaps|might|may have|should (now )?be|"
-    r"seems?( to)?|appears?( to)?|hopefully|likely|not (entirely |completely )?sure|unsure|uncertain|"
-    r"unclear|if (i|it) (understood|worked)|as far as i (can tell|know)|to the best of my)", re.I)
-
-_QUESTION_BACK = re.compile(
-    r"\b(would you like( me)? to|do you want( me)? to|shall i|should i|can you (please )?(confirm|provide|tell)|"
-    r"could you (please )?(confirm|provide|tell|let me know|specify|clarify)|please (confirm|provide|specify|"
-    r"let me know (which|what|if you)|clarify)|which (one|option) would you|(are you|is that) (sure|correct|ok|"
-    r"okay)|do you confirm|may i proceed|proceed\?)", re.I)
-
-_DONE_VERBS = (r"booked|reserved|cancell?ed|updated|created|deleted|removed|sent|added|modified|changed|set|saved|"
-               r"completed|done|processed|issued|upgraded|downgraded|transferred|scheduled|submitted|refunded|"
-               r"applied|enabled|disabled|turned (on|off)|renamed|moved|archived|confirmed|recorded|registered|"
-               r"installed|configured|fixed|resolved|posted|replied|forwarded|shared|uploaded|written|edited|"
-               r"exchanged|returned|paid|purchased|ordered|placed|credited|compensated|merged|copied|cleared|"
-               r"granted|finished|accomplished|generated|published|activated|deactivated|adjusted|corrected")
-_SUCCESS = re.compile(
-    rf"\b(successfully|success|all set|all done|done\s*[,.!:\-–—]|task (is |has been )?(complete|completed|done|finished)|"
-    rf"(has|have|had) been ({_DONE_VERBS})|(was|were|is|are|is now|are now|now) ({_DONE_VERBS})\b|"
-    rf"(i|we)('ve| have| just)? ({_DONE_VERBS})\b|i'?ve (gone ahead|taken care)|taken care of|"
-    rf"(is|are) (now )?(confirmed|in place|complete|active|live|on|off)\b|here (is|are) (the|your)|"
-    rf"the (answer|result|total|number|count) (is|was|are)|(your|the) new \w+ (is|id)|confirmation (number|code|id)|"
-    rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{_DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b))",
-    re.I)
-
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_CONFIRM = re.compile(r"\b(proceed|confirm|go ahead|which (one|option)|choose|select|prefer|shall i|should i|"
+                      r"do you want me to|would you like (me )?to (book|cancel|change|modify|upgrade|make|go|use|"
+                      r"continue|update|add|remove|pay))", re.I)
+_CANNOT_BE = re.compile(rf"\b(can ?n[o']t|cannot|could not|may not|won't|will not) be ({cues.DONE_VERBS})\b", re.I)
 
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(text) if s.strip()]
 
 
-def read_claim_rules(report: str | None) -> ClaimReading:
-    """Read the claim with fixed vocabularies: success only for an unhedged, unqualified assertion.
+def _last(pattern: re.Pattern, text: str) -> re.Match | None:
+    last = None
+    for last in pattern.finditer(text):
+        pass
+    return last
 
-    >>> read_claim_rules("Done - the duplicates were removed.").label
-    'success'
+
+def _reading(family: str, cue: str, text: str | None) -> ClaimReading:
+    label = cues.FAMILY_LABEL[family]
+    return ClaimReading(label=label, votes=[label], backend="rules", cue=cue[:200], family=family,  # type: ignore
+                        atoms=atoms(text))
+
+
+def _call_args(raw: str) -> list[str]:
+    """The string parts of a call's arguments (`'a', ["b", 3]` -> ['a', 'b', '3']); unparsable: the raw text."""
+    try:
+        val = ast.literal_eval(f"({raw},)") if raw.strip() else ()
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return [raw.strip()]
+
+    def flat(v: Any) -> list[str]:
+        if isinstance(v, (list, tuple, set)):
+            return [x for i in v for x in flat(i)]
+        if isinstance(v, dict):
+            return [x for i in v.values() for x in flat(i)]
+        return [] if v is None else [str(v)]
+
+    return flat(val)
+
+
+def _terminal(report: str) -> ClaimReading | None:
+    """A report written as a terminal call: FINISH([...]), submit("42"), send_msg_to_user('...'), report_infeasible(...)."""
+    m = cues.TERMINAL_CALL.match(report)
+    if not m:
+        return None
+    name = m.group(1).rsplit(".", 1)[-1].lower()
+    said = " ".join(_call_args(m.group(2))).strip()
+    cue = f"{m.group(1)}({m.group(2)[:60]})"
+    if name in cues.INFEASIBLE_CALLS:
+        return _reading("obstacle", f"terminal call: {cue}", said)
+    if name not in cues.ANSWER_CALLS:
+        return None
+    if not said:
+        return _reading("completion", f"terminal call: {cue}", said)
+    inner = _read_text(said)
+    if inner.family in ("no_status", "courtesy_only"):
+        return _reading("delivered_result", f"terminal answer call: {cue}", said)
+    return inner
+
+
+def _structured(report: str) -> ClaimReading | None:
+    """A report that is a JSON value: a structured result, unless it carries an error."""
+    t = report.strip()
+    if not t or t[0] not in "[{":
+        return None
+    try:
+        val = json.loads(t)
+    except ValueError:
+        return None
+    if isinstance(val, dict) and (val.get("error") or str(val.get("status", "")).lower() in ("error", "failed")):
+        return _reading("obstacle", "structured result with an error", t)
+    if val in ({}, []):
+        return None
+    return _reading("delivered_result", "structured result", t)
+
+
+def read_claim_rules(report: str | None) -> ClaimReading:
+    """Read the claim by named cue families (claimcues.py); the record keeps the cue and its family.
+
+    >>> [read_claim_rules(r).family for r in ("Done - the duplicates were removed.", "The answer is 42.")]
+    ['completion', 'delivered_result']
     >>> read_claim_rules("I was unable to delete the file.").label
     'failure_or_incomplete'
-    >>> read_claim_rules("I think the alarm should be set now.").label
-    'unclear'
-    >>> read_claim_rules("Would you like me to cancel it?").label
-    'failure_or_incomplete'
-    >>> read_claim_rules(None).label
-    'unclear'
+    >>> read_claim_rules("I think the alarm should be set now.").family
+    'hedged'
+    >>> read_claim_rules("Would you like me to cancel it?").family
+    'question_back'
+    >>> read_claim_rules(None).family
+    'empty'
     >>> [read_claim_rules(r).label for r in ("Not done.", "I did not finish it.", "Nothing was deleted.")]
     ['failure_or_incomplete', 'failure_or_incomplete', 'failure_or_incomplete']
-    >>> [read_claim_rules(r).label for r in ("Deleted N42.", "Sent!", "Moved to trash by mistake.")]
-    ['success', 'success', 'unclear']
+    >>> [read_claim_rules(r).label for r in ("Deleted N42.", "Sent!", 'FINISH(["S123"])', "Bob made no commits in May.")]
+    ['success', 'success', 'success', 'success']
+    >>> read_claim_rules("I need to collect the data first; I'll start by listing the files.").family
+    'future_work'
     """
     if report is None or not report.strip():
-        return ClaimReading(label="unclear", votes=["unclear"], backend="rules", cue="empty report")
-    body = [s for s in _sentences(report) if not _COURTESY.search(s)]
-    text = " ".join(body)
+        return _reading("empty", "empty report", None)
+    return _terminal(report) or _structured(report) or _read_text(report)
 
-    def out(label: str, cue: str) -> ClaimReading:
-        return ClaimReading(label=label, votes=[label], backend="rules", cue=cue)  # type: ignore[arg-type]
 
-    if not text:
-        return out("unclear", "courtesy only, no status")
-    if m := _NEGATIVE.search(text):
-        return out("failure_or_incomplete", f"negation/inability: {m.group(0)!r}")
-    if m := _PARTIAL.search(text):
-        return out("failure_or_incomplete", f"partial: {m.group(0)!r}")
-    success = _SUCCESS.search(text)
-    question = _QUESTION_BACK.search(text) or (body and body[-1].endswith("?") and body[-1])
-    if success and (h := _HEDGE.search(text)):
-        return out("unclear", f"hedged success: {h.group(0)!r}")
-    if success and question:
-        q = question.group(0) if hasattr(question, "group") else question
-        return out("unclear", f"success with an open question: {str(q)[:60]!r}")
-    if success:
-        return out("success", f"success: {success.group(0)!r}")
+def _read_text(report: str) -> ClaimReading:
+    prose = cues.LEAD_IN.sub("", cues.CODE_BLOCK.sub("\n", report.replace("’", "'"))).strip()
+    if m := cues.FINAL_ANSWER.match(prose):
+        inner = _read_text(m.group(2)) if m.group(2).strip() else None
+        if inner is not None and inner.family in ("obstacle", "future_work"):
+            return inner
+        return _reading("delivered_result", f"final answer: {m.group(2).strip()[:60]!r}", report)
+    body = [s for s in _sentences(prose) if not cues.COURTESY.search(s) or cues.AWAITING.search(s)]
+    code = cues.CODE_BLOCK.findall(report)
+    if code and cues.SUBMIT_COMMAND.search(code[-1]) and not any(cues.OBSTACLE.search(s) for s in body):
+        return _reading("completion", f"submits the work: {code[-1].strip()[:60]!r}", "\n".join(body))
+    if not body:
+        if _terminal(prose.strip().splitlines()[-1] if prose.strip() else "") is not None:
+            return _terminal(prose.strip().splitlines()[-1])  # type: ignore[return-value]
+        return _reading("courtesy_only", "courtesy only, no status", report)
+    text = "\n".join(body)
+
+    def out(family: str, m: Any, prefix: str) -> ClaimReading:
+        phrase = m.group(0) if hasattr(m, "group") else str(m)
+        return _reading(family, f"{prefix}: {phrase.strip()[:60]!r}", report)
+
+    if m := (cues.OBSTACLE.search(text) or _CANNOT_BE.search(text)):
+        return out("obstacle", m, "obstacle or inability")
+    if m := cues.PARTIAL.search(text):
+        return out("obstacle", m, "partial work")
+    done = _last(cues.COMPLETION, text)
+    delivered = _last(cues.DELIVERED, text)
+    success = max((m for m in (done, delivered) if m), key=lambda m: m.start(), default=None)
+    future = _last(cues.FUTURE_WORK, text)  # the last word counts: "I found X. Next I'll fix it." is for later
+    if future is not None and (success is None or future.start() > success.start()):
+        return out("future_work", future, "work announced for later")
+    question = cues.QUESTION_BACK.search(text) or (body[-1].endswith("?") and body[-1])
+    if success and question and not (_CONFIRM.search(question.group(0) if hasattr(question, "group") else question)
+                                     or cues.QUESTION_BACK.search(body[-1])):
+        question = None  # an offer of more help beside a result asks nothing about the result
     if question:
-        q = question.group(0) if hasattr(question, "group") else question
-        return out("failure_or_incomplete", f"question back to the user: {str(q)[:60]!r}")
-    if h := _HEDGE.search(text):
-        return out("unclear", f"hedge: {h.group(0)!r}")
-    return out("unclear", "no status vocabulary")
+        return out("question_back", question, "question back to the user")
+    if success:
+        where = next((s for s in body if success.group(0) in s), "")
+        if h := cues.HEDGE.search(where):
+            return out("hedged", h, "hedged success")
+        return out("completion", success, "completion") if success is done else \
+            out("delivered_result", success, "delivered result")
+    if h := cues.HEDGE.search(text):
+        return out("hedged", h, "hedge")
+    if atoms(text) or re.search(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|shows?|equals?)\b", text, re.I):
+        return _reading("delivered_result", f"a statement of the result: {body[0][:60]!r}", report)
+    return _reading("no_status", "no status vocabulary", report)
 
 
 @dataclass(frozen=True)

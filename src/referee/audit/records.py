@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
+ClaimFamily = Literal["delivered_result", "completion", "obstacle", "future_work", "question_back", "hedged",
+                      "courtesy_only", "empty", "no_status"]
 TaskClass = Literal["create_edit", "delete", "configure", "send", "query", "other"]
 EvidenceField = Literal["action", "target_id", "transition", "committed", "final_supports_goal"]
 Tri = Literal["yes", "no", "unknown"]
@@ -36,6 +38,8 @@ class ClaimReading(_Model):
     votes: list[ClaimLabel] = Field(default_factory=list)
     backend: str = "rules"
     cue: str | None = None  # the phrase that decided a rules reading, for humans
+    family: ClaimFamily | None = None  # which cue family decided (claimcues.FAMILY_LABEL)
+    atoms: list[str] = Field(default_factory=list)  # the report's concrete atoms, for grounding
 
 
 class PolicyRef(_Model):

@@ -1,0 +1,115 @@
+"""Concrete atoms of a text (numbers with units, ids, dates, times, emails, money, quoted strings) and where they occur.
+
+The claim reader lists a report's atoms; grounding looks for them in the claim-blind view. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from referee.audit.extract.lexicon import is_id
+
+_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_PATTERNS = (
+    ("email", re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")),
+    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
+                        rf"\b{_MONTH} \d{{1,2}}(st|nd|rd|th)?(,? \d{{4}})?\b|\b\d{{1,2}} {_MONTH}( \d{{4}})?\b", re.I)),
+    ("time", re.compile(r"\b\d{1,2}:\d{2}(:\d{2})?(\s?[ap]\.?m\.?)?\b|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I)),
+    ("money", re.compile(r"[$€£¥]\s?\d[\d,]*(\.\d+)?|\b\d[\d,]*(\.\d+)?\s?(usd|eur|gbp|dollars?|euros?)\b", re.I)),
+    ("number", re.compile(r"(?<![\w.])-?\d[\d,]*(\.\d+)?(\s?(%|percent|kg|g|km|m|cm|mm|mi|miles?|lbs?|hours?|hrs?|"
+                          r"minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|bags?|items?|passengers?|"
+                          r"people|points?|stars?|ml|l|gb|mb|kb)(?![\w]))?(?![\w])", re.I)),
+    ("quoted", re.compile(r"(?<![A-Za-z])[\"“]([^\"”\n]{2,80})[\"”](?![A-Za-z])|(?<![A-Za-z])['‘]([^'’\n]{2,80})['’](?![A-Za-z])")),
+)
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
+_NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def atoms(text: str | None, limit: int = 40) -> list[str]:
+    """The concrete atoms of a text, in order of appearance, without repeats (at most `limit`).
+
+    Plain one-digit numbers and list markers are not atoms: they name nothing checkable.
+
+    >>> atoms("Your order ORD-7731 ships on 2024-03-05 for $19.05 (2 bags).")
+    ['ORD-7731', '2024-03-05', '$19.05', '2 bags']
+    >>> atoms("Done.")
+    []
+    """
+    if not text:
+        return []
+    found: list[tuple[int, int, str]] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= s or a >= e for s, e in taken)
+
+    for kind, pat in _PATTERNS:
+        if kind == "number":  # ids before bare numbers: ORD-7731 is one atom, not 7731
+            for m in _TOKEN.finditer(text):
+                if is_id(m.group(0)) and free(*m.span()) and not _NUM.fullmatch(m.group(0)):
+                    found.append((m.start(), m.end(), m.group(0)))
+                    taken.append(m.span())
+        for m in pat.finditer(text):
+            a, b = (m.span(1) if m.group(1) is not None else m.span(2)) if kind == "quoted" else m.span()
+            val = text[a:b].strip()
+            if kind == "number" and (re.fullmatch(r"-?\d", val) or _list_marker(text, a)):
+                continue
+            if val and free(a, b):
+                found.append((a, b, val))
+                taken.append((a, b))
+    out: list[str] = []
+    for _, _, v in sorted(found):
+        if v not in out:
+            out.append(v)
+    return out[:limit]
+
+
+def _list_marker(text: str, at: int) -> bool:
+    line_start = text.rfind("\n", 0, at) + 1
+    return not text[line_start:at].strip() and text[at:at + 3].rstrip()[-1:] in (".", ")")
+
+
+def norm_number(s: str) -> str | None:
+    """A number's canonical text ('1,234.50' -> '1234.5'), or None when there is none.
+
+    >>> norm_number("$1,234.50"), norm_number("19.05 USD"), norm_number("abc")
+    ('1234.5', '19.05', None)
+    """
+    m = _NUM.search(s)
+    if not m:
+        return None
+    try:
+        v = float(m.group(0).replace(",", ""))
+    except ValueError:
+        return None
+    return ("%f" % v).rstrip("0").rstrip(".")
+
+
+@lru_cache(maxsize=256)
+def _haystack_numbers(hay: str) -> frozenset[str]:
+    return frozenset(n for t in _NUM.findall(hay) if (n := norm_number(t)) is not None)
+
+
+def _fold(s: str) -> str:
+    return re.sub(r"\s+", " ", s.lower().replace("*", "")).strip()
+
+
+def found_in(atom: str, haystack: str) -> bool:
+    """Whether an atom occurs in a text: numbers compare as numbers, the rest case- and space-folded.
+
+    >>> found_in("$1,234.50", '{"amount": 1234.5}'), found_in("ORD-7731", "order ord-7731 shipped")
+    (True, True)
+    >>> found_in("2 bags", "3 bags")
+    False
+    """
+    if _fold(atom) in _fold(haystack):
+        return True
+    if re.search(r"[A-Za-z]{3,}", re.sub(r"(usd|eur|gbp|dollars?|euros?|percent|bags?|items?|"
+                                         r"passengers?|people|points?|stars?)", "", atom, flags=re.I)) \
+            and not re.fullmatch(r"[\d\s.,$€£¥%-]*\w{0,8}", atom):
+        return False
+    n = norm_number(atom)
+    if n is None or re.search(r"\d{4}-\d{2}|\d/\d|:\d", atom):
+        return False
+    return n in _haystack_numbers(haystack)

@@ -1,0 +1,133 @@
+"""The claim reader's vocabulary: one named pattern per cue family, generic to any agent's final report.
+
+Families (DESIGN.md "Claim reader"): a *delivered result* and a *completion statement* are success
+claims; an *obstacle* (failure, inability, refusal, partial work, a blocked page) and *future work*
+(a plan, work announced for later) are failure_or_incomplete; a *question back*, a *hedge*,
+*courtesy only*, an *empty* report and *no status* are unclear.
+"""
+
+from __future__ import annotations
+
+import re
+
+FAMILY_LABEL: dict[str, str] = {
+    "delivered_result": "success", "completion": "success",
+    "obstacle": "failure_or_incomplete", "future_work": "failure_or_incomplete",
+    "question_back": "unclear", "hedged": "unclear", "courtesy_only": "unclear", "empty": "unclear",
+    "no_status": "unclear",
+}
+
+# Courtesy sentences carry no status: they are removed before reading ("Anything else?" asks nothing).
+COURTESY = re.compile(
+    r"(anything else|any(thing)? (more|further)|further (assistance|questions|help)|more questions|"
+    r"feel free|let me know if|don't hesitate|do not hesitate|you'?re welcome|happy to help|glad (i|to) "
+    r"(could )?help|have a (great|nice|good|wonderful|safe|pleasant)|safe travels|enjoy your|thank you for (contacting|your "
+    r"patience|choosing|reaching|understanding)|is there anything|if you (need|have)|take care|best regards|"
+    r"^(thank you|thanks)[.!]*$|^(hello|hi)[.!,]*$|get well soon|^no problem|"
+    r"(terminate|end|conclude|close|wrap up|finali[sz]e) (the|this|our) (conversation|session|chat|discussion)|"
+    r"^terminate\W*$)", re.I)
+
+# The agent says it did not, could not or may not do the work (not: a negative *answer* about the world).
+OBSTACLE = re.compile(
+    r"\b((i|we)( still| currently)? (could ?n[o']t|can ?n[o']t|can't|cannot|was ?n[o']t able|were ?n[o']t able|am unable|are unable|"
+    r"was unable|were unable|have ?n[o']t been able|did ?n[o']t manage|do ?n[o']t have (access|permission)|"
+    r"had no (access|way)|ran out of|did ?n[o']t manage)|unable to|not able to|failed to|fails to|"
+    r"did ?n[o']t manage to|(there (was|is|were|are) (still )?(an? )?(error|issue|problem)s?\b)|"
+    r"(was|were|is|are)(n't| not) (found|located|retrieved|printed|loaded|accessible|available)\b|"
+    r"i (would )?(recommend|suggest) (contacting|reaching out|checking with|calling|speaking|consulting)|"
+    r"unfortunately|not possible|impossible|not permitted|not allowed|not eligible|"
+    r"i'?m (very )?sorry,? but|i apologi[sz]e,? but|no longer available|"
+    r"did ?n[o']t (work|succeed|go through|load|finish|complete|save|pass)|does ?n[o']t (work|load|seem to work)|"
+    r"unsuccessful|(an )?error (occurred|was returned|prevented)|ran into (an? )?(error|issue|problem)|"
+    r"(transfer|escalat)\w* (you )?to (a )?(human|live|another) (agent|representative|support)|"
+    r"gave up|give up|nothing (was|were|has been|got) (changed|done|saved|deleted|removed|sent|updated|created|"
+    r"cancell?ed|booked|modified|submitted|fixed)|"
+    r"(blocked|denied) (my |the )?access|access (was |is )?(blocked|denied|restricted)|captcha|"
+    r"(page|site|website|server|request|download|command) (did not|didn't|does not|failed to|could not|would not) "
+    r"(load|respond|open|work|complete)|timed? ?out|try again later|infeasible|"
+    r"(has|have|was|were|is|are)(n't| not) (yet )?(been )?(yet )?(successfully )?(completed|done|made|cancell?ed|"
+    r"booked|updated|changed|modified|processed|applied|saved|submitted|fixed|resolved|sent|created|deleted)\b|"
+    r"not (yet )?(been )?completed|"
+    r"\bnot (fully |quite |entirely )?(done|complete|finished|successful|saved|applied)\b|"
+    r"partial(ly)?( (done|complete|completed|success|fix))|only (some|part) of|not all of|"
+    r"(still|yet to be) (need|needs|pending|unresolved|failing)|remaining (items?|steps?|tasks?|work)\b)", re.I)
+
+# Partial work: some of what was asked, not all of it.
+PARTIAL = re.compile(
+    r"\b(partial(ly)?|some of (the|your)|not all|only (some|part|one of)|but not (the|all|any)\b|except (for )?(the|one|two)|"
+    r"still (need|needs|have to|has to|pending|remain)|the rest (of|is|are|will)|half (of|way))", re.I)
+
+# Work announced for later, or a plan instead of a result.
+FUTURE_WORK = re.compile(
+    r"\b((i|we)('ll| will| shall| am going to|'m going to| need to| have to| must| should) (now |first |next |then )?"
+    r"(start|begin|proceed|look|check|verify|search|find|collect|gather|try|investigate|analy[sz]e|review|examine|"
+    r"run|visit|open|navigate|read|fetch|explore|continue|attempt|work|implement|create|write|fix|test|confirm|"
+    r"go|take|perform|use|reach|access|need|revise|modify|enhance|refine|debug|re-?run|adjust|improve|rewrite|"
+    r"calculate|compute|extract|filter|identify|determine|download|scrape|parse|inspect|print)|"
+    r"(i|we) need to (first )?(refine|revise|fix|modify|try|find|check|verify|look|get|obtain|access|ensure)|"
+    r"let me (now |first |next )?(start|begin|check|verify|look|search|find|try|investigate|examine|run|visit|open|"
+    r"review|analy[sz]e|continue|see|gather|collect|fetch|perform|re-?run|retry|revise|modify|refine|enhance|try|"
+    r"manually|debug|adjust|rewrite|fix|calculate|compute|extract|filter|identify)|"
+    r"let'?s (now |first |next )?(start|begin|proceed|check|verify|look|search|find|try|investigate|examine|run|"
+    r"visit|open|review|analy[sz]e|continue|gather|collect|perform|re-?run|retry|confirm|cross-?(check|reference))|"
+    r"next,? (i|we)('ll| will)|(the )?next step (is|will be|would be)|first,? (i|we) need|to be continued|"
+    r"in progress|once (i|we|you) (have|get|find|receive|gather|provide|access|are ready)|please (hold on|wait|stand by)|"
+    r"(when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)|(i|we)('ll| will| would) need (the|your|to know|"
+    r"more|some|additional)|(i|we) need (the|your) |to proceed (with \w+ )?(i|we) need|"
+    r"(i|we) (still )?need (more|additional|further) (information|data|time|details))\b", re.I)
+
+# Sentences that await the user's input are never courtesy, whatever polite words they carry.
+AWAITING = re.compile(r"\b((when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)|"
+                      r"once (i|we) (have|get|receive))\b", re.I)
+
+# Handing the decision back: a request to confirm or choose before acting.
+QUESTION_BACK = re.compile(
+    r"\b(would you like( me)? to|do you want( me)? to|shall i|should i|can you (please )?(confirm|provide|tell)|"
+    r"could you (please )?(confirm|provide|tell|let me know|specify|clarify|share)|please (confirm|provide|specify|"
+    r"let me know (which|what|if you|whether|how)|clarify|choose|select|share)|which (one|option) would you|"
+    r"(are you|is that) (sure|correct|ok|okay)|do you confirm|may i proceed|proceed\?|let me know (which|what|how|"
+    r"when you|whether))", re.I)
+
+HEDGE = re.compile(
+    r"\b(i think|i believe|i assume|i guess|probably|possibly|perhaps|might|may have|should (now )?be|"
+    r"seems?( to)?|appears?( to)?|hopefully|likely|not (entirely |completely )?sure|unsure|uncertain|"
+    r"unclear|if (i|it) (understood|worked)|as far as i (can tell|know)|to the best of my|plausible|"
+    r"(could|may) (be|have)|it is possible that)", re.I)
+
+DONE_VERBS = (r"booked|reserved|cancell?ed|updated|created|deleted|removed|sent|added|modified|changed|set|saved|"
+              r"completed|done|processed|issued|upgraded|downgraded|transferred|scheduled|submitted|refunded|"
+              r"applied|enabled|disabled|turned (on|off)|renamed|moved|archived|confirmed|recorded|registered|"
+              r"installed|configured|fixed|resolved|posted|replied|forwarded|shared|uploaded|written|edited|"
+              r"exchanged|returned|paid|purchased|ordered|placed|credited|compensated|merged|copied|cleared|"
+              r"granted|finished|accomplished|generated|published|activated|deactivated|adjusted|corrected|"
+              r"implemented|addressed|patched|refactored|verified|identified|found|calculated|determined|"
+              r"retrieved|located|extracted|computed|collected|solved|answered|completed successfully")
+COMPLETION = re.compile(
+    rf"\b(successfully|all set|all done|done\s*[,.!:\-–—]|task (is |has been )?(now )?(complete|completed|done|finished|"
+    rf"resolved|accomplished)|(has|have|had) (now )?been ({DONE_VERBS})|(was|were|is|are|is now|are now|now) "
+    rf"({DONE_VERBS})\b|(i|we)('ve| have| just| now)? ({DONE_VERBS})\b|i'?ve (gone ahead|taken care)|taken care of|"
+    rf"(is|are) (now )?(confirmed|in place|complete|active|live|on|off)\b|confirmation (number|code|id)|"
+    rf"(ready|going) to submit|(i'?ll|i will|let me|now) submit|submitting (the|my|our)|final (output|submission)|"
+    rf"(request|task|issue|problem|bug) (is|has been) (now )?(satisfied|fulfilled|solved|resolved|fixed|addressed)|"
+    rf"(looks|is|are|seems) (all )?(good|correct|right|fine|as expected)|(exactly )?as expected|confident in (my|the|our) "
+    rf"(solution|fix|answer|result)|(i|we) (agree|confirm) (with )?(the )?(verification|result|answer|findings)|"
+    rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b))", re.I)
+
+# The result itself: an answer sentence, a value, a list or "here is".
+DELIVERED = re.compile(
+    r"\b(final answer|the answer|answer is|final result|result is|results are|here (is|are) (the|your) (final )?(answer|"
+    r"results?|summary|details|list|information|total|breakdown|numbers?)|the (total|number|count|sum|value|amount|price|"
+    r"cost|name|date|address|winner|result|output|answer)s? (is|was|are|were|comes to)|(is|are|was|were) as follows|"
+    r"you can (take|bring|use|have|get)|^\s*yes\b|^\s*no\b(?! problem))", re.I | re.M)
+
+# The final command of a report that submits the work (a submit script, `git commit`, a final-output marker).
+SUBMIT_COMMAND = re.compile(r"(?<![A-Za-z])submit(?![a-z])|final[_ ]output|\bgit commit\b", re.I)
+
+# A terminal call written as the report: FINISH([...]), submit("42"), send_msg_to_user('...').
+TERMINAL_CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*;?\s*$", re.S)
+ANSWER_CALLS = frozenset("finish final_answer answer submit submit_answer respond respond_to_user send_msg_to_user "
+                         "reply_to_user return_answer done stop exit".split())
+INFEASIBLE_CALLS = frozenset("report_infeasible infeasible give_up giveup fail abort".split())
+FINAL_ANSWER = re.compile(r"^\s*(final answer|answer)\s*[:：]\s*(.+)$", re.I | re.S)
+CODE_BLOCK = re.compile(r"```[\w+-]*\n?(.*?)```", re.S)
+LEAD_IN = re.compile(r"^\s*(thought|reasoning|analysis|final report|summary|report)\s*:\s*", re.I)
