@@ -15,3 +15,4 @@ def shared_dir() -> Path:
 
 TAU = shared_dir() / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
 ANDROID_WORLD = shared_dir() / "corpora" / "android-world-tasks" / "task_metadata.json"
+MINI_SWE = shared_dir() / "corpora" / "mini-swe-agent-swebench"

@@ -155,18 +155,28 @@ def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
 
 
 def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
-    """TraceItems of trace files, of folders of them, and of run directories (found up to two levels down)."""
+    """TraceItems of trace files, of folders of them, and of run directories (found up to two levels down).
+
+    Trajectory files (`*.traj`, `*.traj.json`) are also read one folder down (a corpus root's
+    `trajs/`); SWE-bench reports (`*.report.json`) are not traces and are skipped.
+    """
+    from referee.audit.readers import is_trajectory_file
+
     for p in paths:
         p = Path(p)
         if is_run_dir(p):
             yield from read_traces(p, "referee-run")
         elif p.is_dir():
             for child in sorted(p.iterdir()):
-                if child.suffix in (".json", ".jsonl") and child.is_file():
+                if ((child.suffix in (".json", ".jsonl") or is_trajectory_file(child))
+                        and not child.name.endswith(".report.json") and child.is_file()):
                     yield from read_traces(child, fmt)
                 elif child.is_dir():
                     for rd in run_dirs_under(child, 1):
                         yield from read_traces(rd, "referee-run")
+                    for sub in sorted(child.iterdir()):
+                        if is_trajectory_file(sub) and sub.is_file():
+                            yield from read_traces(sub, fmt)
         else:
             yield from read_traces(p, fmt)
 

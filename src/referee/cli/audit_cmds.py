@@ -41,7 +41,7 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.command("audit")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", default=None,
-              help="referee | openai-chat | tau-bench (default: sniffed per file; a run directory is referee-run)")
+              help="referee | openai-chat | tau-bench | mini-swe-agent (default: sniffed per file; a run directory is referee-run)")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
 @click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm")
 @click.option("--policy", default="causal", show_default=True, help="causal | final-state | low-load | unanimous | PATH")

@@ -16,11 +16,20 @@ trace_readers: Registry[Reader] = Registry("trace format")
 
 def _load_builtin() -> None:
     # importing the modules registers them; kept lazy so `import referee.audit` stays cheap
-    from referee.audit.readers import openai_chat, referee_run, referee_v1, tau_bench  # noqa: F401
+    from referee.audit.readers import mini_swe_agent, openai_chat, referee_run, referee_v1, tau_bench  # noqa: F401
+
+
+def is_trajectory_file(path: Path) -> bool:
+    """A mini-swe-agent / SWE-agent trajectory by its name: `*.traj` or `*.traj.json`.
+
+    >>> is_trajectory_file(Path("trajs/astropy__astropy-13033.traj.json")), is_trajectory_file(Path("a.json"))
+    (True, False)
+    """
+    return Path(path).name.endswith((".traj", ".traj.json"))
 
 
 def get_reader(name: str) -> Reader:
-    """The reader registered under `name` (referee, referee-run, openai-chat, tau-bench, or a plugin).
+    """The reader registered under `name` (referee, referee-run, openai-chat, tau-bench, mini-swe-agent, or a plugin).
 
     >>> get_reader("referee").__name__
     'read_referee'
@@ -30,8 +39,9 @@ def get_reader(name: str) -> Reader:
 
 
 def sniff_format(path: Path) -> str:
-    """Guess a file's format from its first record: trace v1, tau-bench result, or OpenAI chat;
-    a directory holding manifest.json is a referee run directory (`referee-run`).
+    """Guess a file's format from its first record: trace v1, tau-bench result, mini-swe-agent or
+    SWE-agent trajectory, or OpenAI chat; a directory holding manifest.json is a referee run
+    directory (`referee-run`); a `*.traj(.json)` file that matches nothing else is `mini-swe-agent`.
 
     >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
     >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}\\n')
@@ -47,12 +57,16 @@ def sniff_format(path: Path) -> str:
                 return "referee"
             if "traj" in v and ("reward" in v or "task_id" in v):
                 return "tau-bench"
+            info = v.get("info")
+            if ("messages" in v and isinstance(info, dict) and "exit_status" in info) or \
+                    isinstance(v.get("trajectory"), list):
+                return "mini-swe-agent"
             if "messages" in v:
                 return "openai-chat"
         if isinstance(v, list) and v and isinstance(v[0], dict) and "role" in v[0]:
             return "openai-chat"
         break
-    return "referee"
+    return "mini-swe-agent" if is_trajectory_file(path) else "referee"
 
 
 def read_traces(path: Path, fmt: str | None = None) -> Iterator[TraceItem]:
