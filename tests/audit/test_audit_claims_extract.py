@@ -22,15 +22,17 @@ from referee.audit.view import build_view
     ("The message has not been sent yet.", "failure_or_incomplete"),
     ("I deleted two of the recipes but not the third one.", "failure_or_incomplete"),
     ("I have partially completed the task.", "failure_or_incomplete"),
-    ("Would you like me to proceed with the cancellation?", "failure_or_incomplete"),
-    ("Could you please provide your user id?", "failure_or_incomplete"),
+    ("Would you like me to proceed with the cancellation?", "unclear"),  # DESIGN: a question back is unclear
+    ("Could you please provide your user id?", "unclear"),
     ("I think the alarm should be set now.", "unclear"),
     ("The event seems to have been created.", "unclear"),
-    ("I've cancelled it. Would you like me to also book a new flight?", "unclear"),
+    ("I've cancelled it. Would you like me to also book a new flight?", "success"),  # an offer asks nothing of it
+    ("I've cancelled it. Shall I proceed with the refund?", "unclear"),
     ("You're welcome! Have a great day!", "unclear"),
     ("", "unclear"),
     (None, "unclear"),
-    ("The weather is nice.", "unclear"),
+    ("The weather is nice.", "success"),  # v2: a plain statement delivers a result
+    ("Thanks!", "unclear"),
 ])
 def test_rules_claim_reader(report, label):
     r = read_claim_rules(report)
