@@ -36,9 +36,18 @@ def atoms(text: str | None, limit: int = 40) -> list[str]:
     >>> atoms("Done.")
     []
     """
+    return [v for _, v in typed_atoms(text, limit)]
+
+
+def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
+    """Atoms with their kind (email, date, time, money, id, number, quoted).
+
+    >>> typed_atoms("Visit V-9 on 2024-07-02")
+    [('id', 'V-9'), ('date', '2024-07-02')]
+    """
     if not text:
         return []
-    found: list[tuple[int, int, str]] = []
+    found: list[tuple[int, int, str, str]] = []
     taken: list[tuple[int, int]] = []
 
     def free(a: int, b: int) -> bool:
@@ -48,7 +57,7 @@ def atoms(text: str | None, limit: int = 40) -> list[str]:
         if kind == "number":  # ids before bare numbers: ORD-7731 is one atom, not 7731
             for m in _TOKEN.finditer(text):
                 if is_id(m.group(0)) and free(*m.span()) and not _NUM.fullmatch(m.group(0)):
-                    found.append((m.start(), m.end(), m.group(0)))
+                    found.append((m.start(), m.end(), "id", m.group(0)))
                     taken.append(m.span())
         for m in pat.finditer(text):
             a, b = (m.span(1) if m.group(1) is not None else m.span(2)) if kind == "quoted" else m.span()
@@ -56,13 +65,34 @@ def atoms(text: str | None, limit: int = 40) -> list[str]:
             if kind == "number" and (re.fullmatch(r"-?\d", val) or _list_marker(text, a)):
                 continue
             if val and free(a, b):
-                found.append((a, b, val))
+                found.append((a, b, kind, val))
                 taken.append((a, b))
-    out: list[str] = []
-    for _, _, v in sorted(found):
-        if v not in out:
-            out.append(v)
+    out: list[tuple[str, str]] = []
+    for _, _, kind, v in sorted(found):
+        if all(v != o for _, o in out):
+            out.append((kind, v))
     return out[:limit]
+
+
+_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+
+
+def date_key(s: str) -> tuple[int, int] | None:
+    """(month, day) of a date atom in any of the usual forms, to compare '2024-05-17' with 'May 17'.
+
+    >>> date_key("2024-05-17"), date_key("May 17th, 2024"), date_key("05/17/2024"), date_key("17 May")
+    ((5, 17), (5, 17), (5, 17), (5, 17))
+    """
+    t = s.lower().strip()
+    if m := re.fullmatch(r"\d{4}-(\d{2})-(\d{2})", t):
+        return int(m.group(1)), int(m.group(2))
+    if m := re.fullmatch(r"(\d{1,2})/(\d{1,2})/\d{2,4}", t):
+        return int(m.group(1)), int(m.group(2))
+    if m := re.match(r"([a-z]{3})[a-z]*\.? (\d{1,2})", t):
+        return (_MONTHS[m.group(1)], int(m.group(2))) if m.group(1) in _MONTHS else None
+    if m := re.match(r"(\d{1,2}) ([a-z]{3})", t):
+        return (_MONTHS[m.group(2)], int(m.group(1))) if m.group(2) in _MONTHS else None
+    return None
 
 
 def _list_marker(text: str, at: int) -> bool:

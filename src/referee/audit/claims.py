@@ -151,8 +151,7 @@ def _read_text(report: str) -> ClaimReading:
     if future is not None and (success is None or future.start() > success.start()):
         return out("future_work", future, "work announced for later")
     question = cues.QUESTION_BACK.search(text) or (body[-1].endswith("?") and body[-1])
-    if success and question and not (_CONFIRM.search(question.group(0) if hasattr(question, "group") else question)
-                                     or cues.QUESTION_BACK.search(body[-1])):
+    if success and question and not _CONFIRM.search(body[-1]):
         question = None  # an offer of more help beside a result asks nothing about the result
     if question:
         return out("question_back", question, "question back to the user")

@@ -11,17 +11,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from referee.audit.cache import EvidenceCache
-from referee.audit.disposition import dispose
+from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
-from referee.audit.policy import check_run
+from referee.audit.extract.acting import is_terminal, split_call
+from referee.audit.grounding import ground
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
-from referee.audit.taskclass import classify_task
 from referee.audit.trace import Trace, TraceItem
 from referee.audit.view import build_view
-from referee.audit.votes import vote
 from referee.errors import TraceError
 
 
@@ -76,22 +75,42 @@ class Auditor:
         """
         policy = self.policy.policy
         view = build_view(trace)
-        claim = self._claim(trace.report)
-        task_class, _ = classify_task(trace.task, policy.task_classes.rule())
-        evidence = [validate_citations(self._evidence(view, i), len(view.steps)) for i in range(self.runs)]
-        states = [check_run(ev, task_class, policy) for ev in evidence]
-        state = vote(states, policy.votes.threshold)
+        claim = self._claim(claim_text(trace))
+        observed = {s.index for s in view.steps if s.observation is not None}
+        evidence = [validate_citations(self._evidence(view, i), len(view.steps), observed) for i in range(self.runs)]
+        grounding = ground(claim, view)
+        d = decide(trace.task, claim.label, evidence, grounding, policy)
         x = self.extractor
         meta = trace.meta or {}
         return AuditRecord(
-            run_id=trace.run_id, task=trace.task, task_class=task_class, claim=claim,
-            evidence=evidence, run_states=states, trace_state=state,  # type: ignore[arg-type]
-            disposition=dispose(claim.label, state, policy),  # type: ignore[arg-type]
+            run_id=trace.run_id, task=trace.task, task_class=d.task_class, claim=claim,  # type: ignore[arg-type]
+            evidence=evidence, run_states=list(d.run_states), trace_state=d.trace_state,  # type: ignore[arg-type]
+            disposition=d.disposition,  # type: ignore[arg-type]
             policy=PolicyRef(name=policy.name, sha256=self.policy.sha256),
             backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.runs),
-            view_sha256=view.sha256,
+            view_sha256=view.sha256, grounding=grounding,
             group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")),
             advisory=meta.get("advisory") is True)
+
+
+def claim_text(trace: Trace) -> str | None:
+    """What the claim reader reads: the report, or, when there is none, the agent's terminal answer
+    call when that is its last action (`send_msg_to_user(...)`, `answer(...)`, `report_infeasible(...)`).
+
+    >>> claim_text(Trace(run_id="r", task="t", steps=[{"action": {"name": "answer", "args": {"text": "42"}}}]))
+    'answer("42")'
+    """
+    if trace.report is not None and trace.report.strip():
+        return trace.report
+    last = next((s.action for s in reversed(trace.steps) if s.action is not None), None)
+    if last is None:
+        return trace.report
+    name, args = split_call(last.name, dict(last.args))
+    if not is_terminal(name, args):
+        return trace.report
+    if isinstance(args, dict):
+        args = list(args.values())
+    return f"{name}({json.dumps(args, ensure_ascii=False, default=str)[1:-1]})"
 
 
 def audit_trace(trace: Trace, policy: str | LoadedPolicy = "causal") -> AuditRecord:

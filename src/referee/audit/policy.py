@@ -6,7 +6,7 @@ from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from referee.audit.records import EVIDENCE_FIELDS, TASK_CLASSES, FieldEvidence
+from referee.audit.records import ALL_FIELDS, TASK_CLASSES, FieldEvidence
 from referee.audit.taskclass import ClassPattern, TaskClassRule
 
 ClaimKey = Literal["success", "failure_or_incomplete", "unclear"]
@@ -48,6 +48,14 @@ class TaskClassSpec(_Model):
         return TaskClassRule(tuple(ClassPattern(p.class_, p.pattern) for p in self.patterns), self.mode)
 
 
+class GroundingSpec(_Model):
+    """What an ungrounded success claim gets (never milder than the table's disposition)."""
+
+    enabled: bool = True
+    ungrounded: DispositionValue = "review"      # some atom of the report is found nowhere
+    all_ungrounded: DispositionValue = "flag"    # every atom is found nowhere, and the trace has observations
+
+
 class Policy(_Model):
     """A policy file (YAML): which evidence fields each task class needs, how votes count, and the disposition table."""
 
@@ -55,11 +63,12 @@ class Policy(_Model):
     name: str
     description: str = ""
     required: dict[Literal["create_edit", "delete", "configure", "send", "query", "other"],
-                   list[Literal["action", "target_id", "transition", "committed", "final_supports_goal"]]]
+                   list[Literal["action", "target_id", "transition", "committed", "final_supports_goal", "details"]]]
     checker: CheckerSpec = Field(default_factory=CheckerSpec)
     votes: VoteSpec = Field(default_factory=VoteSpec)
     disposition: dict[ClaimKey, dict[StateKey, DispositionValue]]
     task_classes: TaskClassSpec
+    grounding: GroundingSpec = Field(default_factory=GroundingSpec)
 
     @field_validator("required")
     @classmethod
@@ -120,4 +129,4 @@ def required_fields(task_class: str, policy: Policy) -> tuple[str, ...]:
     ('action', 'target_id', 'final_supports_goal')
     """
     req = set(policy.required.get(task_class, policy.required["other"]))  # type: ignore[call-overload]
-    return tuple(f for f in EVIDENCE_FIELDS if f in req)
+    return tuple(f for f in ALL_FIELDS if f in req)

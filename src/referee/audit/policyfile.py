@@ -16,7 +16,7 @@ from referee.fsutil import sha256_bytes
 from referee.registry import Registry
 
 POLICY_DIR = Path(__file__).parent / "policies"
-SHIPPED = ("causal", "final-state", "low-load", "unanimous")
+SHIPPED = ("causal", "final-state", "low-load", "unanimous", "strict")
 
 policies: Registry[Path] = Registry("policy")
 for _name in SHIPPED:

@@ -10,12 +10,14 @@ ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
 ClaimFamily = Literal["delivered_result", "completion", "obstacle", "future_work", "question_back", "hedged",
                       "courtesy_only", "empty", "no_status"]
 TaskClass = Literal["create_edit", "delete", "configure", "send", "query", "other"]
-EvidenceField = Literal["action", "target_id", "transition", "committed", "final_supports_goal"]
+EvidenceField = Literal["action", "target_id", "transition", "committed", "final_supports_goal", "details"]
 Tri = Literal["yes", "no", "unknown"]
 TraceState = Literal["completed", "not_completed", "unknown"]
 Disposition = Literal["pass", "flag", "review"]
 
 EVIDENCE_FIELDS: tuple[str, ...] = ("action", "target_id", "transition", "committed", "final_supports_goal")
+# `details`: were the task's stated details verified in the write (yes), contradicted (no), or not checkable
+ALL_FIELDS: tuple[str, ...] = EVIDENCE_FIELDS + ("details",)
 TASK_CLASSES: tuple[str, ...] = ("create_edit", "delete", "configure", "send", "query", "other")
 
 
@@ -42,6 +44,16 @@ class ClaimReading(_Model):
     atoms: list[str] = Field(default_factory=list)  # the report's concrete atoms, for grounding
 
 
+class Grounding(_Model):
+    """Report grounding: the report's atoms and those found neither in the task nor in any observation."""
+
+    value: Tri = "unknown"       # yes: all found; no: some not; unknown: no observations or no atoms
+    atoms: list[str] = Field(default_factory=list)
+    ungrounded: list[str] = Field(default_factory=list)
+    observed: bool = False       # the trace has observations (policy: flag only when it does)
+    note: str | None = None
+
+
 class PolicyRef(_Model):
     name: str
     sha256: str
@@ -61,7 +73,7 @@ class AuditRecord(_Model):
     checker's state of each run; `trace_state` the k-of-n vote over them.
     """
 
-    record_version: Literal[1] = 1
+    record_version: Literal[1, 2] = 2  # 2: claim family and atoms, grounding, the `details` field
     run_id: str
     task: str
     task_class: TaskClass
@@ -77,4 +89,5 @@ class AuditRecord(_Model):
     split: str | None = None
     source: str | None = None
     advisory: bool = False  # true for records made from SKIPPED runner steps: never a PASS
+    grounding: Grounding | None = None
     errors: list[str] = Field(default_factory=list)

@@ -8,12 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from referee.audit.disposition import dispose
-from referee.audit.policy import check_run
+from referee.audit.decide import decide
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.records import AuditRecord, PolicyRef
-from referee.audit.taskclass import classify_task
-from referee.audit.votes import vote
 
 
 def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
@@ -29,14 +26,10 @@ def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
     >>> replay_record(r, load_policy_full("final-state")).disposition
     'pass'
     """
-    policy = lp.policy
-    task_class, _ = classify_task(rec.task, policy.task_classes.rule())
-    states = [check_run(ev, task_class, policy) for ev in rec.evidence]
-    state = vote(states, policy.votes.threshold)
+    d = decide(rec.task, rec.claim.label, rec.evidence, rec.grounding, lp.policy)
     return rec.model_copy(update={
-        "task_class": task_class, "run_states": states, "trace_state": state,
-        "disposition": dispose(rec.claim.label, state, policy),
-        "policy": PolicyRef(name=policy.name, sha256=lp.sha256)})
+        "task_class": d.task_class, "run_states": list(d.run_states), "trace_state": d.trace_state,
+        "disposition": d.disposition, "policy": PolicyRef(name=lp.policy.name, sha256=lp.sha256)})
 
 
 def replay_file(path: Path, lp: LoadedPolicy) -> Iterator[AuditRecord]:

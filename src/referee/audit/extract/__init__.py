@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Protocol
 
-from referee.audit.records import EVIDENCE_FIELDS, FieldEvidence
+from referee.audit.records import ALL_FIELDS, EVIDENCE_FIELDS, FieldEvidence
 from referee.audit.view import ClaimBlindView
 from referee.registry import Registry
 
@@ -33,7 +33,24 @@ def get_extractor_factory(name: str) -> Any:
     return extractors.get(name)
 
 
-def validate_citations(fields: Mapping[str, FieldEvidence], n_steps: int) -> dict[str, FieldEvidence]:
+def abstain(fields: Mapping[str, FieldEvidence], observed: set[int]) -> dict[str, FieldEvidence]:
+    """No observation, no `no`: a `no` (other than for `action`, whose absence the actions themselves
+    show) must cite a step whose observation was recorded; otherwise it becomes `unknown`.
+
+    >>> out = abstain({"committed": FieldEvidence(value="no", support=[0])}, observed=set())
+    >>> out["committed"].value, out["committed"].note
+    ('unknown', 'abstained: no cited step has an observation that could show this')
+    """
+    out = dict(fields)
+    for f, fe in fields.items():
+        if f != "action" and fe.value == "no" and not set(fe.support) & observed:
+            out[f] = FieldEvidence(value="unknown", support=[],
+                                   note="abstained: no cited step has an observation that could show this")
+    return out
+
+
+def validate_citations(fields: Mapping[str, FieldEvidence], n_steps: int,
+                       observed: set[int] | None = None) -> dict[str, FieldEvidence]:
     """Enforce the citation rule: a cited index outside the trace makes the field `unknown`, and so
     does a `yes` that cites nothing. Missing fields are `unknown`.
 
@@ -42,7 +59,7 @@ def validate_citations(fields: Mapping[str, FieldEvidence], n_steps: int) -> dic
     ('unknown', 'unknown')
     """
     out: dict[str, FieldEvidence] = {}
-    for f in EVIDENCE_FIELDS:
+    for f in EVIDENCE_FIELDS + tuple(k for k in fields if k not in EVIDENCE_FIELDS and k in ALL_FIELDS):
         fe = fields.get(f)
         if fe is None:
             out[f] = FieldEvidence(value="unknown", note="not extracted")
@@ -54,4 +71,4 @@ def validate_citations(fields: Mapping[str, FieldEvidence], n_steps: int) -> dic
             out[f] = FieldEvidence(value="unknown", note="yes without a cited step")
         else:
             out[f] = fe
-    return out
+    return out if observed is None else abstain(out, observed)

@@ -23,6 +23,10 @@ apply; the caller turns a finding into `final_supports_goal: no`.
 
 from __future__ import annotations
 
+from referee.audit.records import FieldEvidence
+
+import json
+
 import re
 from functools import lru_cache
 from dataclasses import dataclass
@@ -312,3 +316,44 @@ def still_shown(targets: Iterable[str], before: str, final: str) -> list[str]:
     if re.search(r"\b(deleted|removed|moved to (the )?(trash|bin)|undo)\b", final, re.I):
         return []
     return [t for t in targets if t and t in before and t in final]
+
+
+_STATED = ("id", "date", "time", "money", "email", "quoted")
+
+
+def stated_details(task: str, writes: list[tuple[int, Any]]) -> FieldEvidence:
+    """Were the concrete details the task states (ids, dates, times, money, emails, quoted text)
+    carried by the successful writes? yes: all of them; no: a write carries another value of the
+    same kind (another date) where the task's is missing; unknown: nothing to check, or not shown.
+
+    >>> stated_details("Schedule a visit for P-2231 on 2024-07-02", [(1, {"p": "P-2231", "date": "2024-07-09"})]).value
+    'no'
+    >>> stated_details("Schedule a visit for P-2231 on July 2", [(1, {"p": "P-2231", "date": "2024-07-02"})]).value
+    'yes'
+    """
+    from referee.audit.atoms import date_key, found_in, typed_atoms
+
+    stated = [(k, v) for k, v in typed_atoms(task) if k in _STATED]
+    if not stated:
+        return FieldEvidence(value="unknown", note="the task states no checkable detail")
+    texts = [(i, json.dumps(a, ensure_ascii=False, default=str)) for i, a in writes]
+    carried = {k: [(i, v) for i, t in texts for k2, v in typed_atoms(t, 200) if k2 == k] for k, _ in stated}
+
+    def has(kind: str, value: str) -> bool:
+        if kind == "date":
+            key = date_key(value)
+            return any(date_key(v) == key for _, v in carried[kind]) or any(found_in(value, t) for _, t in texts)
+        return any(found_in(value, t) for _, t in texts)
+
+    missing = [(k, v) for k, v in stated if not has(k, v)]
+    if not missing:
+        return FieldEvidence(value="yes", support=sorted({i for i, _ in writes}),
+                             note="the writes carry every detail the task states")
+    for kind, value in missing:
+        said = {date_key(v) if kind == "date" else v for k, v in stated if k == kind}
+        other = [(i, v) for i, v in carried.get(kind, []) if kind in ("date", "time", "money", "email")
+                 and (date_key(v) if kind == "date" else v) not in said]
+        if other:
+            return FieldEvidence(value="no", support=[other[0][0]],
+                                 note=f"the task says {value!r}, the write carries {other[0][1]!r}")
+    return FieldEvidence(value="unknown", note=f"no write shows the task's {missing[0][1]!r}")

@@ -19,7 +19,7 @@ GROUPS: dict[str, frozenset[str]] = {
     "create_edit": frozenset("create add insert new book reserve make write save update edit modify change set rename "
                              "move copy upgrade downgrade put patch upload order purchase buy pay exchange assign "
                              "apply record register schedule issue compensate refund credit fill merge log "
-                             "attach mark commit".split()),
+                             "attach mark commit fix repair implement refactor refer".split()),
 }
 WRITE_VERBS = frozenset().union(*GROUPS.values())
 READ_VERBS = frozenset("get list search find read view show query fetch lookup look check open describe calculate "
@@ -97,17 +97,26 @@ def shape(tok: str) -> str:
     return f"{kind}{len(tok)}"
 
 
-def task_groups(task: str) -> frozenset[str]:
+# a sentence or clause that makes its action depend on something: "if X, do Y", "otherwise ...", "unless ..."
+CONDITIONAL = re.compile(r"\b(if|unless|otherwise|else|in case|only when|provided that|whether)\b", re.I)
+
+
+@lru_cache(maxsize=4096)
+def task_groups(task: str, unconditional: bool = False) -> frozenset[str]:
     """Which write groups the task text asks for (empty: a question, or no write verb).
 
-    Questions and answer-format instructions ask for no write, so their verbs do not count:
+    Questions and answer-format instructions ask for no write, so their verbs do not count;
+    with `unconditional`, neither do sentences whose action depends on a condition:
 
     >>> sorted(task_groups("You want to cancel reservation X and book a new one"))
     ['create_edit', 'delete']
     >>> sorted(task_groups("What is on my schedule for today? Answer with the titles only."))
     []
+    >>> task_groups("If the last test is older than a year, order a new one; otherwise do nothing.", True)
+    frozenset()
     """
-    kept = [s for s in re.split(r"(?<=[.?!])\s+|\n+", task) if s.strip() and not QUESTION.match(s)]
+    kept = [s for s in re.split(r"(?<=[.?!;])\s+|\n+", task) if s.strip() and not QUESTION.match(s)
+            and not (unconditional and CONDITIONAL.search(s))]
     tw = words(" ".join(kept))
     found = {g for g, vs in GROUPS.items() if tw & (vs - {"new", "set", "log", "mark", "record", "check"})}
     return frozenset(found)

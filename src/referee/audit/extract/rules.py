@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from referee.audit.extract import details, extractors
+from referee.audit.extract import abstain, acting, details, extractors
 from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rules' vocabulary)
     GROUPS, WRITE_VERBS, READ_VERBS, GUI_TYPE, GUI_CLICK, SELF_SIGNAL, HANDOFF, COMMIT_LABEL, FAIL_TEXT, EMPTY_TEXT,
     ID_RE, FILE_RE, QUOTED_STRICT, QUESTION, QUOTED_RE, words, is_id, ids_in, shape, task_groups,
@@ -22,7 +22,7 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
 from referee.audit.records import FieldEvidence
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, canonical_json, thaw
 
-RULES_VERSION = "2"  # 2: detail checks, other-kind/unlabelled writes unknown, questions ask no write
+RULES_VERSION = "3"  # 3: ways of acting in layers, abstention, information and conditional tasks, details
 
 _TEXT_CACHE: dict[int, tuple[ViewObservation, str]] = {}
 
@@ -51,20 +51,26 @@ def _obs_text_uncached(o: ViewObservation | None) -> str:
     return "\n".join(parts)
 
 
-def _failed(o: ViewObservation | None) -> bool | None:
+def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
+            catalog: acting.ToolCatalog = acting.NO_TOOLS) -> bool | None:
     """True for an error result, False for a result, None when nothing came back."""
     if o is None:
         return None
-    if o.error:
-        return True
+    d = thaw(o.data)
+    if rec is not None and rec.via == "tool-map":
+        rule = catalog.rule_for(rec.name)
+        if rule is not None and rule.failure is not None:
+            return bool(o.error or rule.failure.search(_obs_text(o)))
+    by_layer = acting.failed(rec, d, o.text or "", o.error)
+    if by_layer is not None:
+        return by_layer
     if FAIL_TEXT.match(o.text or ""):
         return True
-    d = thaw(o.data)
     if isinstance(d, dict):
-        if d.get("error") or str(d.get("status", "")).lower() in ("error", "failed", "failure"):
+        if d.get("error") or str(d.get("status", "")).lower() in ("error", "failed", "failure") or d.get("ok") is False:
             return True
-        code = d.get("status_code") or d.get("code")
-        if isinstance(code, int) and code >= 400:
+        code = d.get("status_code") or d.get("code") or d.get("status")
+        if isinstance(code, int) and not isinstance(code, bool) and code >= 400:
             return True
     return False
 
@@ -85,29 +91,44 @@ def _strings(v: Any) -> Iterable[str]:
 @dataclass(frozen=True)
 class _Act:
     step: ViewStep
-    kind: str            # write | read | gui_type | gui_commit | gui_other | handoff | other
+    kind: str            # write | read | gui_type | gui_commit | gui_other | gui_unlabelled | handoff | other
     groups: frozenset[str]
     failed: bool | None
     arg_ids: frozenset[str]
     arg_text: str
+    via: str = "verb"    # which layer recognised it (acting.recognise)
+
+
+_BID = re.compile(r"^[A-Za-z]{0,3}\d+$")
 
 
 def _ui_label(args: Any, prev: ViewObservation | None) -> str:
-    """The text of the UI element a click names only by number (`{"index": 5}`), looked up in the
-    screen before the click: an element whose index/id field is that number, else the n-th of a list."""
-    if prev is None or prev.ui is None or not isinstance(args, dict):
+    """The text of the UI element a click names only by number or element id (`{"index": 5}`,
+    `click('a51')`), looked up in the screen before the click: an element whose index/id field is that
+    value, a `[a51] button 'Send'` line of an accessibility tree, else the n-th item of a list."""
+    if prev is None:
         return ""
-    num = next((v for k, v in args.items() if isinstance(v, int) and not isinstance(v, bool)
-                and re.search(r"index|idx|element|id$|node", k, re.I)), None)
+    if isinstance(args, list):
+        num: Any = args[0] if args and isinstance(args[0], (str, int)) else None
+    elif isinstance(args, dict):
+        num = next((v for k, v in args.items() if isinstance(v, (int, str)) and not isinstance(v, bool)
+                    and re.search(r"index|idx|element|id$|node|bid", k, re.I)
+                    and (isinstance(v, int) or _BID.match(v))), None)
+    else:
+        num = None
     if num is None:
+        return ""
+    if isinstance(num, str) and prev.text and (m := re.search(rf"\[{re.escape(num)}\]\s*([^\n]*)", prev.text)):
+        return m.group(1)
+    if prev.ui is None:
         return ""
     ui = thaw(prev.ui)
     found = None
     for d in details._dicts(ui):
-        if any(d.get(k) == num for k in ("index", "idx", "id", "element_id", "node_id")):
+        if any(d.get(k) == num for k in ("index", "idx", "id", "element_id", "node_id", "bid")):
             found = d
             break
-    if found is None:
+    if found is None and isinstance(num, int):
         items = ui if isinstance(ui, list) else next((v for v in ui.values() if isinstance(v, list)), None) \
             if isinstance(ui, dict) else None
         if isinstance(items, list) and 0 <= num < len(items) and isinstance(items[num], dict):
@@ -115,46 +136,63 @@ def _ui_label(args: Any, prev: ViewObservation | None) -> str:
     if found is None:
         return ""
     return " ".join(str(v) for k, v in found.items() if isinstance(v, str) and re.search(
-        r"text|label|desc|name|title|hint|content", k, re.I))
+        r"text|label|desc|name|title|hint|content|role", k, re.I))
 
 
-def _classify(step: ViewStep, prev: ViewObservation | None = None) -> _Act | None:
-    if step.action is None or step.action == "reply" or step.action.lower() in SELF_SIGNAL:
+def _without_element_ids(args: Any) -> Any:
+    if isinstance(args, list):
+        return args[1:] if args and isinstance(args[0], str) and _BID.match(args[0]) else args
+    if isinstance(args, dict):
+        return {k: v for k, v in args.items() if not (re.search(r"bid|element|index|idx|node", k, re.I)
+                                                      and isinstance(v, (str, int)) and _BID.match(str(v)))}
+    return args
+
+
+def _classify(step: ViewStep, prev: ViewObservation | None = None,
+              catalog: acting.ToolCatalog = acting.NO_TOOLS) -> _Act | None:
+    if step.action is None:
         return None
-    w = words(step.action)
-    args = thaw(step.args)
-    arg_text = " ".join(_strings(args))
-    if w & GUI_CLICK and not re.search(r"[A-Za-z]", arg_text):
-        arg_text = (arg_text + " " + _ui_label(args, prev)).strip()
-    arg_ids = frozenset(t for s in _strings(args) for t in ids_in(s))
-    failed = _failed(step.observation)
-    if HANDOFF.search(step.action):
-        kind, groups = "handoff", frozenset()
-    elif w & GUI_TYPE and not (w & WRITE_VERBS - {"set"}):
-        kind, groups = "gui_type", frozenset()
-    elif w & GUI_CLICK and not (w & WRITE_VERBS):
-        label = arg_text
-        if COMMIT_LABEL.search(label) or (w & {"press"} and re.search(r"enter|return", label, re.I)):
+    rec = acting.recognise(step.action, thaw(step.args), catalog)
+    if rec is None:
+        return None
+    args = rec.args
+    kind, groups = rec.kind, rec.groups
+    # a browser element id (click('a51'), {"bid": "b12"}) names a widget, not an entity or a label;
+    # an HTTP method (DELETE) is no entity either
+    id_args = _without_element_ids(args) if rec.via == "browser" else (
+        {k: v for k, v in args.items() if k not in ("method", "http_method", "verb")}
+        if rec.via == "http" and isinstance(args, dict) else args)
+    arg_ids = frozenset(t for s in _strings(id_args) for t in ids_in(s)) | (
+        frozenset({rec.target}) if rec.target else frozenset())
+    arg_text = " ".join(_strings(id_args))
+    if kind == "gui_other":
+        if not re.search(r"[A-Za-z]", arg_text):
+            arg_text = (arg_text + " " + _ui_label(args, prev)).strip()
+        w = words(rec.name)
+        if COMMIT_LABEL.search(arg_text) or (w & {"press"} and re.search(r"enter|return", arg_text, re.I)):
             kind = "gui_commit"
-            groups = frozenset(g for g, vs in GROUPS.items() if words(label) & vs) or frozenset(GROUPS)
-        elif not re.search(r"[A-Za-z]", label):
-            kind, groups = "gui_unlabelled", frozenset()  # clicked by number or position: could be a commit
-        else:
-            kind, groups = "gui_other", frozenset()
-    elif w & WRITE_VERBS:
-        kind, groups = "write", frozenset(g for g, vs in GROUPS.items() if w & vs)
-    elif w & READ_VERBS:
-        kind, groups = "read", frozenset()
-    else:
-        kind, groups = "other", frozenset()
-    return _Act(step, kind, groups, failed, arg_ids, arg_text)
+            groups = frozenset(g for g, vs in GROUPS.items() if words(arg_text) & vs) or frozenset(GROUPS)
+        elif not re.search(r"[A-Za-z]", arg_text):
+            kind = "gui_unlabelled"  # clicked by number or position: could be a commit
+    failed = _failed(step.observation, rec, catalog)
+    if kind == "gui_commit" and failed is None:
+        failed = False  # a click that was made is done; a GUI shows no result code
+    return _Act(step, kind, groups, failed, arg_ids, arg_text, rec.via)
 
 
 def _fe(value: str, support: Iterable[int] = (), note: str | None = None) -> FieldEvidence:
     return FieldEvidence(value=value, support=sorted(set(support)), note=note)  # type: ignore[arg-type]
 
 
-def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
+def _before(view: ClaimBlindView, index: int) -> ViewObservation | None:
+    """The screen an action was taken on: the last observation before it (or the initial one)."""
+    for s in reversed(view.steps[:index]):
+        if s.observation is not None:
+            return s.observation
+    return view.initial_observation
+
+
+def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_TOOLS) -> dict[str, FieldEvidence]:
     """Evidence fields from the claim-blind view, each with the step indices that support it.
 
     >>> from referee.audit.trace import Trace
@@ -166,24 +204,27 @@ def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
     """
     task = view.task
     wanted = task_groups(task)
-    acts = [a for a in (_classify(s, view.steps[s.index - 1].observation if s.index else view.initial_observation)
-                        for s in view.steps) if a is not None]
+    conditional = bool(wanted) and not task_groups(task, unconditional=True)
+    acts = [a for a in (_classify(s, _before(view, s.index), catalog) for s in view.steps) if a is not None]
     writes = [a for a in acts if a.kind in ("write", "gui_commit")]
     relevant = [a for a in writes if not wanted or a.groups & wanted] or ([] if wanted else writes)
-    reads = [a for a in acts if a.kind == "read"]
+    query_like = not wanted and not writes
+    # in an information task every action that brought something back is a lookup (run code, open a page)
+    reads = [a for a in acts if a.kind == "read" or (query_like and a.kind == "other" and a.step.observation)]
     ok_writes = [a for a in relevant if a.failed is False]
     task_ids = ids_in(task)
     task_quoted = {q.strip().lower() for q in QUOTED_RE.findall(task)}
     initial_text = _obs_text(view.initial_observation)
     out: dict[str, FieldEvidence] = {}
-    query_like = not wanted and not writes
 
     # action: the agent attempted a task-relevant action (for a question: it looked something up)
     if relevant:
         out["action"] = _fe("yes", [a.step.index for a in (ok_writes or relevant)])
     elif query_like and reads:
         good = [a.step.index for a in reads if a.failed is False]
-        out["action"] = _fe("yes", good) if good else _fe("no", note="every lookup failed")
+        bad = [a.step.index for a in reads if a.failed]
+        out["action"] = _fe("yes", good) if good else (
+            _fe("no", bad, note="every lookup failed") if bad else _fe("unknown", note="lookups without a result"))
     elif writes:
         out["action"] = _fe("no", [a.step.index for a in writes], note="writes, but none of the kind the task asks")
     else:
@@ -212,13 +253,20 @@ def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
     out["target_id"] = _target(view, targets, task_ids, task_quoted, initial_text)
 
     # transition: the state changed because of the agent (not already true, not an empty target list)
-    out["transition"] = _transition(view, ok_writes, relevant, wanted, task_ids, initial_text)
+    out["transition"] = _fe("unknown", note="no change asked for") if query_like else \
+        _transition(view, ok_writes, relevant, wanted, task_ids, initial_text)
 
     # final_supports_goal: the end of the trace is consistent with the goal, every named target acted on
     out["final_supports_goal"] = _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     other_ok = [a.step.index for a in writes if a.failed is False] if wanted and not relevant else []
     blind = [a.step.index for a in acts if a.kind == "gui_unlabelled"] if wanted and not relevant else []
-    if blind and not other_ok:
+    out["details"] = _fe("unknown", note="no write whose details could be checked")
+    if conditional and not relevant:
+        # "if X, do Y": not acting is right when X does not hold, and rules cannot decide X
+        for f in ("action", "committed", "transition", "final_supports_goal"):
+            out[f] = _fe("unknown", [a.step.index for a in reads if a.failed is False],
+                         note="conditional task: whether its condition held is not decided by the trace")
+    elif blind and not other_ok:
         # no recognisable commit, but clicks on elements the trace does not name: one may have been it
         for f in ("action", "committed", "transition", "final_supports_goal"):
             out[f] = _fe("unknown", blind, note="clicks on unnamed elements; no recognisable commit")
@@ -227,11 +275,15 @@ def extract_rules(view: ClaimBlindView) -> dict[str, FieldEvidence]:
         # done by "issue_voucher"): the vocabulary may simply differ, so this is no well-founded `no`
         for f in ("action", "committed", "transition", "final_supports_goal"):
             out[f] = _fe("unknown", other_ok, note="successful writes of another kind than the task's verbs")
-    elif out["final_supports_goal"].value == "yes":
+    elif ok_writes and all(a.via == "shell" for a in ok_writes):
+        out["details"] = _fe("unknown", note="a code change: the task text states no checkable detail of it")
+    elif ok_writes:
         wrong = _details(view, ok_writes, relevant, [a for a in writes if a.failed is False])
-        if wrong is not None:
+        if wrong is not None and out["final_supports_goal"].value == "yes":
             out["final_supports_goal"] = wrong
-    return out
+        out["details"] = wrong if wrong is not None else details.stated_details(task, [
+            (a.step.index, thaw(a.step.args)) for a in ok_writes])
+    return abstain(out, {s.index for s in view.steps if s.observation is not None})
 
 
 DETAIL_CHECKS = frozenset({"slot", "attribute", "duplicate", "clause", "quantity", "quoted", "shown"})
@@ -330,13 +382,20 @@ def _grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: 
 def _target(view, acts: list[_Act], task_ids: set[str], task_quoted: set[str], initial_text: str) -> FieldEvidence:
     if not acts:
         return _fe("unknown", note="no successful relevant action to check")
+    numbers = {n for n in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", view.task) if not re.fullmatch(r"(19|20)\d\d", n)}
     hit = [a.step.index for a in acts if (a.arg_ids & task_ids) or
-           any(q in a.arg_text.lower() for q in task_quoted)]
+           any(q in a.arg_text.lower() for q in task_quoted) or
+           (a.kind == "read" and any(re.search(rf"(?<!\d){n}(?!\d)", a.arg_text) for n in numbers))]
     if hit:
         return _fe("yes", hit, note="an entity named in the task is the target")
     support: list[int] = []
     for a in acts:
         if not a.arg_ids:
+            continue
+        if a.via == "shell":  # a shell write names files, and making new ones (a script, a test) is normal
+            shown = [j for t in a.arg_ids if (j := _grounded_before(view, t, a.step.index, initial_text)) not in
+                     (None, -1)]
+            support.extend([a.step.index] + shown if shown else [])
             continue
         ungrounded = [t for t in a.arg_ids if _grounded_before(view, t, a.step.index, initial_text) is None]
         same_shape = {shape(t) for t in task_ids} & {shape(t) for t in a.arg_ids}
@@ -354,20 +413,20 @@ def _target(view, acts: list[_Act], task_ids: set[str], task_quoted: set[str], i
 
 
 def _transition(view, ok_writes, relevant, wanted, task_ids, initial_text) -> FieldEvidence:
-    if not relevant:
-        return _fe("no", note="no relevant write, so no change the agent made")
-    if not ok_writes:
-        return _fe("no", [a.step.index for a in relevant], note="relevant writes all failed")
-    first = ok_writes[0].step.index
+    first = ok_writes[0].step.index if ok_writes else len(view.steps)
     if "delete" in wanted:
         # an empty target list seen before the first delete means there was nothing to delete
         for s in view.steps[:first]:
             if s.observation is not None and EMPTY_TEXT.match(s.observation.text or "") and \
                     s.action and words(s.action) & READ_VERBS:
                 return _fe("no", [s.index], note="the target list was empty before the delete")
+    if not relevant:
+        return _fe("no", note="no relevant write, so no change the agent made")
+    if not ok_writes:
+        return _fe("no", [a.step.index for a in relevant], note="relevant writes all failed")
     changed = []
     for a in ok_writes:
-        before = view.steps[a.step.index - 1].observation if a.step.index > 0 else view.initial_observation
+        before = _before(view, a.step.index)
         after = a.step.observation
         if after is None:
             continue
@@ -387,6 +446,8 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
         return _fe("no" if reads else "unknown", note="no successful lookup")
     if not ok_writes:
         return _fe("no", [a.step.index for a in relevant], note="no relevant write succeeded")
+    if all(a.via == "shell" for a in ok_writes):
+        return _checked(view, acts, relevant, ok_writes)
     # every id the task names, of a kind the writes target, must have been acted on successfully
     target_shapes = {shape(t) for a in relevant for t in a.arg_ids}
     named = {t for t in task_ids if shape(t) in target_shapes}
@@ -405,6 +466,24 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     return _fe("yes", [last_ok, final], note="the last relevant write succeeded and nothing undid it")
 
 
+def _checked(view, acts, relevant, ok_writes) -> FieldEvidence:
+    """Code changed by shell commands: a bug report names many things that are not targets, so the
+    final state is what the last check (tests, a script) after the last edit said, and whether a
+    later edit failed."""
+    last_ok = ok_writes[-1].step.index
+    later_fail = [a.step.index for a in relevant if a.step.index > last_ok and a.failed]
+    if later_fail:
+        return _fe("no", later_fail, note="the last relevant write failed")
+    checks = [a for a in acts if a.step.index > last_ok and a.via == "shell" and a.failed is not None
+              and acting.VERIFY.search(acting.command_text(a.step.action or "", thaw(a.step.args)))]
+    if not checks:
+        return _fe("unknown", [last_ok], note="no test or check ran after the last edit")
+    last = checks[-1]
+    if last.failed:
+        return _fe("no", [last.step.index], note="the last check after the last edit failed")
+    return _fe("yes", [last_ok, last.step.index], note="the last check after the last edit passed")
+
+
 @dataclass(frozen=True)
 class RulesExtractor:
     """The default backend: no model, no network, deterministic (so one run is enough)."""
@@ -413,8 +492,10 @@ class RulesExtractor:
     model: str | None = None
     prompt_version: str = RULES_VERSION
 
+    catalog: acting.ToolCatalog = acting.NO_TOOLS
+
     def extract(self, view: ClaimBlindView, run_index: int = 0) -> dict[str, FieldEvidence]:
-        return extract_rules(view)
+        return extract_rules(view, self.catalog)
 
 
 extractors.add("rules", RulesExtractor)

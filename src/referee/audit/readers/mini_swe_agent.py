@@ -70,18 +70,26 @@ def swe_group(instance_id: str) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
+_ASK = re.compile(r"(your task is[^.\n]*\.)", re.I)
+
+
 def task_text(first_user: str) -> str:
-    """The task of a SWE task prompt: the PR description (or SWE-agent's ISSUE), else the whole message.
+    """The task of a SWE task prompt: what the instructions ask ("Your task is ... to fix the issue ..."),
+    then the PR description (or SWE-agent's ISSUE); else the whole message. The issue alone often asks
+    for nothing (it describes a bug), so without the ask the task would not say a change is wanted.
 
     >>> task_text("<pr_description>\\nConsider the following PR description:\\nFix the bug.\\n</pr_description>\\n"
-    ...           "<instructions>run tests</instructions>")
-    'Fix the bug.'
+    ...           "<instructions>Your task is to make changes to fix the issue.</instructions>")
+    'Your task is to make changes to fix the issue.\\n\\nFix the bug.'
     >>> task_text("Rename foo to bar")
     'Rename foo to bar'
     """
     m = _PR_RE.search(first_user) or _ISSUE_RE.search(first_user)
     inner = _PR_BOILERPLATE.sub("", m.group(1)).strip() if m else ""
-    return inner or first_user.strip()
+    if not inner:
+        return first_user.strip()
+    ask = _ASK.search(first_user[m.end():] if m else "")
+    return f"{ask.group(1).strip()}\n\n{inner}" if ask else inner
 
 
 def split_turn(content: str) -> tuple[str | None, str | None]:

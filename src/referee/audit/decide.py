@@ -1,0 +1,64 @@
+"""The one place that decides: claim + evidence + grounding + policy -> run states, trace state, disposition. Pure.
+
+`referee audit` and `referee replay` both call `decide`, so a replayed record is judged exactly
+as a fresh one would be under the same policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from referee.audit.disposition import dispose
+from referee.audit.policy import Policy, check_run
+from referee.audit.records import FieldEvidence, Grounding
+from referee.audit.taskclass import classify_task
+from referee.audit.votes import vote
+
+_SEVERITY = {"pass": 0, "review": 1, "flag": 2}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the policy made of one run."""
+
+    task_class: str
+    run_states: tuple[str, ...]
+    trace_state: str
+    disposition: str
+
+
+def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> str:
+    """The mildest disposition grounding allows for this claim (`pass` when it does not apply).
+
+    >>> from referee.audit.policyfile import load_policy
+    >>> g = Grounding(value="no", atoms=["$9", "X-1"], ungrounded=["$9"], observed=True)
+    >>> grounding_floor("success", g, load_policy("causal")), grounding_floor("unclear", g, load_policy("causal"))
+    ('review', 'pass')
+    """
+    spec = policy.grounding
+    if not spec.enabled or claim != "success" or grounding is None or grounding.value != "no":
+        return "pass"
+    if grounding.observed and set(grounding.ungrounded) >= set(grounding.atoms):
+        return spec.all_ungrounded
+    return spec.ungrounded
+
+
+def decide(task: str, claim: str, evidence: Sequence[Mapping[str, FieldEvidence]], grounding: Grounding | None,
+           policy: Policy) -> Decision:
+    """Judge one run: task class from the task text, each extraction run checked, k-of-n vote, the
+    disposition table, then grounding (which can only make a disposition stricter).
+
+    >>> from referee.audit.policyfile import load_policy
+    >>> y = FieldEvidence(value="yes", support=[0])
+    >>> decide("Tell me a joke", "success", [{"action": y, "final_supports_goal": y}], None, load_policy("causal"))
+    Decision(task_class='other', run_states=('completed',), trace_state='completed', disposition='pass')
+    """
+    task_class, _ = classify_task(task, policy.task_classes.rule())
+    states = tuple(check_run(ev, task_class, policy) for ev in evidence)
+    state = vote(states, policy.votes.threshold)
+    disposition = dispose(claim, state, policy)
+    floor = grounding_floor(claim, grounding, policy)
+    if _SEVERITY[floor] > _SEVERITY[disposition]:
+        disposition = floor
+    return Decision(task_class, states, state, disposition)

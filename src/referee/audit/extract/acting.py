@@ -1,0 +1,354 @@
+"""Ways of acting, in layers: what one action is (a read, a write of some kind, GUI input, a commit, a
+terminal answer) and whether it failed, from a user's tool map, format semantics (HTTP, shell,
+browser primitives), the action's name by verb, and tool definitions carried in the trace.
+
+Pure: the tool map comes in already loaded (referee.audit.toolmap); nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from referee.audit.extract.lexicon import (
+    COMMIT_LABEL, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS, words,
+)
+
+# kinds of action the rules reason about
+KINDS = ("write", "read", "gui_type", "gui_commit", "gui_other", "gui_unlabelled", "handoff", "other")
+# the user's tool-map kinds, as write groups (DESIGN.md: read/create/edit/delete/send)
+MAP_KINDS: dict[str, frozenset[str]] = {
+    "read": frozenset(), "create": frozenset({"create_edit"}), "edit": frozenset({"create_edit"}),
+    "delete": frozenset({"delete"}), "send": frozenset({"send"}), "configure": frozenset({"configure"}),
+    "ignore": frozenset(),
+}
+
+HTTP_METHODS: dict[str, frozenset[str]] = {
+    "GET": frozenset(), "HEAD": frozenset(), "OPTIONS": frozenset(),
+    "POST": frozenset({"create_edit", "send"}), "PUT": frozenset({"create_edit", "configure"}),
+    "PATCH": frozenset({"create_edit", "configure"}), "DELETE": frozenset({"delete"}),
+}
+HTTP_NAMES = frozenset("http request requests fetch curl api call rest httpx invoke".split())
+SHELL_NAMES = frozenset("bash shell sh zsh terminal command cmd exec execute run console powershell "
+                        "subprocess ipython python".split())
+# terminal calls: the agent's own last word (claim channel), never evidence
+TERMINAL_CALLS = frozenset("send_msg_to_user report_infeasible answer final_answer finish submit_answer respond "
+                           "respond_to_user reply_to_user return_answer give_up infeasible noop".split())
+BROWSER_NAV = frozenset("goto go_back go_forward new_tab tab_focus tab_close scroll hover focus mouse_move "
+                        "mouse_click mouse_wheel navigate open_url visit back forward refresh reload".split())
+BROWSER_INPUT = frozenset("fill type input_text select_option clear keyboard_type keyboard_insert_text check "
+                          "uncheck set_value".split())
+BROWSER_CLICK = frozenset("click dblclick tap press keyboard_press long_press double_click".split())
+BROWSER_WRITE = {"upload_file": frozenset({"create_edit"}), "drag_and_drop": frozenset({"create_edit"})}
+
+ANSWER_KEYS = frozenset("answer text result response value final_answer output message content".split())
+CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*;?\s*$", re.S)
+_STATUS_TEXT = re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:[ _]?code)?\W{0,3})([1-5]\d\d)\b", re.I)
+_RC_TEXT = re.compile(r"(?:<returncode>|returncode\W{0,3}|exit ?code\W{0,3}|exit status\W{0,3})(-?\d+)", re.I)
+# shell commands that change files: redirects, tee, touch, mv, cp, rm, sed -i, git apply/commit, patch, ...
+_SHELL_DELETE = re.compile(r"(^|[;&|(]\s*|\bsudo\s+)(rm|rmdir|unlink|shred)\b|\bgit\s+rm\b")
+_SHELL_WRITE = re.compile(
+    r"(?<![0-9&<>-])>>?\s*(?!&|\s*/dev/null)[\w./~\"'$-]|\btee\b|(^|[;&|(]\s*)(touch|mv|cp|mkdir|ln|chmod|chown|truncate|"
+    r"install|rsync)\b|\bsed\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*i|\bperl\s+-[a-zA-Z]*i|\bgit\s+(apply|commit|am|mv|restore|"
+    r"checkout\s+--|merge|rebase|cherry-pick|stash\s+pop|revert|reset\s+--hard)\b|(^|[;&|(]\s*)patch\b|"
+    r"open\([^)]*,\s*['\"](w|a|r\+|x)b?['\"]|\.write_text\(|\.write_bytes\(|\bdd\b[^|;]*\bof=|"
+    r"\b(unzip|tar\s+-?[a-z]*x)", re.M)
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    """One line of a user's tool map, compiled: which tools it covers and what they do."""
+
+    name: str                      # as written: exact name, glob or /regex/
+    pattern: re.Pattern
+    kind: str                      # a MAP_KINDS key
+    target: str | None = None      # the argument that names the target
+    failure: re.Pattern | None = None  # matched against the result: a hit means the call failed
+
+    def matches(self, tool: str) -> bool:
+        return self.pattern.fullmatch(tool) is not None
+
+
+@dataclass(frozen=True)
+class ToolCatalog:
+    """What the extractor knows about tools beyond their names: the user's map and the trace's definitions."""
+
+    rules: tuple[ToolRule, ...] = ()
+    definitions: Mapping[str, str] | None = None  # tool name -> description (from the trace)
+
+    def rule_for(self, tool: str) -> ToolRule | None:
+        return next((r for r in self.rules if r.matches(tool)), None)
+
+
+NO_TOOLS = ToolCatalog()
+
+
+@dataclass(frozen=True)
+class Recognised:
+    """What one action is: its kind, the write groups it serves, its normalised arguments, and the layer that said so."""
+
+    kind: str
+    groups: frozenset[str]
+    name: str
+    args: Any
+    via: str
+    failed_hint: bool | None = None  # a failure the layer itself saw (HTTP status, exit code, tool-map marker)
+    target: str | None = None        # the target argument's value, when a tool map names it
+
+
+def split_call(name: str, args: Any) -> tuple[str, Any]:
+    """An action written as a call (`click('a51')`, `fill('b12', 'hi')`) as a name and its argument list.
+
+    >>> split_call("fill('b12', 'hello')", {})
+    ('fill', ['b12', 'hello'])
+    >>> split_call("delete_note", {"id": "N7"})
+    ('delete_note', {'id': 'N7'})
+    """
+    m = CALL.match(name)
+    if not m or args:
+        return name, args
+    raw = m.group(2)
+    try:
+        val = ast.literal_eval(f"({raw},)") if raw.strip() else ()
+        parsed: Any = list(val)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        parsed = [raw]
+    return m.group(1), parsed
+
+
+def http_status(data: Any, text: str) -> int | None:
+    """The HTTP status an observation carries (`status`, `status_code`, `HTTP/1.1 404`), or None."""
+    if isinstance(data, dict):
+        for k in ("status_code", "status", "statusCode", "code", "http_status"):
+            v = data.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and 100 <= v < 600:
+                return v
+            if isinstance(v, str) and v.isdigit() and 100 <= int(v) < 600:
+                return int(v)
+    m = _STATUS_TEXT.search(text[:500])
+    return int(m.group(1)) if m else None
+
+
+def exit_code(data: Any, text: str) -> int | None:
+    """A command's exit code from an observation (`returncode`, `exit_code`, `<returncode>1</returncode>`)."""
+    if isinstance(data, dict):
+        for k in ("returncode", "return_code", "exit_code", "exitcode", "exitCode", "exit_status", "rc"):
+            v = data.get(k)
+            if isinstance(v, int) and not isinstance(v, bool):
+                return v
+    m = _RC_TEXT.search(text[:2000])
+    return int(m.group(1)) if m else None
+
+
+def shell_effect(command: str) -> frozenset[str] | None:
+    """The write groups a shell command serves, or None when it changes no file.
+
+    >>> sorted(shell_effect("sed -i 's/a/b/' x.py")), sorted(shell_effect("rm -f old.txt")), shell_effect("cat x.py")
+    (['create_edit'], ['delete'], None)
+    >>> shell_effect("pytest -q 2>&1 | tail -5"), sorted(shell_effect("cat <<'EOF' > a.py\\nx=1\\nEOF"))
+    (None, ['create_edit'])
+    """
+    groups: set[str] = set()
+    if _SHELL_DELETE.search(command):
+        groups.add("delete")
+    if _SHELL_WRITE.search(command):
+        groups.add("create_edit")
+    return frozenset(groups) or None
+
+
+# commands that check work: test runners, running a script or module, linters, builds
+VERIFY = re.compile(r"\b(pytest|py\.test|tox|nox|unittest|nosetests|python[\d.]*\s+(-m\s+\w+|[\w./-]+\.py)|"
+                    r"make\s+(test|check)|npm\s+(run\s+)?test|yarn\s+test|go\s+test|cargo\s+test|mvn\s+test|"
+                    r"gradle\s+test|ctest|rspec|phpunit|jest|mypy|ruff|flake8|node\s+[\w./-]+\.js|bash\s+[\w./-]+\.sh|"
+                    r"\./[\w./-]+)", re.I)
+
+
+def command_text(name: str, args: Any) -> str:
+    """The command a shell action ran (its `command`/`cmd`/... argument), or ''."""
+    return _command_of(split_call(name, args)[1]) or ""
+
+
+def _command_of(args: Any) -> str | None:
+    if isinstance(args, str):
+        return args
+    if isinstance(args, list) and args and isinstance(args[0], str):
+        return args[0]
+    if isinstance(args, dict):
+        for k in ("command", "cmd", "script", "code", "input", "commands"):
+            v = args.get(k)
+            if isinstance(v, str):
+                return v
+            if isinstance(v, list) and all(isinstance(x, str) for x in v):
+                return "\n".join(v)
+    return None
+
+
+def _method_of(name: str, args: Any) -> str | None:
+    first = name.split()[0].upper() if name.split() else ""
+    if first in HTTP_METHODS:
+        return first
+    if isinstance(args, dict):
+        for k in ("method", "http_method", "verb"):
+            v = args.get(k)
+            if isinstance(v, str) and v.upper() in HTTP_METHODS:
+                return v.upper()
+    return None
+
+
+def ordered_words(name: str) -> list[str]:
+    """The words of a name in order (`getOrder` -> ['get', 'order']).
+
+    >>> ordered_words("get_order_details"), ordered_words("placeOrder")
+    (['get', 'order', 'details'], ['place', 'order'])
+    """
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w]
+
+
+def _verb_groups(text: str) -> frozenset[str]:
+    w = words(text)
+    return frozenset(g for g, vs in GROUPS.items() if w & vs)
+
+
+def _described(name: str, catalog: ToolCatalog) -> frozenset[str] | None:
+    """Write groups from the tool's own description in the trace (its first sentence), or None."""
+    desc = (catalog.definitions or {}).get(name)
+    if not desc:
+        return None
+    head = re.split(r"(?<=[.!?])\s", desc.strip(), maxsplit=1)[0]
+    w = words(head)
+    first = next((x for x in re.findall(r"[A-Za-z]+", head.lower()) if x in WRITE_VERBS | READ_VERBS), None)
+    if first is None:
+        return None
+    if first in READ_VERBS and first not in WRITE_VERBS:
+        return frozenset()
+    return frozenset(g for g, vs in GROUPS.items() if first in vs and w & vs)
+
+
+def is_terminal(name: str, args: Any) -> bool:
+    """The agent's last word: a terminal answer call (`answer(...)`, `send_msg_to_user(...)`, `FINISH(...)`),
+    or `submit` carrying only an answer (a form's submit button is a write, not this).
+
+    >>> is_terminal("FINISH", ["S123"]), is_terminal("submit", {"answer": "42"}), is_terminal("submit", {"form": "f1"})
+    (True, True, False)
+    """
+    low = name.lower()
+    if low in TERMINAL_CALLS:
+        return True
+    if low in ("submit", "submit_answer"):
+        if isinstance(args, list):
+            return len(args) == 1 and not isinstance(args[0], (dict, list))
+        return isinstance(args, dict) and bool(args) and set(args) <= ANSWER_KEYS
+    return False
+
+
+def recognise(raw_name: str, raw_args: Any, catalog: ToolCatalog = NO_TOOLS) -> Recognised | None:
+    """What an action is, layer by layer: the user's map, then format semantics (HTTP, shell, browser
+    primitives), then the name's verbs, then the trace's tool definitions. None: the agent's own
+    last word (a terminal answer call or end-of-run signal), never evidence.
+
+    >>> recognise("http_request", {"method": "DELETE", "url": "/api/notes/N7"}).groups
+    frozenset({'delete'})
+    >>> r = recognise("bash", {"command": "sed -i 's/<=/</' utils/range.py"}); r.kind, r.via
+    ('write', 'shell')
+    >>> recognise("fill('b12', 'hello')", {}).kind, recognise("send_msg_to_user('hi')", {})
+    ('gui_type', None)
+    >>> recognise("placeOrder", {"sku": "X-1"}).groups
+    frozenset({'create_edit'})
+    """
+    name, args = split_call(raw_name, raw_args)
+    low = name.lower()
+    w = words(name)
+    rule = catalog.rule_for(name) if catalog.rules else None
+    if rule is not None:
+        target = args.get(rule.target) if rule.target and isinstance(args, dict) else None
+        kind = "other" if rule.kind == "ignore" else ("read" if rule.kind == "read" else "write")
+        return Recognised(kind, MAP_KINDS[rule.kind], name, args, "tool-map",
+                          target=None if target is None else str(target))
+    if is_terminal(name, args) or low in SELF_SIGNAL or name == "reply":
+        return None
+    if HANDOFF.search(name):
+        return Recognised("handoff", frozenset(), name, args, "verb")
+    method = _method_of(name, args) if (w & HTTP_NAMES or name.split()[0].upper() in HTTP_METHODS
+                                        or (isinstance(args, dict) and "url" in args)) else None
+    if method is not None:
+        url = " ".join(str(args.get(k, "")) for k in ("url", "path", "endpoint")) if isinstance(args, dict) else ""
+        url += " " + " ".join(name.split()[1:])
+        groups = HTTP_METHODS[method]
+        if groups:
+            named = _verb_groups(re.sub(r"[/?=&_.-]", " ", url)) & (WRITE_GROUPS_OF_METHOD[method])
+            groups = named or groups
+            return Recognised("write", groups, name, args, "http")
+        return Recognised("read", frozenset(), name, args, "http")
+    if w & SHELL_NAMES and (command := _command_of(args)) is not None:
+        eff = shell_effect(command)
+        if eff:
+            return Recognised("write", eff, name, args, "shell")
+        return Recognised("read", frozenset(), name, args, "shell")
+    if low in BROWSER_WRITE:
+        return Recognised("write", BROWSER_WRITE[low], name, args, "browser")
+    if low in BROWSER_NAV:
+        return Recognised("read", frozenset(), name, args, "browser")
+    if low in BROWSER_INPUT or (w & GUI_TYPE and not (w & WRITE_VERBS - {"set"})):
+        return Recognised("gui_type", frozenset(), name, args, "browser" if low in BROWSER_INPUT else "verb")
+    if low in BROWSER_CLICK or (w & GUI_CLICK and not (w & WRITE_VERBS)):
+        return Recognised("gui_other", frozenset(), name, args, "browser" if low in BROWSER_CLICK else "verb")
+    first = next(iter(ordered_words(name)), "")
+    if first in READ_VERBS and first not in WRITE_VERBS:  # get_order, list_bookings: a read of that noun
+        return Recognised("read", frozenset(), name, args, "verb")
+    if w & WRITE_VERBS:
+        return Recognised("write", _verb_groups(name), name, args, "verb")
+    if w & READ_VERBS:
+        return Recognised("read", frozenset(), name, args, "verb")
+    described = _described(name, catalog)
+    if described is not None:
+        return Recognised("write" if described else "read", described, name, args, "tool-definition")
+    return Recognised("other", frozenset(), name, args, "none")
+
+
+# an HTTP write's URL may say more precisely what it does (POST /messages/send), within the method's groups
+WRITE_GROUPS_OF_METHOD: dict[str, frozenset[str]] = {
+    "POST": frozenset({"create_edit", "send", "delete", "configure"}),
+    "PUT": frozenset({"create_edit", "configure"}), "PATCH": frozenset({"create_edit", "configure"}),
+    "DELETE": frozenset({"delete"}),
+}
+
+
+def failed(rec: Recognised | None, data: Any, text: str, error_flag: bool) -> bool | None:
+    """Whether the action failed, by its layer: an HTTP status >= 400, a non-zero exit code, a tool-map
+    failure marker; None when nothing came back (no observation is no evidence of failure)."""
+    if error_flag:
+        return True
+    if rec is None:
+        return None
+    if rec.via == "http":
+        st = http_status(data, text)
+        if st is not None:
+            return st >= 400
+    if rec.via == "shell":
+        rc = exit_code(data, text)
+        if rc is not None:
+            return rc != 0
+    return None
+
+
+def describe_layers(catalog: ToolCatalog = NO_TOOLS) -> list[tuple[str, str]]:
+    """(layer, what it recognises) rows for `referee kinds --actions`."""
+    rows = [("tool map", f"{r.name} -> {r.kind}" + (f", target {r.target}" if r.target else "")
+             + (f", failure /{r.failure.pattern}/" if r.failure else "")) for r in catalog.rules]
+    rows += [
+        ("http", "actions with a method (GET/HEAD/OPTIONS read; POST create/send; PUT/PATCH edit; DELETE delete); "
+                 "status >= 400 is a failure"),
+        ("shell", "bash/sh/run/execute with a command: writes are redirects, tee, touch, mv, cp, rm, mkdir, sed -i, "
+                  "perl -i, git apply/commit/restore, patch, open(..., 'w'); a non-zero exit code is a failure"),
+        ("browser", "calls such as click('a51'), fill('b12', 'text'), select_option, goto(url), upload_file; "
+                    "a click commits when the element's label says so ("
+                    + COMMIT_LABEL.pattern[3:60] + "...)"),
+        ("terminal", "the agent's last word, never evidence: " + ", ".join(sorted(TERMINAL_CALLS))),
+    ]
+    rows += [(f"verb: {g}", ", ".join(sorted(vs))) for g, vs in GROUPS.items()]
+    rows += [("verb: read", ", ".join(sorted(READ_VERBS))),
+             ("tool definitions", "a tool named by no verb takes the verb its description in the trace opens with")]
+    return rows
