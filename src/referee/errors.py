@@ -80,6 +80,10 @@ class PolicyError(RefereeError):
     """A policy file that cannot be loaded or does not validate."""
 
 
+class ToolMapError(RefereeError):
+    """A user's tool map (`--tools tools.yaml`) that cannot be loaded or does not validate."""
+
+
 class GoldError(RefereeError):
     """Gold labels that cannot be read or do not match the audit records."""
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from referee.audit.policy import Policy
 from referee.audit.taskclass import check_classes
-from referee.errors import PolicyError
+from referee.errors import PolicyError, RefereeError
 from referee.fsutil import sha256_bytes
 from referee.registry import Registry
 
@@ -32,18 +32,24 @@ class LoadedPolicy:
     path: str
 
 
-def _yaml(path: Path) -> object:
+def read_yaml(path: Path, error: type[RefereeError] = PolicyError, what: str = "policy") -> object:
+    """A small YAML file's content; an unreadable file or bad syntax is one `error` naming file and line."""
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(f"cannot read policy: {exc.strerror}", file=str(path), fix="check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}", file=str(path),
+                    fix="check the path") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         place = f"{mark.line + 1}:{mark.column + 1}" if mark else None
-        raise PolicyError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path), place=place,
-                          fix="fix the YAML syntax") from None
+        raise error(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path), place=place,
+                    fix="fix the YAML syntax") from None
+
+
+def _yaml(path: Path) -> object:
+    return read_yaml(path)
 
 
 def _resolve(name_or_path: str) -> Path:

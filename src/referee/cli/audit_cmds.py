@@ -21,7 +21,7 @@ def _progress(enabled: bool):
                     disable=not (enabled and console.is_terminal))
 
 
-def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries):
+def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None):
     from referee.audit.claims import claim_readers
     from referee.audit.extract import get_extractor_factory
 
@@ -32,7 +32,16 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
         cfg = LLMConfig.from_env(base_url, model, concurrency=concurrency, timeout_s=timeout, max_retries=max_retries)
         client = LLMClient(cfg)
     factory = get_extractor_factory(backend)
-    extractor = factory(client) if backend == "llm" else factory()
+    if tools is not None:
+        if backend != "rules":
+            raise UsageError(f"--tools is read by the rules backend; the {backend!r} backend does not use it")
+        from referee.audit.extract.rules import RULES_VERSION
+        from referee.audit.toolmap import load_tool_map
+
+        catalog, digest = load_tool_map(tools)
+        extractor = factory(catalog=catalog, prompt_version=f"{RULES_VERSION}+tools:{digest[:12]}")
+    else:
+        extractor = factory(client) if backend == "llm" else factory()
     reader_factory = claim_readers.get(claims)
     claim_reader = reader_factory(client) if claims == "llm" else reader_factory()
     return extractor, claim_reader, client
@@ -44,7 +53,11 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
               help="referee | openai-chat | tau-bench | mini-swe-agent (default: sniffed per file; a run directory is referee-run)")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
 @click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm")
-@click.option("--policy", default="causal", show_default=True, help="causal | final-state | low-load | unanimous | PATH")
+@click.option("--tools", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="a tool map (tools.yaml): your tools' names or patterns -> read/create/edit/delete/send, "
+                   "target argument, failure marker (docs/auditor.md)")
+@click.option("--policy", default="causal", show_default=True,
+              help="causal | final-state | low-load | unanimous | strict | PATH")
 @click.option("--runs", type=int, default=None, help="extraction runs per trace (default 1 for rules, 5 for llm)")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="audit.jsonl to append to (resumable)")
 @click.option("--cache", type=click.Path(path_type=Path), default=None, help="SQLite evidence cache (default OUT.cache.sqlite)")
@@ -57,7 +70,7 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
 @click.option("--progress/--no-progress", default=True)
-def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base_url, model, concurrency, timeout,
+def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency, timeout,
           max_retries, gold_out, summary_json, progress):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
@@ -79,7 +92,7 @@ def audit(traces, fmt, backend, claims, policy, runs, out, cache, on_error, base
         return 0
     lp = load_policy_full(policy)
     extractor, claim_reader, client = _make_backends(backend, claims, base_url, model, concurrency, timeout,
-                                                     max_retries)
+                                                     max_retries, tools)
     n_runs = runs or (5 if backend == "llm" else 1)
     cache_db = EvidenceCache(cache or out.with_name(out.name + ".cache.sqlite"))
     auditor = Auditor(lp, extractor, claim_reader, runs=n_runs, cache=cache_db)
@@ -168,7 +181,8 @@ def _preview_run_dirs(paths) -> bool:
 
 @click.command("replay")
 @click.argument("audit_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--policy", default="causal", show_default=True, help="causal | final-state | low-load | unanimous | PATH")
+@click.option("--policy", default="causal", show_default=True,
+              help="causal | final-state | low-load | unanimous | strict | PATH")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="write the replayed records here ('-': stdout)")
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="gold labels (JSONL: run_id, completed) to report misreports")

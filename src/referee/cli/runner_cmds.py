@@ -126,8 +126,13 @@ def check(plans):
 
 @click.command()
 @click.option("--json", "json_mode", is_flag=True)
-def kinds(json_mode):
-    """List validator and capture kinds with their parameters."""
+@click.option("--actions", is_flag=True, help="list the ways of acting the auditor recognises instead")
+@click.option("--tools", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="with --actions: also list the entries of this tool map")
+def kinds(json_mode, actions, tools):
+    """List validator and capture kinds with their parameters (--actions: the auditor's ways of acting)."""
+    if actions or tools:
+        return _action_kinds(json_mode, tools)
     from referee.runner.captures import captures, load_builtin as load_caps
     from referee.validators import load_builtin as load_vals, validators
 
@@ -152,6 +157,26 @@ def kinds(json_mode):
         for n, info in entries.items():
             click.echo(f"  {n}: {info['summary']}")
             click.echo(f"      params: {', '.join(info['params'])}")
+    return 0
+
+
+def _action_kinds(json_mode: bool, tools: str | None) -> int:
+    from pathlib import Path
+
+    from referee.audit.extract.acting import NO_TOOLS, describe_layers
+
+    catalog = NO_TOOLS
+    if tools:
+        from referee.audit.toolmap import load_tool_map
+
+        catalog, _ = load_tool_map(Path(tools))
+    rows = describe_layers(catalog)
+    if json_mode:
+        click.echo(json.dumps([{"layer": a, "recognises": b} for a, b in rows], indent=2))
+        return 0
+    click.echo("ways of acting (first layer that matches wins):")
+    for layer, what in rows:
+        click.echo(f"  {layer}: {what}")
     return 0
 
 

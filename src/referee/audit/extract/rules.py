@@ -490,8 +490,7 @@ class RulesExtractor:
 
     name: str = "rules"
     model: str | None = None
-    prompt_version: str = RULES_VERSION
-
+    prompt_version: str = RULES_VERSION  # with a tool map: "3+tools:<sha>", so the cache keys differ
     catalog: acting.ToolCatalog = acting.NO_TOOLS
 
     def extract(self, view: ClaimBlindView, run_index: int = 0) -> dict[str, FieldEvidence]:
