@@ -53,7 +53,7 @@ def test_tau_bench_end_to_end_rules_backend(cli, tau_corpus, tmp_path):
     assert rep["coverage"]["evaluated"] == 200 and not rep["coverage"]["missing"]
     names = [s["method"] for s in rep["overall"]]
     assert names == ["auditor", "trust-claim", "flag-all", "claim-gate-only", "policy:causal",
-                     "policy:final-state", "policy:low-load", "policy:unanimous"]
+                     "policy:final-state", "policy:low-load", "policy:unanimous", "policy:strict"]
     by = {s["method"]: s for s in rep["overall"]}
     assert by["auditor"]["counts"] == by["policy:causal"]["counts"]   # replay reproduces the audit
     for s in rep["overall"]:

@@ -28,6 +28,15 @@ class Decision:
     disposition: str
 
 
+def stricter(a: str, b: str) -> str:
+    """The stricter of two dispositions (pass < review < flag).
+
+    >>> stricter("pass", "review"), stricter("flag", "review")
+    ('review', 'flag')
+    """
+    return a if _SEVERITY[a] >= _SEVERITY[b] else b
+
+
 def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> str:
     """The mildest disposition grounding allows for this claim (`pass` when it does not apply).
 
@@ -57,8 +66,5 @@ def decide(task: str, claim: str, evidence: Sequence[Mapping[str, FieldEvidence]
     task_class, _ = classify_task(task, policy.task_classes.rule())
     states = tuple(check_run(ev, task_class, policy) for ev in evidence)
     state = vote(states, policy.votes.threshold)
-    disposition = dispose(claim, state, policy)
-    floor = grounding_floor(claim, grounding, policy)
-    if _SEVERITY[floor] > _SEVERITY[disposition]:
-        disposition = floor
+    disposition = stricter(dispose(claim, state, policy), grounding_floor(claim, grounding, policy))
     return Decision(task_class, states, state, disposition)

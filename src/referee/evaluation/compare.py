@@ -56,6 +56,7 @@ def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     >>> replay_disposition(rec, load_policy_full("causal")), replay_disposition(rec, load_policy_full("low-load"))
     ('review', 'pass')
     """
+    from referee.audit.decide import grounding_floor, stricter
     from referee.audit.disposition import dispose
     from referee.audit.policy import check_run
     from referee.audit.taskclass import classify_task
@@ -68,7 +69,8 @@ def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     required = tuple(sorted(policy.required.get(task_class, policy.required["other"])))
     states = memo.get(rec, ("states", task_class, required, policy.checker.unknown_as),
                       lambda: [check_run(ev, task_class, policy) for ev in rec.evidence])
-    return dispose(rec.claim.label, vote(states, policy.votes.threshold), policy)
+    table = dispose(rec.claim.label, vote(states, policy.votes.threshold), policy)
+    return stricter(table, grounding_floor(rec.claim.label, rec.grounding, policy))
 
 
 _RULES: dict[str, object] = {}
