@@ -38,7 +38,14 @@ def corpora(work: Path) -> list[tuple[str, Path, str]]:
         out.append(("tau-bench", tau, "tau-bench"))
     swe = root / "mini-swe-agent-swebench"
     if swe.exists():
-        out.append(("mini-swe-agent", swe, "mini-swe-agent"))
+        # gold straight from the harness reports, so any version of the reader is measured the same way
+        with open(work / "mini-swe-agent.gold.jsonl", "w") as g:
+            for rep in sorted((swe / "reports").glob("*.report.json")):
+                body = json.loads(rep.read_text())
+                body = body.get(rep.name[:-len(".report.json")], body)
+                g.write(json.dumps({"run_id": rep.name[:-len(".report.json")], "completed": bool(body["resolved"])})
+                        + "\n")
+        out.append(("mini-swe-agent", swe / "trajs", "mini-swe-agent"))
     ww = root / "who-and-when"
     if ww.exists():
         traces, gold = work / "who-and-when.jsonl", work / "who-and-when.gold.jsonl"
@@ -64,7 +71,7 @@ def measure(name: str, src: Path, stem: str, work: Path, policy: str) -> dict:
         p.unlink(missing_ok=True)
     t0 = time.perf_counter()
     cmd = REFEREE + ["audit", str(src), "--out", str(out), "--policy", policy, "--no-progress"]
-    if name != "who-and-when":
+    if name == "tau-bench":
         cmd += ["--gold-out", str(gold)]
     run(cmd)
     secs = time.perf_counter() - t0

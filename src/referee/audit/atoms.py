@@ -121,6 +121,37 @@ def _haystack_numbers(hay: str) -> frozenset[str]:
     return frozenset(n for t in _NUM.findall(hay) if (n := norm_number(t)) is not None)
 
 
+_DATE_RE = dict(_PATTERNS)["date"]
+_TIME_RE = dict(_PATTERNS)["time"]
+
+
+@lru_cache(maxsize=256)
+def _haystack_dates(hay: str) -> frozenset[tuple[int, int]]:
+    return frozenset(k for m in _DATE_RE.finditer(hay) if (k := date_key(m.group(0))) is not None)
+
+
+@lru_cache(maxsize=256)
+def _haystack_times(hay: str) -> frozenset[tuple[int, int]]:
+    return frozenset(k for m in _TIME_RE.finditer(hay) if (k := time_key(m.group(0))) is not None)
+
+
+def time_key(s: str) -> tuple[int, int] | None:
+    """(hour, minute) on a 24-hour clock, to compare '07:00 PM' with '19:00:00'.
+
+    >>> time_key("07:00 PM"), time_key("19:00:00"), time_key("12:30 am"), time_key("5pm"), time_key("x")
+    ((19, 0), (19, 0), (0, 30), (17, 0), None)
+    """
+    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s?([ap])?\.?m?\.?", s.strip().lower())
+    if not m or (m.group(2) is None and m.group(3) is None):
+        return None
+    h, mi = int(m.group(1)), int(m.group(2) or 0)
+    if m.group(3) == "p" and h < 12:
+        h += 12
+    elif m.group(3) == "a" and h == 12:
+        h = 0
+    return (h, mi) if h < 24 and mi < 60 else None
+
+
 def _fold(s: str) -> str:
     return re.sub(r"\s+", " ", s.lower().replace("*", "")).strip()
 
@@ -133,8 +164,12 @@ def found_in(atom: str, haystack: str) -> bool:
     >>> found_in("2 bags", "3 bags")
     False
     """
-    if _fold(atom) in _fold(haystack):
+    if _fold(atom).rstrip(".,;:!?") in _fold(haystack):
         return True
+    if (key := date_key(atom)) is not None:
+        return key in _haystack_dates(haystack)
+    if (t := time_key(atom)) is not None:
+        return t in _haystack_times(haystack)
     if re.search(r"[A-Za-z]{3,}", re.sub(r"(usd|eur|gbp|dollars?|euros?|percent|bags?|items?|"
                                          r"passengers?|people|points?|stars?)", "", atom, flags=re.I)) \
             and not re.fullmatch(r"[\d\s.,$€£¥%-]*\w{0,8}", atom):

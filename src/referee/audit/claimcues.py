@@ -21,7 +21,8 @@ FAMILY_LABEL: dict[str, str] = {
 COURTESY = re.compile(
     r"(anything else|any(thing)? (more|further)|further (assistance|questions|help)|more questions|"
     r"feel free|let me know if|don't hesitate|do not hesitate|you'?re welcome|happy to help|glad (i|to) "
-    r"(could )?help|have a (great|nice|good|wonderful|safe|pleasant)|safe travels|enjoy your|thank you for (contacting|your "
+    r"(could )?(help|assist)|have a (great|nice|good|wonderful|safe|pleasant|fantastic|lovely|excellent|terrific|amazing)|"
+    r"safe travels|enjoy your|thank you for (contacting|your "
     r"patience|choosing|reaching|understanding)|is there anything|if you (need|have)|take care|best regards|"
     r"^(thank you|thanks)[.!]*$|^(hello|hi)[.!,]*$|get well soon|^no problem|"
     r"(terminate|end|conclude|close|wrap up|finali[sz]e) (the|this|our) (conversation|session|chat|discussion)|"
@@ -31,7 +32,7 @@ COURTESY = re.compile(
 OBSTACLE = re.compile(
     r"\b((i|we)( still| currently)? (could ?n[o']t|can ?n[o']t|can't|cannot|was ?n[o']t able|were ?n[o']t able|am unable|are unable|"
     r"was unable|were unable|have ?n[o']t been able|did ?n[o']t manage|do ?n[o']t have (access|permission)|"
-    r"had no (access|way)|ran out of|did ?n[o']t manage)|unable to|not able to|failed to|fails to|"
+    r"had no (access|way)|ran out of|did ?n[o']t manage|can only (offer|provide|give|suggest))|unable to|not able to|failed to|fails to|"
     r"did ?n[o']t manage to|(there (was|is|were|are) (still )?(an? )?(error|issue|problem)s?\b)|"
     r"(was|were|is|are)(n't| not) (found|located|retrieved|printed|loaded|accessible|available)\b|"
     r"i (would )?(recommend|suggest) (contacting|reaching out|checking with|calling|speaking|consulting)|"
@@ -74,7 +75,10 @@ FUTURE_WORK = re.compile(
     r"in progress|once (i|we|you) (have|get|find|receive|gather|provide|access|are ready)|please (hold on|wait|stand by)|"
     r"(when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)|(i|we)('ll| will| would) need (the|your|to know|"
     r"more|some|additional)|(i|we) need (the|your) |to proceed (with \w+ )?(i|we) need|"
-    r"(i|we) (still )?need (more|additional|further) (information|data|time|details))\b", re.I)
+    r"(i|we) (still )?need (more|additional|further) (information|data|time|details)|"
+    r"(we|i) can (now )?proceed (with|to) (the )?next|next steps? (to|is|are|will)|please follow (the|these)|"
+    r"(to be done|do this|be found|find \w+|check \w+|look \w+|verify \w+) manually|manually (find|check|verify|search|"
+    r"inspect|look|review|identify))\b", re.I)
 
 # Sentences that await the user's input are never courtesy, whatever polite words they carry.
 AWAITING = re.compile(r"\b((when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)|"
@@ -90,7 +94,7 @@ QUESTION_BACK = re.compile(
 
 HEDGE = re.compile(
     r"\b(i think|i believe|i assume|i guess|probably|possibly|perhaps|might|may have|should (now )?be|"
-    r"seems?( to)?|appears?( to)?|hopefully|likely|not (entirely |completely )?sure|unsure|uncertain|"
+    r"(seems?|appears?)\b(?! (to be )?(correct|accurate|right|valid|complete|fine)\b)( to)?|hopefully|likely|not (entirely |completely )?sure|unsure|uncertain|"
     r"unclear|if (i|it) (understood|worked)|as far as i (can tell|know)|to the best of my|plausible|"
     r"(could|may) (be|have)|it is possible that)", re.I)
 
@@ -101,7 +105,8 @@ DONE_VERBS = (r"booked|reserved|cancell?ed|updated|created|deleted|removed|sent|
               r"exchanged|returned|paid|purchased|ordered|placed|credited|compensated|merged|copied|cleared|"
               r"granted|finished|accomplished|generated|published|activated|deactivated|adjusted|corrected|"
               r"implemented|addressed|patched|refactored|verified|identified|found|calculated|determined|"
-              r"retrieved|located|extracted|computed|collected|solved|answered|completed successfully")
+              r"retrieved|located|extracted|computed|collected|solved|answered|completed successfully|checked|reviewed|"
+              r"searched|looked up|validated")
 COMPLETION = re.compile(
     rf"\b(successfully|all set|all done|done\s*[,.!:\-–—]|task (is |has been )?(now )?(complete|completed|done|finished|"
     rf"resolved|accomplished)|(has|have|had) (now )?been ({DONE_VERBS})|(was|were|is|are|is now|are now|now) "
@@ -109,7 +114,7 @@ COMPLETION = re.compile(
     rf"(is|are) (now )?(confirmed|in place|complete|active|live|on|off)\b|confirmation (number|code|id)|"
     rf"(ready|going) to submit|(i'?ll|i will|let me|now) submit|submitting (the|my|our)|final (output|submission)|"
     rf"(request|task|issue|problem|bug) (is|has been) (now )?(satisfied|fulfilled|solved|resolved|fixed|addressed)|"
-    rf"(looks|is|are|seems) (all )?(good|correct|right|fine|as expected)|(exactly )?as expected|confident in (my|the|our) "
+    rf"(looks|is|are|seems) (all )?(good|correct|right|fine|as expected)|(i|we) can confirm|(exactly )?as expected|confident in (my|the|our) "
     rf"(solution|fix|answer|result)|(i|we) (agree|confirm) (with )?(the )?(verification|result|answer|findings)|"
     rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b))", re.I)
 

@@ -24,6 +24,11 @@ _CONFIRM = re.compile(r"\b(proceed|confirm|go ahead|which (one|option)|choose|se
 _CANNOT_BE = re.compile(rf"\b(can ?n[o']t|cannot|could not|may not|won't|will not) be ({cues.DONE_VERBS})\b", re.I)
 
 
+# a sentence about the agent itself ("I understand ...", "My options ...") states no result of the task
+_ABOUT_AGENT = re.compile(r"^\W*(i|i'm|i've|i'd|we|we're|we've|my|our|as an? )\b", re.I)
+_COPULA = re.compile(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|shows?|equals?|\w{3,}ed)\b", re.I)
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(text) if s.strip()]
 
@@ -147,6 +152,11 @@ def _read_text(report: str) -> ClaimReading:
     done = _last(cues.COMPLETION, text)
     delivered = _last(cues.DELIVERED, text)
     success = max((m for m in (done, delivered) if m), key=lambda m: m.start(), default=None)
+    asked = next((b for b in body if (b.endswith("?") or re.search(r"\bplease confirm\b", b, re.I))
+                  and _CONFIRM.search(b)), None)
+    if asked and not done:
+        # "Would you like to proceed? Please confirm, and I'll book it.": the work waits on the user
+        return out("question_back", asked, "question back to the user")
     future = _last(cues.FUTURE_WORK, text)  # the last word counts: "I found X. Next I'll fix it." is for later
     if future is not None and (success is None or future.start() > success.start()):
         return out("future_work", future, "work announced for later")
@@ -163,8 +173,9 @@ def _read_text(report: str) -> ClaimReading:
             out("delivered_result", success, "delivered result")
     if h := cues.HEDGE.search(text):
         return out("hedged", h, "hedge")
-    if atoms(text) or re.search(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|shows?|equals?)\b", text, re.I):
-        return _reading("delivered_result", f"a statement of the result: {body[0][:60]!r}", report)
+    stated = [b for b in body if not _ABOUT_AGENT.match(b) and (atoms(b) or _COPULA.search(b))]
+    if stated:
+        return _reading("delivered_result", f"a statement of the result: {stated[0][:60]!r}", report)
     return _reading("no_status", "no status vocabulary", report)
 
 

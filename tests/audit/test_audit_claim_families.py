@@ -1,0 +1,43 @@
+"""Claim reader v2: one case per cue family, and the family always agrees with the label."""
+
+import pytest
+
+from referee.audit.claimcues import FAMILY_LABEL
+from referee.audit.claims import read_claim_rules
+
+
+@pytest.mark.parametrize("report, family", [
+    ("The two cheapest rooms are R12 and R40.", "delivered_result"),
+    ('{"sender": "USPS", "price": 19.05}', "delivered_result"),
+    ("FINAL ANSWER: 23", "delivered_result"),
+    ('send_msg_to_user("The blue kettle is the cheapest at $12.")', "delivered_result"),
+    ("Nobody filed a ticket in March.", "delivered_result"),        # a negative answer is a result
+    ("The invoice has been paid and the receipt emailed.", "completion"),
+    ("THOUGHT: The diff looks right.\n\n```bash\nsubmit_patch --final\n```", "completion"),
+    ("I could not log in: the site blocked access.", "obstacle"),
+    ("A CAPTCHA appeared, so the form was not sent.", "obstacle"),
+    ("I updated two of the records but not the third.", "obstacle"),
+    ('report_infeasible("the store is closed")', "obstacle"),
+    ("I found the repository. Next, I will run the tests.", "future_work"),
+    ("Once you have the order number, I can start the return.", "future_work"),
+    ("Shall I go ahead and cancel the subscription?", "question_back"),
+    ("I think the alarm is probably set now.", "hedged"),
+    ("You're welcome! Have a lovely evening!", "courtesy_only"),
+    ("   ", "empty"),
+    ("Okay.", "no_status"),
+])
+def test_each_cue_family(report, family):
+    r = read_claim_rules(report)
+    assert r.family == family, r.cue
+    assert r.label == FAMILY_LABEL[family]
+    assert r.cue
+
+
+def test_the_record_keeps_the_atoms_of_the_report():
+    r = read_claim_rules("Booked R12 for 2024-06-01 at 14:30, total $210.50.")
+    assert {"R12", "2024-06-01", "14:30", "$210.50"} <= set(r.atoms)
+
+
+def test_an_offer_of_more_help_beside_a_result_is_still_success_but_a_confirmation_is_not():
+    assert read_claim_rules("I renamed the file. Would you like me to also archive it?").label == "success"
+    assert read_claim_rules("I have the draft ready. Shall I proceed and send it?").label == "unclear"
