@@ -39,6 +39,32 @@ class Step(_Model):
     narration: str | None = None
 
 
+class ToolDef(_Model):
+    """A tool the agent was offered, as the trace carries it (environment data, never the claim channel)."""
+
+    name: str
+    description: str | None = None
+    parameters: Any = None
+
+
+def tool_defs(raw: Any) -> list[dict] | None:
+    """Tool definitions in the flat trace v1 shape, from it or from OpenAI's `{"type": "function", "function": {...}}`.
+
+    >>> tool_defs([{"type": "function", "function": {"name": "get_x", "description": "Get x."}}])
+    [{'name': 'get_x', 'description': 'Get x.', 'parameters': None}]
+    """
+    if not isinstance(raw, list):
+        return None
+    out = []
+    for t in raw:
+        f = t.get("function") if isinstance(t, dict) and isinstance(t.get("function"), dict) else t
+        if isinstance(f, dict) and isinstance(f.get("name"), str):
+            desc = f.get("description")
+            out.append({"name": f["name"], "description": desc if isinstance(desc, str) else None,
+                        "parameters": f.get("parameters")})
+    return out or None
+
+
 class Trace(_Model):
     """One run in trace v1. `report` and every step's `narration` are the claim channel.
 
@@ -53,6 +79,7 @@ class Trace(_Model):
     steps: list[Step]
     report: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    tools: list[ToolDef] | None = None  # the tools offered to the agent: names and descriptions
 
 
 @dataclass(frozen=True)
@@ -121,6 +148,8 @@ def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
                 v = str(v)
             elif model is Trace and k == "steps" and isinstance(v, list):
                 v = [clean(st, "steps[]") for st in v]
+            elif model is Trace and k == "tools":
+                v = tool_defs(v)
             elif model is Trace and k == "initial_observation":
                 v = clean(v, "initial_observation")
             elif model is Step and k in ("action", "observation"):

@@ -82,10 +82,11 @@ class ClaimBlindView:
     initial_observation: ViewObservation | None
     steps: tuple[ViewStep, ...]
     sha256: str
+    tools: tuple[tuple[str, str], ...] = ()  # (name, description) of the tools the agent was offered
 
     def as_json(self) -> dict:
         """The canonical JSON form (what is hashed, and what an LLM extractor is shown)."""
-        return _view_json(self.task, self.initial_observation, self.steps)
+        return _view_json(self.task, self.initial_observation, self.steps, self.tools)
 
 
 def _obs(o: Observation | None) -> ViewObservation | None:
@@ -95,10 +96,14 @@ def _obs(o: Observation | None) -> ViewObservation | None:
                            error=bool(o.error))
 
 
-def _view_json(task: str, initial: ViewObservation | None, steps: tuple[ViewStep, ...]) -> dict:
-    return {"view_version": VIEW_VERSION, "task": task,
-            "initial_observation": initial.as_json() if initial else None,
-            "steps": [s.as_json() for s in steps]}
+def _view_json(task: str, initial: ViewObservation | None, steps: tuple[ViewStep, ...],
+               tools: tuple[tuple[str, str], ...] = ()) -> dict:
+    d = {"view_version": VIEW_VERSION, "task": task,
+         "initial_observation": initial.as_json() if initial else None,
+         "steps": [s.as_json() for s in steps]}
+    if tools:  # only when present, so the hash of a trace without tools is what it always was
+        d["tools"] = [{"name": n, "description": desc} for n, desc in tools]
+    return d
 
 
 def canonical_json(obj: Any) -> str:
@@ -122,5 +127,6 @@ def build_view(trace: Trace) -> ClaimBlindView:
                  observation=_obs(s.observation))
         for i, s in enumerate(trace.steps))
     initial = _obs(trace.initial_observation)
-    digest = hashlib.sha256(canonical_json(_view_json(trace.task, initial, steps)).encode("utf-8")).hexdigest()
-    return ClaimBlindView(task=trace.task, initial_observation=initial, steps=steps, sha256=digest)
+    tools = tuple((t.name, t.description or "") for t in trace.tools or ())
+    digest = hashlib.sha256(canonical_json(_view_json(trace.task, initial, steps, tools)).encode("utf-8")).hexdigest()
+    return ClaimBlindView(task=trace.task, initial_observation=initial, steps=steps, sha256=digest, tools=tools)

@@ -203,6 +203,8 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
     ('yes', 'yes', [0])
     """
     task = view.task
+    if view.tools:  # the trace's own tool descriptions: a tool named by no verb takes its description's
+        catalog = acting.ToolCatalog(catalog.rules, {**dict(view.tools), **dict(catalog.definitions or {})})
     wanted = task_groups(task)
     conditional = bool(wanted) and not task_groups(task, unconditional=True)
     acts = [a for a in (_classify(s, _before(view, s.index), catalog) for s in view.steps) if a is not None]

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from referee.audit.jsonstream import iter_json_values
 from referee.audit.readers import trace_readers
-from referee.audit.trace import Gold, Trace, TraceItem, record_error, trace_error
+from referee.audit.trace import Gold, Trace, TraceItem, record_error, tool_defs, trace_error
 
 NARRATION_TOOLS = frozenset({"think", "thought", "thinking", "reason", "reasoning", "scratchpad", "note_to_self",
                              "reflect", "plan"})
@@ -255,6 +255,8 @@ def read_openai_chat(path: Path) -> Iterator[TraceItem]:
         if isinstance(g, dict) and isinstance(g.get("completed"), bool):
             gold = Gold(completed=g["completed"], source="record")
         raw = messages_to_trace(obj["messages"], run_id=run_id, task=obj.get("task"), meta=obj.get("meta"))
+        if (tools := tool_defs(obj.get("tools"))) is not None:
+            raw["tools"] = tools
         try:
             trace = Trace.model_validate(raw)
         except ValidationError as exc:
