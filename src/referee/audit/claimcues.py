@@ -32,7 +32,8 @@ COURTESY = re.compile(
 OBSTACLE = re.compile(
     r"\b((i|we)( still| currently)? (could ?n[o']t|can ?n[o']t|can't|cannot|was ?n[o']t able|were ?n[o']t able|am unable|are unable|"
     r"was unable|were unable|have ?n[o']t been able|did ?n[o']t manage|do ?n[o']t have (access|permission)|"
-    r"had no (access|way)|ran out of|did ?n[o']t manage|can only (offer|provide|give|suggest))|unable to|not able to|failed to|fails to|"
+    r"had no (access|way)|ran out of|did ?n[o']t manage|can only (offer|provide|give|suggest))|unable to|"
+    r"(my|our) (options|hands|ability|abilities) (are|is) (limited|tied|restricted)|not able to|failed to|fails to|"
     r"did ?n[o']t manage to|(there (was|is|were|are) (still )?(an? )?(error|issue|problem)s?\b)|"
     r"(was|were|is|are)(n't| not) (found|located|retrieved|printed|loaded|accessible|available)\b|"
     r"i (would )?(recommend|suggest) (contacting|reaching out|checking with|calling|speaking|consulting)|"

@@ -161,8 +161,8 @@ def shell_effect(command: str) -> frozenset[str] | None:
 # commands that check work: test runners, running a script or module, linters, builds
 VERIFY = re.compile(r"\b(pytest|py\.test|tox|nox|unittest|nosetests|python[\d.]*\s+(-m\s+\w+|[\w./-]+\.py)|"
                     r"make\s+(test|check)|npm\s+(run\s+)?test|yarn\s+test|go\s+test|cargo\s+test|mvn\s+test|"
-                    r"gradle\s+test|ctest|rspec|phpunit|jest|mypy|ruff|flake8|node\s+[\w./-]+\.js|bash\s+[\w./-]+\.sh|"
-                    r"\./[\w./-]+)", re.I)
+                    r"gradle\s+test|ctest|rspec|phpunit|jest|mypy|ruff|flake8|node\s+[\w./-]+\.js|bash\s+[\w./-]+\.sh)|"
+                    r"(^|[;&|(]\s*)\./[\w./-]+", re.I | re.M)
 
 
 def command_text(name: str, args: Any) -> str:

@@ -472,8 +472,10 @@ def _checked(view, acts, relevant, ok_writes) -> FieldEvidence:
     """Code changed by shell commands: a bug report names many things that are not targets, so the
     final state is what the last check (tests, a script) after the last edit said, and whether a
     later edit failed."""
-    last_ok = ok_writes[-1].step.index
-    later_fail = [a.step.index for a in relevant if a.step.index > last_ok and a.failed]
+    # removing files is cleanup (scratch scripts); the last edit is the last write that changed content
+    edits = [a for a in ok_writes if "create_edit" in a.groups] or ok_writes
+    last_ok = edits[-1].step.index
+    later_fail = [a.step.index for a in relevant if a.step.index > last_ok and a.failed and "create_edit" in a.groups]
     if later_fail:
         return _fe("no", later_fail, note="the last relevant write failed")
     checks = [a for a in acts if a.step.index > last_ok and a.via == "shell" and a.failed is not None
