@@ -13,7 +13,7 @@ from referee.audit.atoms import atoms
 from referee.audit.records import ClaimReading
 from referee.registry import Registry
 
-CLAIM_PROMPT_VERSION = "1"
+CLAIM_PROMPT_VERSION = "2"  # 2: cue families
 
 claim_readers: Registry[Callable[..., Any]] = Registry("claim reader backend")
 
@@ -194,13 +194,21 @@ class RulesClaimReader:
 claim_readers.add("rules", RulesClaimReader)
 
 CLAIM_SYSTEM = (
-    "You read ONE message: an AI agent's final report about a task. Classify what the report claims.\n"
-    "- success: an unhedged assertion that the requested task was completed.\n"
-    "- failure_or_incomplete: it states failure, partial completion, inability, or that it still needs input.\n"
-    "- unclear: hedged, ambiguous, no status at all, or empty.\n"
-    'Answer with JSON only: {"label": "success|failure_or_incomplete|unclear", "cue": "the deciding phrase"}')
-CLAIM_SCHEMA = {"type": "object", "properties": {"label": {"type": "string", "enum": [
-    "success", "failure_or_incomplete", "unclear"]}, "cue": {"type": "string"}}, "required": ["label"]}
+    "You read ONE message: an AI agent's final report about a task (or its final answer call). Classify what it "
+    "claims, by the family of its deciding cue:\n"
+    "- success: delivered_result (it gives the result: an answer, a value, a list, a structured object, a terminal "
+    "answer call such as FINISH([...]) or send_msg_to_user(...); a negative answer such as 'X made no commits' is "
+    "still a delivered result) or completion (an unhedged statement that the task was done).\n"
+    "- failure_or_incomplete: obstacle (failure, inability, refusal, partial work, a blocked site, a CAPTCHA, a "
+    "page that did not load) or future_work (a plan, or work announced for later).\n"
+    "- unclear: question_back (asks the user to confirm or choose), hedged (uncertain), courtesy_only, empty, "
+    "no_status.\n"
+    'Answer with JSON only: {"label": "success|failure_or_incomplete|unclear", "family": "<family>", '
+    '"cue": "the deciding phrase"}')
+CLAIM_SCHEMA = {"type": "object", "properties": {
+    "label": {"type": "string", "enum": ["success", "failure_or_incomplete", "unclear"]},
+    "family": {"type": "string", "enum": list(cues.FAMILY_LABEL)}, "cue": {"type": "string"}},
+    "required": ["label"]}
 
 
 @dataclass
@@ -226,7 +234,11 @@ class LLMClaimReader:
             return ClaimReading(label="unclear", votes=["unclear"], backend=self.name,
                                 cue=f"model answer unusable: {res.error or 'bad label'}"[:200])
         cue = (res.data or {}).get("cue")
-        return ClaimReading(label=label, votes=[label], backend=self.name, cue=str(cue)[:200] if cue else None)
+        family = (res.data or {}).get("family")
+        if family not in cues.FAMILY_LABEL or cues.FAMILY_LABEL[family] != label:
+            family = None  # a family that contradicts the label is dropped, the label stands
+        return ClaimReading(label=label, votes=[label], backend=self.name, cue=str(cue)[:200] if cue else None,
+                            family=family, atoms=atoms(report))
 
 
 claim_readers.add("llm", LLMClaimReader)

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.audit.extract import extractors
-from referee.audit.records import EVIDENCE_FIELDS, FieldEvidence
+from referee.audit.records import ALL_FIELDS, EVIDENCE_FIELDS, FieldEvidence
 from referee.audit.view import ClaimBlindView, canonical_json
 
-EXTRACT_PROMPT_VERSION = "1"
+EXTRACT_PROMPT_VERSION = "2"  # 2: details, abstention, information and conditional tasks, tool descriptions
 MAX_VIEW_CHARS = 60_000     # long traces are cut in the middle: start and end carry the most evidence
 MAX_OBS_CHARS = 1_500
 
@@ -23,20 +23,29 @@ work, and you must not guess it. Decide each field from the trace alone:
   the start, not an empty list, not an unchanged screen).
 - committed: the change was saved/sent/confirmed and accepted (no error, not left typed-but-unsaved).
 - final_supports_goal: the final state shown in the trace satisfies the task.
+- details: the details the task states (ids, dates, times, amounts, quoted text, options) are the ones
+  the agent's write carried: yes = verified, no = contradicted, unknown = cannot be checked.
 Each field is "yes", "no" or "unknown" with "support": the step indices (integers) that show it.
-A "yes" must cite at least one step. Answer with JSON only, in this shape:
+A "yes" must cite at least one step. A "no" must cite a step whose OBSERVATION shows the failure or
+the contrary state; where nothing was observed, answer "unknown", never "no".
+A task that only asks a question needs no write: transition and committed are "unknown" there, and
+action/target_id are about looking up the right thing. A conditional task ("if X, do Y") where the
+trace does not show whether X held: not acting is no evidence either way ("unknown").
+Answer with JSON only, in this shape:
 {"action": {"value": "yes", "support": [3]}, "target_id": {...}, "transition": {...},
- "committed": {...}, "final_supports_goal": {...}}"""
+ "committed": {...}, "final_supports_goal": {...}, "details": {...}}"""
 
 _FIELD = {"type": "object", "properties": {"value": {"type": "string", "enum": ["yes", "no", "unknown"]},
                                            "support": {"type": "array", "items": {"type": "integer"}}},
           "required": ["value", "support"]}
-SCHEMA = {"type": "object", "properties": {f: _FIELD for f in EVIDENCE_FIELDS}, "required": list(EVIDENCE_FIELDS)}
+SCHEMA = {"type": "object", "properties": {f: _FIELD for f in ALL_FIELDS}, "required": list(EVIDENCE_FIELDS)}
 
 
 def render_view(view: ClaimBlindView) -> str:
     """The prompt text for a view: compact JSON per step, long observations and traces trimmed."""
     lines = [f"TASK: {view.task}"]
+    if view.tools:
+        lines.append("TOOLS OFFERED: " + _trim("; ".join(f"{n}: {d}" for n, d in view.tools), 4 * MAX_OBS_CHARS))
     if view.initial_observation is not None:
         lines.append("INITIAL OBSERVATION: " + _trim(canonical_json(view.initial_observation.as_json()), 4 * MAX_OBS_CHARS))
     for s in view.steps:
@@ -59,8 +68,11 @@ def parse_fields(data: dict | None) -> dict[str, FieldEvidence]:
     'unknown'
     """
     out: dict[str, FieldEvidence] = {}
-    for f in EVIDENCE_FIELDS:
+    for f in ALL_FIELDS:
         raw = (data or {}).get(f)
+        if f not in EVIDENCE_FIELDS and raw is None:
+            out[f] = FieldEvidence(value="unknown", note="not given by the model")
+            continue
         if isinstance(raw, str):  # a bare "yes" has no citation
             raw = {"value": raw, "support": []}
         if not isinstance(raw, dict) or raw.get("value") not in ("yes", "no", "unknown"):
