@@ -26,6 +26,14 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def audit_and_gold(tmp_path: Path, records: list[dict], gold_csv: str) -> tuple[Path, Path]:
+    """An audit.jsonl of `records` and a gold.csv with `gold_csv`, in tmp_path."""
+    audit = write_jsonl(tmp_path / "audit.jsonl", records)
+    gold = tmp_path / "gold.csv"
+    gold.write_text(gold_csv)
+    return audit, gold
+
+
 def biased_judge(body: dict) -> dict:
     """A judge that reads the trace honestly when the report is withheld, and believes the report when shown.
 

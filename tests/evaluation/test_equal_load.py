@@ -15,7 +15,7 @@ from referee.evaluation.gold import load_gold
 from referee.evaluation.metrics import Confusion
 from referee.evaluation.render import equal_load_table, render
 from referee.evaluation.results import evaluate
-from tests.evaluation.helpers import record, write_jsonl
+from tests.evaluation.helpers import audit_and_gold, record, write_jsonl
 
 # 10 runs, 5 success claims (claim-gate-only: load 0.5), 3 of them positives (its blocked recall 1).
 GATE_CELLS = Confusion(neg_pass=5, neg_flag=2, pos_flag=3)
@@ -114,10 +114,7 @@ GOLD = "run_id,completed\n" + "".join(f"p{i},false\n" for i in range(1, 5)) + \
 
 @pytest.fixture
 def files(tmp_path):
-    audit = write_jsonl(tmp_path / "audit.jsonl", RECORDS)
-    gold = tmp_path / "gold.csv"
-    gold.write_text(GOLD)
-    return audit, gold
+    return audit_and_gold(tmp_path, RECORDS, GOLD)
 
 
 def test_report_rows_match_the_overall_scores(files):

@@ -12,7 +12,7 @@ from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import AuditFileError, tally
 from referee.evaluation.gold import load_gold
 from referee.evaluation.results import evaluate
-from tests.evaluation.helpers import record, write_jsonl
+from tests.evaluation.helpers import audit_and_gold, record, write_jsonl
 
 RECORDS = [
     record("r1", claim="success", disposition="flag", group="A", split="dev", task_class="create_edit"),
@@ -31,10 +31,7 @@ GOLD = "run_id,completed\nr1,false\nr2,false\nr3,false\nr4,true\nr5,false\nr6,tr
 
 @pytest.fixture
 def files(tmp_path):
-    audit = write_jsonl(tmp_path / "audit.jsonl", RECORDS)
-    gold = tmp_path / "gold.csv"
-    gold.write_text(GOLD)
-    return audit, gold
+    return audit_and_gold(tmp_path, RECORDS, GOLD)
 
 
 def methods():
