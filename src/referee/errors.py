@@ -48,6 +48,10 @@ class UnknownKindError(RefereeError):
     """A registry lookup for a name nobody registered."""
 
 
+class PluginError(RefereeError):
+    """A registration or entry point that does not give what its registry holds (see referee.registry)."""
+
+
 class EvidenceError(RefereeError):
     """Evidence that is missing, unreadable, tampered with, or escapes the run directory."""
 

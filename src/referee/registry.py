@@ -1,14 +1,64 @@
-"""One small generic registry for every pluggable kind: validators, captures, actors, backends, readers."""
+"""One small generic registry for every pluggable kind: validators, captures, actors, backends, readers.
+
+The plugin contract (docs/plugins.md has the table of entry point groups):
+
+- A registry declares *what it holds* with `item`: a class (it holds instances of it) or an `Item`
+  (a check and the words an error uses, e.g. `FACTORY`: it holds factories).
+- Whatever is registered, by `add`/`register` in referee's own code or by an entry point, goes
+  through one `adapt`: an object that already is an item is kept; otherwise a class or a factory
+  is called with no arguments and what it gives must be an item. Anything else is a `PluginError`
+  naming the entry point and what it should point at. Built-ins and plugins cannot diverge.
+- Registries of factories (extractor and claim reader backends) build an instance per use with
+  `create(name, **config)`; the factory is called with exactly that keyword config.
+"""
 
 from __future__ import annotations
 
 import difflib
+import inspect
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from referee.errors import UnknownKindError
+from referee.errors import PluginError, UnknownKindError
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Item:
+    """What a registry holds, when that is not simply "an instance of this class"."""
+
+    check: Callable[[object], bool]
+    words: str  # for errors: "... gave X, not <words>"
+
+
+def _is_factory(obj: object) -> bool:
+    return callable(obj)
+
+
+def _is_function(obj: object) -> bool:
+    return callable(obj) and not isinstance(obj, type)
+
+
+FACTORY = Item(_is_factory, "a class or function that builds one")
+"""Items that are factories (backends, baselines): kept as they are; `create` calls them."""
+
+FUNCTION = Item(_is_function, "a function (or a class whose instances are callable)")
+"""Items that are plain callables (trace readers): a function is kept, a class is instantiated."""
+
+
+def subclass_of(base: type) -> Item:
+    """Items that are classes (actors: a fresh instance per run), subclasses of `base`."""
+    return Item(lambda obj: isinstance(obj, type) and issubclass(obj, base),
+                f"a subclass of {base.__module__}.{base.__qualname__}")
+
+
+def item_words(item: type | Item | None) -> str:
+    if item is None:
+        return "anything"
+    if isinstance(item, Item):
+        return item.words
+    return f"an instance of {item.__module__}.{item.__qualname__}"
 
 
 @dataclass
@@ -24,23 +74,69 @@ class Registry(Generic[T]):
     Traceback (most recent call last):
     ...
     referee.errors.UnknownKindError: unknown shape 'sqare'; did you mean 'square'? known shapes: square
+
+    A registry of instances takes a class (or a factory) and holds what it makes:
+
+    >>> class Engine: name = ""
+    >>> engines = Registry("engine", item=Engine, name_attr="name")
+    >>> engines.add("e1", Engine)
+    >>> isinstance(engines.get("e1"), Engine), engines.get("e1").name
+    (True, 'e1')
+    >>> engines.add("bad", dict)
+    Traceback (most recent call last):
+    ...
+    referee.errors.PluginError: engine 'bad': dict gave dict, not an instance of referee.registry.Engine; register a class or a factory that gives one
     """
 
     what: str
     entry_point_group: str | None = None
-    adapt: Callable[[str, object], T] | None = None  # turns what an entry point loads into a registry item
+    item: type | Item | None = None  # what the registry holds (None: anything, kept as given)
+    name_attr: str | None = None  # a class attribute (e.g. `kind`) set to the registered name when empty
     _items: dict[str, T] = field(default_factory=dict)
     _loaded_entry_points: bool = False
 
-    def register(self, name: str) -> Callable[[T], T]:
-        def deco(obj: T) -> T:
-            self._items[name] = obj
+    # ------------------------------------------------------------------ the one adaptation path
+
+    def is_item(self, obj: object) -> bool:
+        if self.item is None:
+            return True
+        if isinstance(self.item, Item):
+            return bool(self.item.check(obj))
+        return isinstance(obj, self.item)
+
+    def adapt(self, name: str, obj: object, origin: str | None = None) -> T:
+        """Turn what was registered (or what an entry point loaded) into an item: an item is kept,
+        a class or factory is called with no arguments and must give one."""
+        origin = origin or f"{self.what} '{name}'"
+        fix = "register a class or a factory that gives one"
+        if not self.is_item(obj):
+            label = getattr(obj, "__qualname__", None) or type(obj).__name__
+            if not callable(obj):
+                raise PluginError(f"{origin}: {label} is not {item_words(self.item)}", fix=fix)
+            try:
+                made = obj()
+            except Exception as exc:  # a plugin's constructor: report it as the plugin's fault
+                raise PluginError(f"{origin}: calling {label}() with no arguments failed: "
+                                  f"{type(exc).__name__}: {exc}", fix=fix) from None
+            if not self.is_item(made):
+                raise PluginError(f"{origin}: {label} gave {type(made).__name__}, not {item_words(self.item)}",
+                                  fix=fix)
+            obj = made
+        if self.name_attr and not isinstance(obj, type) and not getattr(obj, self.name_attr, None):
+            setattr(type(obj), self.name_attr, name)
+        return obj  # type: ignore[return-value]
+
+    def register(self, name: str) -> Callable[[Any], Any]:
+        """Decorator: register the decorated object under `name` (through `adapt`); returns it unchanged."""
+
+        def deco(obj: Any) -> Any:
+            self.add(name, obj)
             return obj
 
         return deco
 
-    def add(self, name: str, obj: T) -> None:
-        self._items[name] = obj
+    def add(self, name: str, obj: object) -> None:
+        self._items[name] = self.adapt(name, obj)
 
     def _load_entry_points(self) -> None:
         if self._loaded_entry_points or not self.entry_point_group:
@@ -49,9 +145,19 @@ class Registry(Generic[T]):
         from importlib.metadata import entry_points
 
         for ep in entry_points(group=self.entry_point_group):
-            if ep.name not in self._items:
+            if ep.name in self._items:
+                continue
+            dist = getattr(ep, "dist", None)
+            origin = f"entry point {self.entry_point_group}:{ep.name} = {ep.value}" + (
+                f" (from {dist.name} {dist.version})" if dist is not None else "")
+            try:
                 obj = ep.load()
-                self._items[ep.name] = self.adapt(ep.name, obj) if self.adapt else obj
+            except Exception as exc:
+                raise PluginError(f"{origin}: cannot load: {type(exc).__name__}: {exc}",
+                                  fix="fix or uninstall that plugin") from None
+            self._items[ep.name] = self.adapt(ep.name, obj, origin)
+
+    # ------------------------------------------------------------------ lookups
 
     def names(self) -> list[str]:
         self._load_entry_points()
@@ -82,3 +188,26 @@ class Registry(Generic[T]):
             return self._items[name]
         except KeyError:
             raise self.unknown(name, **where) from None
+
+    def create(self, name: str, /, **config: Any) -> Any:
+        """Build an instance from the factory registered under `name`, with exactly `config`.
+
+        >>> backends = Registry("backend", item=FACTORY)
+        >>> backends.add("pair", lambda *, left=0, right=0: (left, right))
+        >>> backends.create("pair", left=1)
+        (1, 0)
+        >>> backends.create("pair", colour="red")
+        Traceback (most recent call last):
+        ...
+        referee.errors.PluginError: backend 'pair': its factory cannot be called with colour=...: got an unexpected keyword argument 'colour'; make it take the keyword config it declares (docs/plugins.md)
+        """
+        factory: Any = self.get(name)
+        try:
+            inspect.signature(factory).bind(**config)
+        except TypeError as exc:
+            given = ", ".join(k + "=..." for k in config) or "no arguments"
+            raise PluginError(f"{self.what} '{name}': its factory cannot be called with {given}: {exc}",
+                              fix="make it take the keyword config it declares (docs/plugins.md)") from None
+        except ValueError:  # no signature to inspect (a builtin): just call it
+            pass
+        return factory(**config)

@@ -6,16 +6,17 @@ import ast
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from referee.audit import claimcues as cues
 from referee.audit.atoms import atoms
 from referee.audit.records import ClaimReading
-from referee.registry import Registry
+from referee.registry import FACTORY, Registry
 
 CLAIM_PROMPT_VERSION = "2"  # 2: cue families
 
-claim_readers: Registry[Callable[..., Any]] = Registry("claim reader backend")
+# holds factories; referee.audit.backends builds one per audit with the keyword config it declares
+claim_readers: Registry[Callable[..., Any]] = Registry("claim reader backend", "referee.claim_readers", item=FACTORY)
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _CONFIRM = re.compile(r"\b(proceed|confirm|go ahead|which (one|option)|choose|select|prefer|shall i|should i|"
@@ -214,6 +215,8 @@ CLAIM_SCHEMA = {"type": "object", "properties": {
 @dataclass
 class LLMClaimReader:
     """A claim reader backed by any OpenAI-compatible model; a failed or unparseable answer reads `unclear`."""
+
+    needs_llm: ClassVar[bool] = True  # built with client= (referee.audit.backends)
 
     client: Any  # referee.llm.LLMClient
     name: str = "llm"

@@ -18,7 +18,7 @@ from referee.registry import Registry
 POLICY_DIR = Path(__file__).parent / "policies"
 SHIPPED = ("causal", "final-state", "low-load", "unanimous", "strict")
 
-policies: Registry[Path] = Registry("policy")
+policies: Registry[Path] = Registry("policy", item=Path)
 for _name in SHIPPED:
     policies.add(_name, POLICY_DIR / f"{_name}.yaml")
 

@@ -16,9 +16,9 @@ __all__ = ["CALLS", "OcrEngine", "OcrLine", "OcrResult", "engines", "get_engine"
 
 DEFAULT_ENGINE = "tesseract"
 
-engines: Registry[OcrEngine] = Registry("OCR engine", "referee.ocr_engines")
-engines.add("tesseract", TesseractEngine())
-engines.add("rapidocr", RapidOcrEngine())
+engines: Registry[OcrEngine] = Registry("OCR engine", "referee.ocr_engines", item=OcrEngine, name_attr="name")
+engines.add("tesseract", TesseractEngine)
+engines.add("rapidocr", RapidOcrEngine)
 
 
 def get_engine(name: str = DEFAULT_ENGINE) -> OcrEngine:

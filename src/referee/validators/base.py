@@ -106,20 +106,9 @@ class ValidatorKind:
         raise NotImplementedError
 
 
-def _from_entry_point(name: str, obj: object) -> ValidatorKind:
-    """A plugin's entry point may name a ValidatorKind subclass or an instance of one."""
-    if isinstance(obj, type) and issubclass(obj, ValidatorKind):
-        obj = obj()
-    if not isinstance(obj, ValidatorKind):
-        from referee.errors import RefereeError
-
-        raise RefereeError(f"entry point referee.validators:{name} is not a ValidatorKind",
-                           fix="point it at a subclass of referee.validators.ValidatorKind")
-    type(obj).kind = type(obj).kind or name
-    return obj
-
-
-validators: Registry[ValidatorKind] = Registry("validator kind", "referee.validators", adapt=_from_entry_point)
+# an entry point names a ValidatorKind subclass (or a factory of one); registered kinds are one shared instance
+validators: Registry[ValidatorKind] = Registry("validator kind", "referee.validators", item=ValidatorKind,
+                                               name_attr="kind")
 
 
 def register(kind: str):
@@ -134,7 +123,7 @@ def register(kind: str):
 
     def deco(cls):
         cls.kind = kind
-        validators.add(kind, cls())
+        validators.add(kind, cls)
         return cls
 
     return deco

@@ -6,7 +6,7 @@ from typing import Any, Mapping, Protocol
 
 from referee.audit.records import ALL_FIELDS, EVIDENCE_FIELDS, FieldEvidence
 from referee.audit.view import ClaimBlindView
-from referee.registry import Registry
+from referee.registry import FACTORY, Registry
 
 
 class Extractor(Protocol):
@@ -19,7 +19,8 @@ class Extractor(Protocol):
     def extract(self, view: ClaimBlindView, run_index: int) -> dict[str, FieldEvidence]: ...
 
 
-extractors: Registry[Any] = Registry("extractor backend", entry_point_group="referee.extractors")
+# holds factories; referee.audit.backends builds one per audit with the keyword config it declares
+extractors: Registry[Any] = Registry("extractor backend", "referee.extractors", item=FACTORY)
 
 
 def get_extractor_factory(name: str) -> Any:

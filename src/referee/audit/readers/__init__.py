@@ -7,11 +7,12 @@ from typing import Callable, Iterator
 
 from referee.audit.jsonstream import iter_json_values
 from referee.audit.trace import TraceItem
-from referee.registry import Registry
+from referee.registry import FUNCTION, Registry
 
 Reader = Callable[[Path], Iterator[TraceItem]]
 
-trace_readers: Registry[Reader] = Registry("trace format")
+# an entry point (group `referee.readers`) names a reader function, or a class whose instances are one
+trace_readers: Registry[Reader] = Registry("trace format", "referee.readers", item=FUNCTION)
 
 
 def _load_builtin() -> None:

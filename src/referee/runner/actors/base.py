@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from referee.registry import Registry
+from referee.registry import Registry, subclass_of
 
 
 class Claim(BaseModel):
@@ -74,4 +74,5 @@ class ActorKind:
         return None
 
 
-actors: Registry[type[ActorKind]] = Registry("actor kind")
+# holds the classes themselves: the runner makes a fresh actor per run
+actors: Registry[type[ActorKind]] = Registry("actor kind", item=subclass_of(ActorKind))

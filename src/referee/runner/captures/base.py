@@ -64,7 +64,8 @@ class CaptureKind:
         raise NotImplementedError
 
 
-captures: Registry[CaptureKind] = Registry("capture kind", "referee.captures")
+# an entry point names a CaptureKind subclass (or a factory of one); registered kinds are one shared instance
+captures: Registry[CaptureKind] = Registry("capture kind", "referee.captures", item=CaptureKind, name_attr="kind")
 
 
 def register(kind: str):
@@ -72,7 +73,7 @@ def register(kind: str):
 
     def deco(cls):
         cls.kind = kind
-        captures.add(kind, cls())
+        captures.add(kind, cls)
         return cls
 
     return deco
