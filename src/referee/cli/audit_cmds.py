@@ -22,37 +22,26 @@ def _progress(enabled: bool):
 
 
 def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None):
-    from referee.audit.claims import claim_readers
-    from referee.audit.extract import get_extractor_factory
+    """Both backends through their registries (referee.audit.backends); the LLM client is made only when
+    a chosen backend declares `needs_llm`."""
+    from referee.audit.backends import make_backends
 
-    client = None
-    if "llm" in (backend, claims):
+    def llm_client():
         from referee.llm import LLMClient, LLMConfig
 
-        cfg = LLMConfig.from_env(base_url, model, concurrency=concurrency, timeout_s=timeout, max_retries=max_retries)
-        client = LLMClient(cfg)
-    factory = get_extractor_factory(backend)
-    if tools is not None:
-        if backend != "rules":
-            raise UsageError(f"--tools is read by the rules backend; the {backend!r} backend does not use it")
-        from referee.audit.extract.rules import RULES_VERSION
-        from referee.audit.toolmap import load_tool_map
+        return LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency, timeout_s=timeout,
+                                            max_retries=max_retries))
 
-        catalog, digest = load_tool_map(tools)
-        extractor = factory(catalog=catalog, prompt_version=f"{RULES_VERSION}+tools:{digest[:12]}")
-    else:
-        extractor = factory(client) if backend == "llm" else factory()
-    reader_factory = claim_readers.get(claims)
-    claim_reader = reader_factory(client) if claims == "llm" else reader_factory()
-    return extractor, claim_reader, client
+    return make_backends(backend, claims, llm_client=llm_client, tools=tools)
 
 
 @click.command("audit")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", default=None,
-              help="referee | openai-chat | tau-bench | mini-swe-agent (default: sniffed per file; a run directory is referee-run)")
+              help="referee | openai-chat | tau-bench | mini-swe-agent | a plugin (default: sniffed per file; "
+                   "a run directory is referee-run)")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
-@click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm")
+@click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm | a plugin")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="a tool map (tools.yaml): your tools' names or patterns -> read/create/edit/delete/send, "
                    "target argument, failure marker (docs/auditor.md)")
@@ -91,11 +80,10 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
                    "stand as graded)")
         return 0
     lp = load_policy_full(policy)
-    extractor, claim_reader, client = _make_backends(backend, claims, base_url, model, concurrency, timeout,
-                                                     max_retries, tools)
-    n_runs = runs or (5 if backend == "llm" else 1)
+    backends = _make_backends(backend, claims, base_url, model, concurrency, timeout, max_retries, tools)
+    n_runs = runs or backends.default_runs
     cache_db = EvidenceCache(cache or out.with_name(out.name + ".cache.sqlite"))
-    auditor = Auditor(lp, extractor, claim_reader, runs=n_runs, cache=cache_db)
+    auditor = Auditor(lp, backends.extractor, backends.claim_reader, runs=n_runs, cache=cache_db)
     gold: dict[str, bool] = {}
     gold_rows: list[dict] = []
 
@@ -126,13 +114,12 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
 
         try:
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
-                                concurrency=concurrency if backend == "llm" or claims == "llm" else 1,
+                                concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
                                 on_ignored=on_ignored)
         finally:
             cache_db.close()
-            if client is not None:
-                client.close()
+            backends.close()
     elapsed = time.perf_counter() - t0
     if gold_out:
         from referee.fsutil import atomic_write_text

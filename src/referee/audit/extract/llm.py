@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from referee.audit.extract import extractors
 from referee.audit.records import ALL_FIELDS, EVIDENCE_FIELDS, FieldEvidence
@@ -93,6 +93,9 @@ def parse_fields(data: dict | None) -> dict[str, FieldEvidence]:
 @dataclass
 class LLMExtractor:
     """n runs of one model over the same view; run_index varies the request so caches key each run."""
+
+    needs_llm: ClassVar[bool] = True  # built with client= (referee.audit.backends)
+    default_runs: ClassVar[int] = 5   # a model's answers vary: vote over 5 runs unless --runs says otherwise
 
     client: Any  # referee.llm.LLMClient
     name: str = "llm"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 from referee.audit.extract import abstain, acting, details, extractors
@@ -501,7 +502,23 @@ class RulesExtractor:
         return extract_rules(view, self.catalog)
 
 
-extractors.add("rules", RulesExtractor)
+def rules_extractor(*, tools: Path | None = None) -> RulesExtractor:
+    """The `rules` backend's factory: with a tool map (`--tools tools.yaml`) it knows the user's tools,
+    and its prompt version names the map's digest, so cached evidence is keyed by it.
+
+    >>> rules_extractor().prompt_version == RULES_VERSION
+    True
+    """
+    if tools is None:
+        return RulesExtractor()
+    from referee.audit.toolmap import load_tool_map
+
+    catalog, digest = load_tool_map(tools)
+    return RulesExtractor(catalog=catalog, prompt_version=f"{RULES_VERSION}+tools:{digest[:12]}")
+
+
+rules_extractor.takes_tools = True  # type: ignore[attr-defined]  (referee.audit.backends)
+extractors.add("rules", rules_extractor)
 
 
 def describe(ev: dict[str, FieldEvidence]) -> str:
