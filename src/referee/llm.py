@@ -7,10 +7,10 @@ import os
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+from referee.concurrency import ordered_map
 from referee.errors import RefereeError, UsageError
 
 T = TypeVar("T")
@@ -217,19 +217,7 @@ class LLMClient:
         >>> list(LLMClient(LLMConfig(base_url="http://x", model="m")).map(lambda x: x * 2, [1, 2, 3]))
         [2, 4, 6]
         """
-        n = max(1, concurrency or self.config.concurrency)
-        if n == 1:
-            for it in items:
-                yield fn(it)
-            return
-        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="referee-llm") as pool:
-            pending: list = []
-            for it in items:
-                pending.append(pool.submit(fn, it))
-                if len(pending) >= 2 * n:  # bounded window: never hold the whole input in flight
-                    yield pending.pop(0).result()
-            for fut in pending:
-                yield fut.result()
+        return ordered_map(fn, items, concurrency or self.config.concurrency, name="referee-llm")
 
 
 def _answer_text(resp) -> str | None:

@@ -53,6 +53,21 @@ def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> 
     return spec.ungrounded
 
 
+def run_states(evidence: Sequence[Mapping[str, FieldEvidence]], task_class: str, policy: Policy) -> tuple[str, ...]:
+    """The checker's state of each extraction run (sample)."""
+    return tuple(check_run(ev, task_class, policy) for ev in evidence)
+
+
+def disposition_of(claim: str, trace_state: str, grounding: Grounding | None, policy: Policy) -> str:
+    """The disposition table, then grounding (which can only make it stricter).
+
+    >>> from referee.audit.policyfile import load_policy
+    >>> disposition_of("success", "completed", Grounding(value="no", atoms=["$9"], ungrounded=["$9"]), load_policy("causal"))
+    'review'
+    """
+    return stricter(dispose(claim, trace_state, policy), grounding_floor(claim, grounding, policy))
+
+
 def decide(task: str, claim: str, evidence: Sequence[Mapping[str, FieldEvidence]], grounding: Grounding | None,
            policy: Policy) -> Decision:
     """Judge one run: task class from the task text, each extraction run checked, k-of-n vote, the
@@ -64,7 +79,6 @@ def decide(task: str, claim: str, evidence: Sequence[Mapping[str, FieldEvidence]
     Decision(task_class='other', run_states=('completed',), trace_state='completed', disposition='pass')
     """
     task_class, _ = classify_task(task, policy.task_classes.rule())
-    states = tuple(check_run(ev, task_class, policy) for ev in evidence)
+    states = run_states(evidence, task_class, policy)
     state = vote(states, policy.votes.threshold)
-    disposition = stricter(dispose(claim, state, policy), grounding_floor(claim, grounding, policy))
-    return Decision(task_class, states, state, disposition)
+    return Decision(task_class, states, state, disposition_of(claim, state, grounding, policy))

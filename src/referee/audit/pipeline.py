@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from referee.audit.cache import EvidenceCache
+from referee.concurrency import ordered_map
 from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
 from referee.audit.extract.acting import is_terminal, split_call
@@ -269,18 +269,8 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             if on_record:
                 on_record(rec)
 
-        if concurrency <= 1:
-            for trace in todo():
-                write(auditor.audit(trace))
-        else:
-            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="referee-audit") as pool:
-                window: list = []
-                for trace in todo():
-                    window.append(pool.submit(auditor.audit, trace))
-                    while len(window) >= 2 * concurrency or (window and window[0].done()):
-                        write(window.pop(0).result())
-                for fut in window:
-                    write(fut.result())
+        for rec in ordered_map(auditor.audit, todo(), concurrency, name="referee-audit"):
+            write(rec)
     return stats
 
 

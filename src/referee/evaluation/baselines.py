@@ -7,9 +7,8 @@ trace side is judged. Baselines register by name in `baselines`; third parties m
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping
 
 from referee.registry import Registry
 
@@ -49,22 +48,6 @@ def claim_gate(claim: str | None, trace_state: str) -> str:
     if claim == "failure_or_incomplete":
         return "pass"
     return "review"
-
-
-def majority(states: Sequence[str], k: int) -> str:
-    """k-of-n vote over trace states: the state with at least k votes, else `unknown`.
-
-    >>> majority(["completed", "completed", "not_completed"], 2), majority(["completed", "not_completed"], 2)
-    ('completed', 'unknown')
-    >>> majority([], 1)
-    'unknown'
-    """
-    if not states:
-        return "unknown"
-    state, count = Counter(states).most_common(1)[0]
-    if count >= k and state in ("completed", "not_completed"):
-        return state
-    return "unknown"
 
 
 def claim_label(rec) -> str | None:

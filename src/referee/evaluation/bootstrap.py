@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from referee.evaluation.metrics import RATE_METRICS, Confusion, rates
+from referee.evaluation.metrics import RATE_METRICS, Confusion, rate_formulas, rates
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -113,28 +113,21 @@ def _interval(values: list[float], undefined: int, level: float) -> Interval:
 
 
 def _rates_numpy(reps) -> dict[str, "object"]:
-    """The rate metrics of every replicate at once: arrays with NaN where the metric is 0/0."""
+    """The rate metrics of every replicate at once (metrics.rate_formulas over arrays): NaN where 0/0."""
     import numpy as np
 
     r = reps.astype(np.float64)
-    neg_pass, neg_flag, neg_review, pos_pass, pos_flag, pos_review = (r[:, i] for i in range(6))
-    pos = pos_pass + pos_flag + pos_review
-    flags = neg_flag + pos_flag
-    blocked = flags + neg_review + pos_review
-    n = r.sum(axis=1)
 
     def div(a, b):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(b == 0, np.nan, a / np.where(b == 0, 1.0, b))
 
-    precision = div(pos_flag, flags)
-    recall = div(pos_flag, pos)
-    both = ~(np.isnan(precision) | np.isnan(recall))
-    f1 = np.where(both, div(2 * precision * recall, precision + recall), np.nan)
-    f1 = np.where(both & np.isnan(f1), 0.0, f1)
-    return {"precision": precision, "recall": recall, "f1": f1,
-            "blocked_recall": div(pos_flag + pos_review, pos), "silent_pass_rate": div(pos_pass, pos),
-            "inspection_load": div(blocked, n), "inspection_yield": div(pos_flag + pos_review, blocked)}
+    def harmonic(precision, recall):
+        both = ~(np.isnan(precision) | np.isnan(recall))
+        f1 = np.where(both, div(2 * precision * recall, precision + recall), np.nan)
+        return np.where(both & np.isnan(f1), 0.0, f1)
+
+    return rate_formulas(tuple(r[:, i] for i in range(6)), div, harmonic)
 
 
 def bootstrap_rates(c: Confusion, spec: BootstrapSpec = BootstrapSpec()) -> dict[str, Interval]:

@@ -1,10 +1,10 @@
 """Policy comparison from cached evidence: every policy is a method that replays a record, with no backend and no model call.
 
 Replaying a record under a policy re-derives the task class with the policy's rule, re-checks
-each cached extraction run, re-votes and re-disposes, reading only the record: the same pure steps
-as `referee.audit.replay.replay_record` (tests hold the two equal), composed here from
-`referee.audit.policy`, `votes` and `disposition` so that several policies share one classification
-and one set of run states per record (about twice as fast as copying the record per policy).
+each cached extraction run, re-votes and re-disposes, reading only the record: the pieces of
+`referee.audit.decide` (the one place that decides), memoised here so that several policies share
+one classification and one set of run states per record (about twice as fast as copying the record
+per policy).
 """
 
 from __future__ import annotations
@@ -56,9 +56,7 @@ def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     >>> replay_disposition(rec, load_policy_full("causal")), replay_disposition(rec, load_policy_full("low-load"))
     ('review', 'pass')
     """
-    from referee.audit.decide import grounding_floor, stricter
-    from referee.audit.disposition import dispose
-    from referee.audit.policy import check_run
+    from referee.audit.decide import disposition_of, run_states
     from referee.audit.taskclass import classify_task
     from referee.audit.votes import vote
 
@@ -68,9 +66,8 @@ def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     task_class = memo.get(rec, ("class", rule), lambda: classify_task(rec.task, rule)[0])
     required = tuple(sorted(policy.required.get(task_class, policy.required["other"])))
     states = memo.get(rec, ("states", task_class, required, policy.checker.unknown_as),
-                      lambda: [check_run(ev, task_class, policy) for ev in rec.evidence])
-    table = dispose(rec.claim.label, vote(states, policy.votes.threshold), policy)
-    return stricter(table, grounding_floor(rec.claim.label, rec.grounding, policy))
+                      lambda: run_states(rec.evidence, task_class, policy))
+    return disposition_of(rec.claim.label, vote(states, policy.votes.threshold), rec.grounding, policy)
 
 
 _RULES: dict[str, object] = {}

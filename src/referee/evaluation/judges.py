@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Literal
 
-from referee.evaluation.baselines import majority
+from referee.audit.votes import vote  # the auditor's own k-of-n rule: a 2-2 tie is unknown
 
 JudgeName = Literal["claim-aware", "prompt-blind"]
 JUDGES: tuple[str, ...] = ("claim-aware", "prompt-blind")
@@ -172,7 +172,7 @@ class TraceJudge:
                 if res.ok:  # a failed call is not cached: the next run asks again
                     self.cache.put(key, state, trace.run_id)
             states.append(state)
-        return Judgement(trace.run_id, self.judge, tuple(states), majority(states, self.k), calls)
+        return Judgement(trace.run_id, self.judge, tuple(states), vote(states, self.k), calls)
 
     def judge_all(self, traces: Iterable) -> Iterator[Judgement]:
         """Judge traces with the client's bounded concurrency, in input order."""

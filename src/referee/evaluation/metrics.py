@@ -134,22 +134,38 @@ def rates(c: Confusion) -> dict[str, float | None]:
     >>> rates(Confusion(neg_pass=3))["recall"] is None
     True
     """
-    precision = _div(c.tp, c.tp + c.fp)
-    recall = _div(c.tp, c.positives)
+    return rate_formulas(c.cells(), _div, _harmonic)
+
+
+def _harmonic(precision: float | None, recall: float | None) -> float | None:
     if precision is None or recall is None:
-        f1 = None
-    else:
-        f1 = _div(2 * precision * recall, precision + recall)
-        f1 = 0.0 if f1 is None else f1  # P = R = 0 with both defined: a real zero, not 0/0
-    blocked = c.flags + c.reviews
+        return None
+    f1 = _div(2 * precision * recall, precision + recall)
+    return 0.0 if f1 is None else f1  # P = R = 0 with both defined: a real zero, not 0/0
+
+
+def rate_formulas(cells, div, harmonic) -> dict:
+    """The formulas, once: over the six cells as numbers (point estimates) or as arrays of bootstrap
+    replicates (bootstrap.py), with the division and harmonic mean that representation needs.
+
+    >>> rate_formulas((5, 1, 2, 1, 3, 0), _div, _harmonic)["inspection_yield"]
+    0.5
+    """
+    neg_pass, neg_flag, neg_review, pos_pass, pos_flag, pos_review = cells
+    positives = pos_pass + pos_flag + pos_review
+    flags = neg_flag + pos_flag
+    blocked = flags + neg_review + pos_review
+    n = neg_pass + blocked + pos_pass
+    precision = div(pos_flag, flags)
+    recall = div(pos_flag, positives)
     return {
         "precision": precision,
         "recall": recall,
-        "f1": f1,
-        "blocked_recall": _div(c.blocked_positives, c.positives),
-        "silent_pass_rate": _div(c.pos_pass, c.positives),
-        "inspection_load": _div(blocked, c.n),
-        "inspection_yield": _div(c.blocked_positives, blocked),
+        "f1": harmonic(precision, recall),
+        "blocked_recall": div(pos_flag + pos_review, positives),
+        "silent_pass_rate": div(pos_pass, positives),
+        "inspection_load": div(blocked, n),
+        "inspection_yield": div(pos_flag + pos_review, blocked),
     }
 
 
