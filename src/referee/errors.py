@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 
 class RefereeError(Exception):
@@ -116,17 +115,3 @@ def require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(extra, module.split(".")[0]) from exc
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where in a user's file something is: used to build error places."""
-
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None
-
-    def place(self) -> str | None:
-        if self.line is None:
-            return None
-        return f"{self.line}:{self.column}" if self.column is not None else f"{self.line}"

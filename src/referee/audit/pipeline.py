@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from referee.audit.auditfile import cut_partial_line, done_run_ids, iter_records  # noqa: F401 (re-export)
 from referee.audit.cache import EvidenceCache
 from referee.concurrency import ordered_map
 from referee.audit.decide import decide
@@ -135,26 +135,6 @@ def _s(v: Any) -> str | None:
 
 # -- streaming over files, with resume ------------------------------------------------------------
 
-def done_run_ids(out: Path) -> set[str]:
-    """Run ids already in an audit.jsonl; a half-written last line (a killed process) is cut off first."""
-    out = Path(out)
-    if not out.exists() or out.stat().st_size == 0:
-        return set()
-    with open(out, "rb+") as fh:
-        fh.seek(-1, os.SEEK_END)
-        if fh.read(1) != b"\n":
-            data = out.read_bytes()
-            fh.truncate(data.rfind(b"\n") + 1)
-    ids: set[str] = set()
-    with open(out, "r", encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                ids.add(json.loads(line)["run_id"])
-            except (ValueError, KeyError, TypeError):
-                continue
-    return ids
-
-
 @dataclass
 class AuditStats:
     written: int = 0
@@ -226,6 +206,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     flight), so an interrupted audit leaves a clean prefix and resumes where it stopped.
     """
     out = Path(out)
+    cut_partial_line(out)
     done = done_run_ids(out)
     seen: dict[str, str] = {}  # run_id -> where it first came in this input
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
@@ -272,19 +253,3 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
         for rec in ordered_map(auditor.audit, todo(), concurrency, name="referee-audit"):
             write(rec)
     return stats
-
-
-def iter_records(path: Path) -> Iterator[tuple[int, AuditRecord]]:
-    """Stream (line, AuditRecord) from an audit.jsonl; a bad line raises a TraceError naming it."""
-    from pydantic import ValidationError
-
-    from referee.fsutil import iter_jsonl
-
-    for lineno, line in iter_jsonl(Path(path)):
-        try:
-            yield lineno, AuditRecord.model_validate_json(line)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise TraceError(f"not an audit record: {'.'.join(map(str, err['loc']))}: {err['msg']}",
-                             file=str(path), place=str(lineno), fix="pass an audit.jsonl written by `referee audit`") \
-                from None

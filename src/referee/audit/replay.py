@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from referee.audit.auditfile import iter_records
 from referee.audit.decide import decide
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.records import AuditRecord, PolicyRef
@@ -34,7 +35,5 @@ def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
 
 def replay_file(path: Path, lp: LoadedPolicy) -> Iterator[AuditRecord]:
     """Stream the replayed records of an audit.jsonl."""
-    from referee.audit.pipeline import iter_records
-
     for _, rec in iter_records(path):
         yield replay_record(rec, lp)

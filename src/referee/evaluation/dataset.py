@@ -11,10 +11,10 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
-from pydantic import ValidationError
 
+from referee.audit.auditfile import AuditFileError, iter_records  # noqa: F401 (one reader of audit files)
 from referee.errors import RefereeError
 from referee.evaluation.baselines import Method
 from referee.evaluation.equal_load import GATE, N_JOINT, joint_cell
@@ -22,43 +22,6 @@ from referee.evaluation.gold import Gold
 from referee.evaluation.metrics import DISPOSITIONS, N_CELLS, Confusion, cell, is_positive
 
 NONE = "(none)"
-
-
-class AuditFileError(RefereeError):
-    """An audit JSONL that cannot be read as audit records."""
-
-
-def iter_records(path: Path) -> Iterator[tuple[int, object]]:
-    """Stream (line number, AuditRecord) from an audit JSONL; a bad line raises naming file and line."""
-    from referee.audit.records import AuditRecord
-
-    path = Path(path)
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise AuditFileError(f"cannot read audit records: {exc.strerror}", file=str(path),
-                             fix="pass the JSONL that `referee audit` wrote") from None
-    with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, AuditRecord.model_validate_json(line)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                loc = ".".join(str(p) for p in err["loc"]) or "record"
-                rid = _peek_run_id(line)
-                place = f"line {lineno}" + (f" (run_id {rid})" if rid else "")
-                raise AuditFileError(f"not an audit record: {loc}: {err['msg']}", file=str(path), place=place,
-                                     fix="evaluate the JSONL written by `referee audit` or `referee replay`") from None
-
-
-def _peek_run_id(line: str) -> str | None:
-    try:
-        obj = json.loads(line)
-        return obj.get("run_id") if isinstance(obj, dict) else None
-    except ValueError:
-        return None
 
 
 @dataclass

@@ -519,8 +519,3 @@ def rules_extractor(*, tools: Path | None = None) -> RulesExtractor:
 
 rules_extractor.takes_tools = True  # type: ignore[attr-defined]  (referee.audit.backends)
 extractors.add("rules", rules_extractor)
-
-
-def describe(ev: dict[str, FieldEvidence]) -> str:
-    """A compact one-line summary (for debugging and docs)."""
-    return json.dumps({k: [v.value, v.support, v.note] for k, v in ev.items()}, ensure_ascii=False)
