@@ -69,7 +69,8 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
     import time
 
     from referee.audit.cache import EvidenceCache
-    from referee.audit.pipeline import Auditor, audit_files, iter_records
+    from referee.audit.auditfile import iter_records
+    from referee.audit.pipeline import Auditor, audit_files
     from referee.audit.policyfile import load_policy_full
     from referee.audit.summary import render, summarize
 
