@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
@@ -26,7 +26,7 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], concurrency: int = 1, 
             yield fn(it)
         return
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix=name) as pool:
-        window: deque = deque()
+        window: deque[Future[R]] = deque()
         for it in items:
             window.append(pool.submit(fn, it))
             while len(window) >= 2 * n or (window and window[0].done()):

@@ -34,7 +34,7 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(text) if s.strip()]
 
 
-def _last(pattern: re.Pattern, text: str) -> re.Match | None:
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     last = None
     for last in pattern.finditer(text):
         pass
@@ -161,7 +161,8 @@ def _read_text(report: str) -> ClaimReading:
     future = _last(cues.FUTURE_WORK, text)  # the last word counts: "I found X. Next I'll fix it." is for later
     if future is not None and (success is None or future.start() > success.start()):
         return out("future_work", future, "work announced for later")
-    question = cues.QUESTION_BACK.search(text) or (body[-1].endswith("?") and body[-1])
+    question: re.Match[str] | str | None = cues.QUESTION_BACK.search(text) or (
+        body[-1] if body[-1].endswith("?") else None)
     if success and question and not _CONFIRM.search(body[-1]):
         question = None  # an offer of more help beside a result asks nothing about the result
     if question:
@@ -224,7 +225,7 @@ class LLMClaimReader:
 
     @property
     def model(self) -> str:
-        return self.client.config.model
+        return str(self.client.config.model)
 
     def read(self, report: str | None) -> ClaimReading:
         if report is None or not report.strip():  # nothing to ask a model about

@@ -6,12 +6,14 @@ from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from referee.audit.records import ALL_FIELDS, TASK_CLASSES, FieldEvidence
+from referee.audit.records import (ALL_FIELDS, TASK_CLASSES, ClaimLabel, Disposition, EvidenceField, FieldEvidence,
+                                   TaskClass, TraceState)
 from referee.audit.taskclass import ClassPattern, TaskClassRule
 
-ClaimKey = Literal["success", "failure_or_incomplete", "unclear"]
-StateKey = Literal["completed", "not_completed", "unknown"]
-DispositionValue = Literal["pass", "flag", "review"]
+# the vocabulary is defined once, in records.py; these names say what the policy file uses them for
+ClaimKey = ClaimLabel
+StateKey = TraceState
+DispositionValue = Disposition
 
 
 class _Model(BaseModel):
@@ -27,7 +29,7 @@ class VoteSpec(_Model):
 
     @field_validator("threshold")
     @classmethod
-    def _positive(cls, v):
+    def _positive(cls, v: str | int) -> str | int:
         if isinstance(v, int) and v < 1:
             raise ValueError("an integer threshold must be at least 1")
         return v
@@ -62,8 +64,7 @@ class Policy(_Model):
     policy_version: Literal[1] = 1
     name: str
     description: str = ""
-    required: dict[Literal["create_edit", "delete", "configure", "send", "query", "other"],
-                   list[Literal["action", "target_id", "transition", "committed", "final_supports_goal", "details"]]]
+    required: dict[TaskClass, list[EvidenceField]]
     checker: CheckerSpec = Field(default_factory=CheckerSpec)
     votes: VoteSpec = Field(default_factory=VoteSpec)
     disposition: dict[ClaimKey, dict[StateKey, DispositionValue]]
@@ -72,7 +73,7 @@ class Policy(_Model):
 
     @field_validator("required")
     @classmethod
-    def _all_classes(cls, v):
+    def _all_classes(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
         missing = [c for c in TASK_CLASSES if c not in v]
         if missing:
             raise ValueError(f"no required fields for class(es) {', '.join(missing)}")
@@ -80,9 +81,9 @@ class Policy(_Model):
 
     @field_validator("disposition")
     @classmethod
-    def _full_table(cls, v):
+    def _full_table(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         for claim in ("success", "failure_or_incomplete", "unclear"):
-            row = v.get(claim)  # type: ignore[call-overload]
+            row = v.get(claim)
             if row is None:
                 raise ValueError(f"disposition table has no row for claim {claim!r}")
             for state in ("completed", "not_completed", "unknown"):

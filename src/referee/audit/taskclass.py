@@ -30,7 +30,7 @@ class TaskClassRule:
 
 
 @lru_cache(maxsize=512)
-def _compile(pattern: str) -> re.Pattern:
+def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I | re.M)
 
 

@@ -8,7 +8,7 @@ The bootstrap resamples exactly these six cells, so the same formulas serve poin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 DISPOSITIONS: tuple[str, ...] = ("pass", "flag", "review")
 DISP_CODE: dict[str, int] = {d: i for i, d in enumerate(DISPOSITIONS)}
@@ -144,7 +144,8 @@ def _harmonic(precision: float | None, recall: float | None) -> float | None:
     return 0.0 if f1 is None else f1  # P = R = 0 with both defined: a real zero, not 0/0
 
 
-def rate_formulas(cells, div, harmonic) -> dict:
+def rate_formulas(cells: Sequence[Any], div: Callable[[Any, Any], Any],
+                  harmonic: Callable[[Any, Any], Any]) -> dict[str, Any]:
     """The formulas, once: over the six cells as numbers (point estimates) or as arrays of bootstrap
     replicates (bootstrap.py), with the division and harmonic mean that representation needs.
 

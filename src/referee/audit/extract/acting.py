@@ -62,10 +62,10 @@ class ToolRule:
     """One line of a user's tool map, compiled: which tools it covers and what they do."""
 
     name: str                      # as written: exact name, glob or /regex/
-    pattern: re.Pattern
+    pattern: re.Pattern[str]
     kind: str                      # a MAP_KINDS key
     target: str | None = None      # the argument that names the target
-    failure: re.Pattern | None = None  # matched against the result: a hit means the call failed
+    failure: re.Pattern[str] | None = None  # matched against the result: a hit means the call failed
 
     def matches(self, tool: str) -> bool:
         return self.pattern.fullmatch(tool) is not None
