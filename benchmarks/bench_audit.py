@@ -22,7 +22,7 @@ from referee.audit.claims import RulesClaimReader  # noqa: E402
 from referee.audit.extract.llm import LLMExtractor  # noqa: E402
 from referee.audit.extract.rules import RulesExtractor  # noqa: E402
 from referee.audit.pipeline import Auditor, audit_files, iter_items  # noqa: E402
-from referee.audit.policyfile import load_policy_full  # noqa: E402
+from referee.audit.policyfile import load_policy  # noqa: E402
 from referee.audit.replay import replay_file  # noqa: E402
 from referee.llm import LLMClient, LLMConfig  # noqa: E402
 from tests.support.llm_stub import LLMStub  # noqa: E402
@@ -37,7 +37,7 @@ def bench_rules(corpus: Path, tmp: Path, repeat: int) -> tuple[dict, Path]:
     out = tmp / "rules.jsonl"
     for i in range(repeat):
         out = tmp / f"rules{i}.jsonl"
-        a = Auditor(load_policy_full("causal"), RulesExtractor(), RulesClaimReader())  # no cache: measure the work
+        a = Auditor(load_policy("causal"), RulesExtractor(), RulesClaimReader())  # no cache: measure the work
         t0 = time.perf_counter()
         stats = audit_files([corpus], a, out)
         rates.append(stats.written / (time.perf_counter() - t0))
@@ -45,7 +45,7 @@ def bench_rules(corpus: Path, tmp: Path, repeat: int) -> tuple[dict, Path]:
 
 
 def bench_replay(audit_jsonl: Path, repeat: int) -> dict:
-    lp = load_policy_full("final-state")
+    lp = load_policy("final-state")
     rates = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -66,7 +66,7 @@ def bench_llm(corpus: Path, tmp: Path, n_traces: int, latency: float, concurrenc
         for label, conc in (("serial", 1), ("concurrent", concurrency)):
             client = LLMClient(LLMConfig(base_url=stub.url, model="stub", concurrency=conc))
             cache = EvidenceCache(tmp / f"{label}.sqlite")  # fresh cache: every call reaches the server
-            a = Auditor(load_policy_full("causal"), LLMExtractor(client), RulesClaimReader(), runs=1, cache=cache)
+            a = Auditor(load_policy("causal"), LLMExtractor(client), RulesClaimReader(), runs=1, cache=cache)
             stub.reset_counts()
             t0 = time.perf_counter()
             audit_files([traces], a, tmp / f"{label}.jsonl", concurrency=conc)

@@ -67,7 +67,7 @@ MODULES = {
     "extractors.py": '''
         from dataclasses import dataclass
 
-        from referee.audit.records import EVIDENCE_FIELDS, FieldEvidence
+        from referee.audit.records import FINDING_FIELDS, Finding
 
 
         @dataclass(frozen=True)
@@ -76,8 +76,8 @@ MODULES = {
             model: str | None = None
             prompt_version: str = "1"
 
-            def extract(self, view, run_index=0):
-                return {f: FieldEvidence(value="no", support=[0], note="plugin") for f in EVIDENCE_FIELDS}
+            def extract(self, view, sample=0):
+                return {f: Finding(value="no", support=[0], note="plugin") for f in FINDING_FIELDS}
         ''',
     # claim readers: one given as a factory function, one that declares it needs an LLM client
     "claims.py": '''

@@ -17,7 +17,7 @@ _AUDIT = {
     "audit_trace": ("referee.audit.pipeline", "audit_trace"),
     "audit_files": ("referee.audit.pipeline", "audit_files"),
     "read_traces": ("referee.audit.readers", "read_traces"),
-    "load_policy": ("referee.audit.policyfile", "load_policy_full"),
+    "load_policy": ("referee.audit.policyfile", "load_policy"),
     "replay": ("referee.audit.replay", "replay_record"),
     "replay_file": ("referee.audit.replay", "replay_file"),
 }

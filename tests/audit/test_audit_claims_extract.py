@@ -8,7 +8,7 @@ from referee.audit.claims import read_claim_rules
 from referee.audit.extract import validate_citations
 from referee.audit.extract.rules import extract_rules
 from referee.audit.readers import read_traces
-from referee.audit.records import FieldEvidence
+from referee.audit.records import Finding
 from referee.audit.trace import Trace
 from referee.audit.view import build_view
 
@@ -40,7 +40,7 @@ def test_rules_claim_reader(report, label):
     assert r.votes == [label] and r.backend == "rules" and r.cue
 
 
-def _ev(trace: Trace) -> dict[str, FieldEvidence]:
+def _ev(trace: Trace) -> dict[str, Finding]:
     v = build_view(trace)
     return validate_citations(extract_rules(v), len(v.steps))
 
@@ -130,9 +130,9 @@ def test_gui_commit_click_after_typing_is_committed():
 
 
 def test_invalid_citation_makes_a_field_unknown():
-    out = validate_citations({"action": FieldEvidence(value="yes", support=[5]),
-                              "committed": FieldEvidence(value="no", support=[-1]),
-                              "transition": FieldEvidence(value="yes", support=[0])}, 2)
+    out = validate_citations({"action": Finding(value="yes", support=[5]),
+                              "committed": Finding(value="no", support=[-1]),
+                              "transition": Finding(value="yes", support=[0])}, 2)
     assert out["action"].value == "unknown" and "invalid citation" in out["action"].note
     assert out["committed"].value == "unknown"
     assert out["transition"].value == "yes"

@@ -11,7 +11,7 @@ from referee.audit.cache import EvidenceCache
 from referee.audit.claims import LLMClaimReader
 from referee.audit.extract.llm import LLMExtractor
 from referee.audit.pipeline import Auditor
-from referee.audit.policyfile import load_policy_full
+from referee.audit.policyfile import load_policy
 from referee.audit.trace import Trace
 from referee.llm import LLMClient, LLMConfig, parse_json_loose
 from tests.support.llm_stub import Hang, LLMStub, Raw, Status
@@ -30,7 +30,7 @@ def client_for(stub: LLMStub, **kw) -> LLMClient:
 
 
 def auditor(client: LLMClient, runs: int = 1, cache=None) -> Auditor:
-    return Auditor(load_policy_full("causal"), LLMExtractor(client), LLMClaimReader(client), runs=runs, cache=cache)
+    return Auditor(load_policy("causal"), LLMExtractor(client), LLMClaimReader(client), samples=runs, cache=cache)
 
 
 def route(extract_answer, claim_answer='{"label": "success", "cue": "was deleted"}'):

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from referee.audit.decide import decide
-from referee.audit.policyfile import load_policy_full
-from referee.audit.records import (AuditRecord, BackendRef, ClaimReading, FieldEvidence, Grounding,
-                                   PolicyRef, EVIDENCE_FIELDS)
+from referee.audit.policyfile import load_policy
+from referee.audit.records import (AuditRecord, BackendRef, ClaimReading, Finding, Grounding,
+                                   PolicyRef, FINDING_FIELDS)
 from referee.audit.replay import replay_record
 from referee.audit.votes import vote
 from referee.concurrency import ordered_map
@@ -24,8 +24,8 @@ TASKS = ["Delete note N42", "Send the report to ana@example.org", "What is the t
 def random_record(rng: random.Random) -> AuditRecord:
     runs = []
     for _ in range(rng.choice([1, 3, 4, 5])):
-        runs.append({f: FieldEvidence(value=rng.choice(["yes", "no", "unknown"]),
-                                      support=rng.choice([[], [0], [1, 2]])) for f in EVIDENCE_FIELDS + ("details",)})
+        runs.append({f: Finding(value=rng.choice(["yes", "no", "unknown"]),
+                                      support=rng.choice([[], [0], [1, 2]])) for f in FINDING_FIELDS + ("details",)})
     atoms = rng.choice([[], ["$9"], ["$9", "X-12"]])
     g = Grounding(value=rng.choice(["yes", "no", "unknown"]), atoms=atoms,
                   ungrounded=atoms[: rng.randint(0, len(atoms))], observed=rng.random() < 0.7)
@@ -39,7 +39,7 @@ def random_record(rng: random.Random) -> AuditRecord:
 @pytest.mark.parametrize("policy", ["causal", "final-state", "low-load", "unanimous", "strict"])
 def test_audit_replay_and_eval_decide_alike(policy):
     rng = random.Random(7)
-    lp = load_policy_full(policy)
+    lp = load_policy(policy)
     for _ in range(300):
         rec = random_record(rng)
         d = decide(rec.task, rec.claim.label, rec.evidence, rec.grounding, lp.policy)

@@ -10,7 +10,7 @@ import sys
 PLUGIN = '''
 from dataclasses import dataclass
 
-from referee.audit.records import EVIDENCE_FIELDS, FieldEvidence
+from referee.audit.records import FINDING_FIELDS, Finding
 
 
 @dataclass(frozen=True)
@@ -21,8 +21,8 @@ class Sceptic:
     model: str | None = None
     prompt_version: str = "1"
 
-    def extract(self, view, run_index=0):
-        return {f: FieldEvidence(value="no", support=[0], note="plugin") for f in EVIDENCE_FIELDS}
+    def extract(self, view, sample=0):
+        return {f: Finding(value="no", support=[0], note="plugin") for f in FINDING_FIELDS}
 '''
 
 TRACE = {"run_id": "p1", "task": "Delete note N42",

@@ -8,8 +8,8 @@ import pytest
 
 from referee.audit.disposition import dispose
 from referee.audit.policy import check_run, required_fields
-from referee.audit.policyfile import SHIPPED, load_policy, load_policy_full
-from referee.audit.records import EVIDENCE_FIELDS, TASK_CLASSES, FieldEvidence
+from referee.audit.policyfile import SHIPPED, load_policy_model, load_policy
+from referee.audit.records import FINDING_FIELDS, TASK_CLASSES, Finding
 from referee.audit.votes import effective_k, vote
 from referee.errors import PolicyError
 
@@ -23,26 +23,26 @@ DEFAULT_REQUIRED = {
 }
 
 
-def fe(v: str, cite: bool = True) -> FieldEvidence:
-    return FieldEvidence(value=v, support=[0] if cite else [])  # type: ignore[arg-type]
+def fe(v: str, cite: bool = True) -> Finding:
+    return Finding(value=v, support=[0] if cite else [])  # type: ignore[arg-type]
 
 
 def all_yes() -> dict:
-    return {f: fe("yes") for f in EVIDENCE_FIELDS}
+    return {f: fe("yes") for f in FINDING_FIELDS}
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_policies_load_with_a_hash(name):
-    lp = load_policy_full(name)
+    lp = load_policy(name)
     assert lp.policy.name == name and len(lp.sha256) == 64
     assert set(lp.policy.required) == set(TASK_CLASSES)
 
 
 @pytest.mark.parametrize("cls", TASK_CLASSES)
-@pytest.mark.parametrize("field", EVIDENCE_FIELDS)
+@pytest.mark.parametrize("field", FINDING_FIELDS)
 @pytest.mark.parametrize("value", ["yes", "no", "unknown"])
 def test_causal_every_class_every_field_value(cls, field, value):
-    p = load_policy("causal")
+    p = load_policy_model("causal")
     assert set(required_fields(cls, p)) == DEFAULT_REQUIRED[cls]
     ev = all_yes()
     ev[field] = fe(value)
@@ -57,7 +57,7 @@ def test_causal_every_class_every_field_value(cls, field, value):
 
 @pytest.mark.parametrize("cls", TASK_CLASSES)
 def test_causal_uncited_yes_is_unknown_and_no_beats_unknown(cls):
-    p = load_policy("causal")
+    p = load_policy_model("causal")
     ev = all_yes()
     ev["action"] = fe("yes", cite=False)
     assert check_run(ev, cls, p) == "unknown"
@@ -67,10 +67,10 @@ def test_causal_uncited_yes_is_unknown_and_no_beats_unknown(cls):
 
 
 @pytest.mark.parametrize("cls", TASK_CLASSES)
-@pytest.mark.parametrize("field", EVIDENCE_FIELDS)
+@pytest.mark.parametrize("field", FINDING_FIELDS)
 @pytest.mark.parametrize("value", ["yes", "no", "unknown"])
 def test_final_state_only_reads_the_final_field(cls, field, value):
-    p = load_policy("final-state")
+    p = load_policy_model("final-state")
     ev = all_yes()
     ev[field] = fe(value)
     expected = {"yes": "completed", "no": "not_completed", "unknown": "unknown"}[value]
@@ -78,10 +78,10 @@ def test_final_state_only_reads_the_final_field(cls, field, value):
 
 
 @pytest.mark.parametrize("cls", TASK_CLASSES)
-@pytest.mark.parametrize("field", EVIDENCE_FIELDS)
+@pytest.mark.parametrize("field", FINDING_FIELDS)
 @pytest.mark.parametrize("value", ["yes", "no", "unknown"])
 def test_low_load_only_an_explicit_no_blocks(cls, field, value):
-    p = load_policy("low-load")
+    p = load_policy_model("low-load")
     ev = all_yes()
     ev[field] = fe(value)
     required = field in DEFAULT_REQUIRED[cls]
@@ -89,7 +89,7 @@ def test_low_load_only_an_explicit_no_blocks(cls, field, value):
 
 
 def test_dispositions_of_every_shipped_policy():
-    table = {(c, s): dispose(c, s, load_policy("causal")) for c in ("success", "failure_or_incomplete", "unclear")
+    table = {(c, s): dispose(c, s, load_policy_model("causal")) for c in ("success", "failure_or_incomplete", "unclear")
              for s in ("completed", "not_completed", "unknown")}
     assert table == {
         ("success", "completed"): "pass", ("success", "not_completed"): "flag", ("success", "unknown"): "review",
@@ -97,9 +97,9 @@ def test_dispositions_of_every_shipped_policy():
         ("failure_or_incomplete", "unknown"): "pass",
         ("unclear", "completed"): "review", ("unclear", "not_completed"): "review", ("unclear", "unknown"): "review"}
     for name in ("final-state", "unanimous"):
-        p = load_policy(name)
+        p = load_policy_model(name)
         assert all(dispose(c, s, p) == v for (c, s), v in table.items())
-    low = load_policy("low-load")
+    low = load_policy_model("low-load")
     assert dispose("unclear", "completed", low) == "pass" and dispose("unclear", "not_completed", low) == "review"
     assert dispose("success", "not_completed", low) == "flag"
 
@@ -121,7 +121,7 @@ def test_votes_k_of_n_and_ties():
 
 
 def test_unanimous_policy_votes():
-    p = load_policy("unanimous")
+    p = load_policy_model("unanimous")
     assert vote(["completed"] * 4 + ["not_completed"], p.votes.threshold) == "unknown"
     assert vote(["completed"] * 5, p.votes.threshold) == "completed"
 
@@ -130,22 +130,22 @@ def test_bad_policy_is_one_line_naming_the_file(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text("policy_version: 1\nname: x\nrequired: {create_edit: [action]}\n")
     with pytest.raises(PolicyError) as ei:
-        load_policy(str(bad))
+        load_policy_model(str(bad))
     msg = str(ei.value)
     assert str(bad) in msg and "\n" not in msg and "required" in msg
     syntax = tmp_path / "s.yaml"
     syntax.write_text("name: [unclosed\n")
     with pytest.raises(PolicyError, match=r"s.yaml:\d+:\d+: invalid YAML"):
-        load_policy(str(syntax))
+        load_policy_model(str(syntax))
 
 
 def test_custom_policy_with_inline_task_classes(tmp_path):
-    text = (load_policy_full("causal").path and open(load_policy_full("causal").path).read())
+    text = (load_policy("causal").path and open(load_policy("causal").path).read())
     text = text.replace("task_classes: default", "task_classes:\n  mode: first\n  patterns:\n"
                                                  "    - {class: send, pattern: 'note'}")
     path = tmp_path / "mine.yaml"
     path.write_text(text)
-    p = load_policy(str(path))
+    p = load_policy_model(str(path))
     from referee.audit.taskclass import classify_task
     assert classify_task("Delete the note", p.task_classes.rule())[0] == "send"
 
@@ -162,15 +162,15 @@ def test_custom_policy_with_inline_task_classes(tmp_path):
 ])
 def test_frozen_task_class_rule(task, cls):
     from referee.audit.taskclass import classify_task
-    assert classify_task(task, load_policy("causal").task_classes.rule())[0] == cls
+    assert classify_task(task, load_policy_model("causal").task_classes.rule())[0] == cls
 
 
 def test_every_combination_of_required_fields_is_decided():
     # exhaustive over the five fields x three values for every class: the checker is total
-    p = load_policy("causal")
+    p = load_policy_model("causal")
     for cls in TASK_CLASSES:
         for values in itertools.product(["yes", "no", "unknown"], repeat=5):
-            ev = {f: fe(v) for f, v in zip(EVIDENCE_FIELDS, values)}
-            req = [v for f, v in zip(EVIDENCE_FIELDS, values) if f in DEFAULT_REQUIRED[cls]]
+            ev = {f: fe(v) for f, v in zip(FINDING_FIELDS, values)}
+            req = [v for f, v in zip(FINDING_FIELDS, values) if f in DEFAULT_REQUIRED[cls]]
             want = "not_completed" if "no" in req else ("completed" if all(v == "yes" for v in req) else "unknown")
             assert check_run(ev, cls, p) == want

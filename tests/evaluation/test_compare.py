@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from referee.audit.policyfile import SHIPPED, load_policy_full
+from referee.audit.policyfile import SHIPPED, load_policy
 from referee.audit.replay import replay_record
 from referee.evaluation.compare import _RecordMemo, policy_methods, replay_disposition
 from referee.evaluation.dataset import iter_records
@@ -15,7 +15,7 @@ from referee.evaluation.synthetic import write_synthetic
 
 def test_replay_matches_the_auditors_replay_record(tmp_path):
     audit, _ = write_synthetic(tmp_path, 300, seed=4, votes=5)
-    loaded = [load_policy_full(n) for n in SHIPPED]
+    loaded = [load_policy(n) for n in SHIPPED]
     memo = _RecordMemo()
     differs = 0
     for _, rec in iter_records(audit):
@@ -33,7 +33,7 @@ def test_replaying_the_records_own_policy_reproduces_their_dispositions(tmp_path
 
 
 def test_policy_from_a_yaml_file(tmp_path):
-    src = load_policy_full("causal").path
+    src = load_policy("causal").path
     text = open(src).read().replace("name: causal", "name: strict-mine")
     p = tmp_path / "mine.yaml"
     p.write_text(text)

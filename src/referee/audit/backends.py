@@ -12,7 +12,7 @@ only with the keys it declares as attributes:
   is given; `--tools` with a backend that does not declare it is a usage error.
 
 A factory that declares neither is called with no arguments. What it gives has `name`, `model`,
-`prompt_version` (the cache key) and `extract(view, run_index)` (extractor) or `read(report)`
+`prompt_version` (the cache key) and `extract(view, sample)` (extractor) or `read(report)`
 (claim reader); an extractor may set `default_runs` (the `llm` one: 5) for when `--runs` is not given.
 """
 

@@ -7,13 +7,13 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from referee.audit.records import FieldEvidence
+from referee.audit.records import Finding
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evidence (
   backend TEXT NOT NULL, model TEXT NOT NULL, prompt_version TEXT NOT NULL,
-  view_sha256 TEXT NOT NULL, run_index INTEGER NOT NULL, fields TEXT NOT NULL,
-  PRIMARY KEY (backend, model, prompt_version, view_sha256, run_index));
+  view_sha256 TEXT NOT NULL, sample INTEGER NOT NULL, fields TEXT NOT NULL,
+  PRIMARY KEY (backend, model, prompt_version, view_sha256, sample));
 CREATE TABLE IF NOT EXISTS claims (
   backend TEXT NOT NULL, model TEXT NOT NULL, prompt_version TEXT NOT NULL,
   report_sha256 TEXT NOT NULL, reading TEXT NOT NULL,
@@ -28,7 +28,7 @@ class EvidenceCache:
 
     >>> import tempfile, pathlib
     >>> c = EvidenceCache(pathlib.Path(tempfile.mkdtemp()) / "c.sqlite")
-    >>> c.put_evidence("llm", "m", "1", "abc", 0, {"action": FieldEvidence(value="yes", support=[2])})
+    >>> c.put_evidence("llm", "m", "1", "abc", 0, {"action": Finding(value="yes", support=[2])})
     >>> c.get_evidence("llm", "m", "1", "abc", 0)["action"].support
     [2]
     >>> c.get_evidence("llm", "m", "1", "abc", 1) is None
@@ -52,23 +52,23 @@ class EvidenceCache:
             self._db.close()
 
     def get_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
-                     run_index: int) -> dict[str, FieldEvidence] | None:
+                     sample: int) -> dict[str, Finding] | None:
         with self._lock:
             row = self._db.execute(
                 "SELECT fields FROM evidence WHERE backend=? AND model=? AND prompt_version=? AND view_sha256=? "
-                "AND run_index=?", (backend, model or "", prompt_version, view_sha256, run_index)).fetchone()
+                "AND sample=?", (backend, model or "", prompt_version, view_sha256, sample)).fetchone()
             if row is None:
                 self.misses += 1
                 return None
             self.hits += 1
-        return {k: FieldEvidence.model_validate(v) for k, v in json.loads(row[0]).items()}
+        return {k: Finding.model_validate(v) for k, v in json.loads(row[0]).items()}
 
-    def put_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str, run_index: int,
-                     fields: dict[str, FieldEvidence]) -> None:
+    def put_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str, sample: int,
+                     fields: dict[str, Finding]) -> None:
         blob = json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO evidence VALUES (?,?,?,?,?,?)",
-                             (backend, model or "", prompt_version, view_sha256, run_index, blob))
+                             (backend, model or "", prompt_version, view_sha256, sample, blob))
 
     def get_claim(self, backend: str, model: str | None, prompt_version: str, report_sha256: str) -> dict | None:
         with self._lock:

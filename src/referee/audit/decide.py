@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 from referee.audit.disposition import dispose
 from referee.audit.policy import Policy, check_run
-from referee.audit.records import FieldEvidence, Grounding
+from referee.audit.records import Finding, Grounding
 from referee.audit.taskclass import classify_task
 from referee.audit.votes import vote
 
@@ -40,9 +40,9 @@ def stricter(a: str, b: str) -> str:
 def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> str:
     """The mildest disposition grounding allows for this claim (`pass` when it does not apply).
 
-    >>> from referee.audit.policyfile import load_policy
+    >>> from referee.audit.policyfile import load_policy_model
     >>> g = Grounding(value="no", atoms=["$9", "X-1"], ungrounded=["$9"], observed=True)
-    >>> grounding_floor("success", g, load_policy("causal")), grounding_floor("unclear", g, load_policy("causal"))
+    >>> grounding_floor("success", g, load_policy_model("causal")), grounding_floor("unclear", g, load_policy_model("causal"))
     ('review', 'pass')
     """
     spec = policy.grounding
@@ -53,7 +53,7 @@ def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> 
     return spec.ungrounded
 
 
-def run_states(evidence: Sequence[Mapping[str, FieldEvidence]], task_class: str, policy: Policy) -> tuple[str, ...]:
+def run_states(evidence: Sequence[Mapping[str, Finding]], task_class: str, policy: Policy) -> tuple[str, ...]:
     """The checker's state of each extraction run (sample)."""
     return tuple(check_run(ev, task_class, policy) for ev in evidence)
 
@@ -61,21 +61,21 @@ def run_states(evidence: Sequence[Mapping[str, FieldEvidence]], task_class: str,
 def disposition_of(claim: str, trace_state: str, grounding: Grounding | None, policy: Policy) -> str:
     """The disposition table, then grounding (which can only make it stricter).
 
-    >>> from referee.audit.policyfile import load_policy
-    >>> disposition_of("success", "completed", Grounding(value="no", atoms=["$9"], ungrounded=["$9"]), load_policy("causal"))
+    >>> from referee.audit.policyfile import load_policy_model
+    >>> disposition_of("success", "completed", Grounding(value="no", atoms=["$9"], ungrounded=["$9"]), load_policy_model("causal"))
     'review'
     """
     return stricter(dispose(claim, trace_state, policy), grounding_floor(claim, grounding, policy))
 
 
-def decide(task: str, claim: str, evidence: Sequence[Mapping[str, FieldEvidence]], grounding: Grounding | None,
+def decide(task: str, claim: str, evidence: Sequence[Mapping[str, Finding]], grounding: Grounding | None,
            policy: Policy) -> Decision:
     """Judge one run: task class from the task text, each extraction run checked, k-of-n vote, the
     disposition table, then grounding (which can only make a disposition stricter).
 
-    >>> from referee.audit.policyfile import load_policy
-    >>> y = FieldEvidence(value="yes", support=[0])
-    >>> decide("Tell me a joke", "success", [{"action": y, "final_supports_goal": y}], None, load_policy("causal"))
+    >>> from referee.audit.policyfile import load_policy_model
+    >>> y = Finding(value="yes", support=[0])
+    >>> decide("Tell me a joke", "success", [{"action": y, "final_supports_goal": y}], None, load_policy_model("causal"))
     Decision(task_class='other', run_states=('completed',), trace_state='completed', disposition='pass')
     """
     task_class, _ = classify_task(task, policy.task_classes.rule())

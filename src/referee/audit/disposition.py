@@ -8,8 +8,8 @@ from referee.audit.policy import Policy
 def dispose(claim: str, trace_state: str, policy: Policy) -> str:
     """Look up the disposition; the default table flags success over not_completed.
 
-    >>> from referee.audit.policyfile import load_policy
-    >>> p = load_policy("causal")
+    >>> from referee.audit.policyfile import load_policy_model
+    >>> p = load_policy_model("causal")
     >>> dispose("success", "not_completed", p), dispose("success", "completed", p), dispose("unclear", "completed", p)
     ('flag', 'pass', 'review')
     >>> dispose("failure_or_incomplete", "unknown", p)

@@ -31,7 +31,7 @@ class Auditor:
     policy: LoadedPolicy
     extractor: Any
     claim_reader: Any
-    runs: int = 1
+    samples: int = 1  # extraction samples per trace, voted on (on disk: backend.runs)
     cache: EvidenceCache | None = None
     backend_calls: int = 0  # extractor + claim-reader calls actually made (cache misses)
 
@@ -50,25 +50,25 @@ class Auditor:
         self.cache.put_claim(r.name, r.model, r.prompt_version, key, reading.model_dump())
         return reading
 
-    def _evidence(self, view, run_index: int) -> dict:
+    def _evidence(self, view, sample: int) -> dict:
         x = self.extractor
         if self.cache is not None:
-            got = self.cache.get_evidence(x.name, x.model, x.prompt_version, view.sha256, run_index)
+            got = self.cache.get_evidence(x.name, x.model, x.prompt_version, view.sha256, sample)
             if got is not None:
                 return got
         self.backend_calls += 1
-        fields = x.extract(view, run_index)
+        fields = x.extract(view, sample)
         if self.cache is not None:
-            self.cache.put_evidence(x.name, x.model, x.prompt_version, view.sha256, run_index, fields)
+            self.cache.put_evidence(x.name, x.model, x.prompt_version, view.sha256, sample, fields)
         return fields
 
     def audit(self, trace: Trace) -> AuditRecord:
         """Audit one trace: the report goes to the claim reader only, the view to the extractor only.
 
-        >>> from referee.audit.policyfile import load_policy_full
+        >>> from referee.audit.policyfile import load_policy
         >>> from referee.audit.claims import RulesClaimReader
         >>> from referee.audit.extract.rules import RulesExtractor
-        >>> a = Auditor(load_policy_full("causal"), RulesExtractor(), RulesClaimReader())
+        >>> a = Auditor(load_policy("causal"), RulesExtractor(), RulesClaimReader())
         >>> t = Trace(run_id="r", task="Delete note N42", steps=[], report="Done, N42 was deleted.")
         >>> a.audit(t).disposition
         'flag'
@@ -77,7 +77,7 @@ class Auditor:
         view = build_view(trace)
         claim = self._claim(claim_text(trace))
         observed = {s.index for s in view.steps if s.observation is not None}
-        evidence = [validate_citations(self._evidence(view, i), len(view.steps), observed) for i in range(self.runs)]
+        evidence = [validate_citations(self._evidence(view, i), len(view.steps), observed) for i in range(self.samples)]
         grounding = ground(claim, view)
         d = decide(trace.task, claim.label, evidence, grounding, policy)
         x = self.extractor
@@ -87,7 +87,7 @@ class Auditor:
             evidence=evidence, run_states=list(d.run_states), trace_state=d.trace_state,  # type: ignore[arg-type]
             disposition=d.disposition,  # type: ignore[arg-type]
             policy=PolicyRef(name=policy.name, sha256=self.policy.sha256),
-            backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.runs),
+            backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.samples),
             view_sha256=view.sha256, grounding=grounding,
             group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")),
             advisory=meta.get("advisory") is True)
@@ -123,9 +123,9 @@ def audit_trace(trace: Trace, policy: str | LoadedPolicy = "causal") -> AuditRec
     """
     from referee.audit.claims import RulesClaimReader
     from referee.audit.extract.rules import RulesExtractor
-    from referee.audit.policyfile import load_policy_full
+    from referee.audit.policyfile import load_policy
 
-    lp = load_policy_full(policy) if isinstance(policy, str) else policy
+    lp = load_policy(policy) if isinstance(policy, str) else policy
     return Auditor(lp, RulesExtractor(), RulesClaimReader()).audit(trace)
 
 

@@ -6,7 +6,7 @@ from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from referee.audit.records import (ALL_FIELDS, TASK_CLASSES, ClaimLabel, Disposition, EvidenceField, FieldEvidence,
+from referee.audit.records import (ALL_FIELDS, TASK_CLASSES, ClaimLabel, Disposition, FindingField, Finding,
                                    TaskClass, TraceState)
 from referee.audit.taskclass import ClassPattern, TaskClassRule
 
@@ -64,7 +64,7 @@ class Policy(_Model):
     policy_version: Literal[1] = 1
     name: str
     description: str = ""
-    required: dict[TaskClass, list[EvidenceField]]
+    required: dict[TaskClass, list[FindingField]]
     checker: CheckerSpec = Field(default_factory=CheckerSpec)
     votes: VoteSpec = Field(default_factory=VoteSpec)
     disposition: dict[ClaimKey, dict[StateKey, DispositionValue]]
@@ -92,17 +92,17 @@ class Policy(_Model):
         return v
 
 
-def check_run(evidence: Mapping[str, FieldEvidence], task_class: str, policy: Policy) -> str:
+def check_run(evidence: Mapping[str, Finding], task_class: str, policy: Policy) -> str:
     """The checker: all required `yes` -> completed; any `no` -> not_completed; else unknown.
 
     A `yes` without a citation counts as `unknown` (the paper's "cited trace support").
 
-    >>> from referee.audit.policyfile import load_policy
-    >>> p = load_policy("causal")
-    >>> yes = FieldEvidence(value="yes", support=[0])
+    >>> from referee.audit.policyfile import load_policy_model
+    >>> p = load_policy_model("causal")
+    >>> yes = Finding(value="yes", support=[0])
     >>> check_run({"action": yes, "final_supports_goal": yes}, "other", p)
     'completed'
-    >>> check_run({"action": FieldEvidence(value="yes"), "final_supports_goal": yes}, "other", p)
+    >>> check_run({"action": Finding(value="yes"), "final_supports_goal": yes}, "other", p)
     'unknown'
     """
     required = policy.required.get(task_class, policy.required["other"])  # type: ignore[call-overload]
@@ -125,8 +125,8 @@ def check_run(evidence: Mapping[str, FieldEvidence], task_class: str, policy: Po
 def required_fields(task_class: str, policy: Policy) -> tuple[str, ...]:
     """The evidence fields a class must show, in the canonical order.
 
-    >>> from referee.audit.policyfile import load_policy
-    >>> required_fields("query", load_policy("causal"))
+    >>> from referee.audit.policyfile import load_policy_model
+    >>> required_fields("query", load_policy_model("causal"))
     ('action', 'target_id', 'final_supports_goal')
     """
     req = set(policy.required.get(task_class, policy.required["other"]))  # type: ignore[call-overload]

@@ -60,10 +60,10 @@ def _resolve(name_or_path: str) -> Path:
 
 
 @lru_cache(maxsize=64)
-def load_policy_full(name_or_path: str = "causal") -> LoadedPolicy:
+def load_policy(name_or_path: str = "causal") -> LoadedPolicy:
     """Load and validate a policy; `task_classes: default` pulls in the shipped frozen rule.
 
-    >>> lp = load_policy_full("causal"); lp.policy.name, len(lp.sha256)
+    >>> lp = load_policy("causal"); lp.policy.name, len(lp.sha256)
     ('causal', 64)
     """
     path = _resolve(name_or_path)
@@ -89,6 +89,9 @@ def load_policy_full(name_or_path: str = "causal") -> LoadedPolicy:
     return LoadedPolicy(policy=policy, sha256=sha256_bytes(blob), path=str(path))
 
 
-def load_policy(name_or_path: str = "causal") -> Policy:
-    """Just the Policy (see load_policy_full)."""
-    return load_policy_full(name_or_path).policy
+def load_policy_model(name_or_path: str = "causal") -> Policy:
+    """Just the Policy (see load_policy, which also gives the file's SHA-256)."""
+    return load_policy(name_or_path).policy
+
+
+load_policy_full = load_policy  # the version-1 name of load_policy

@@ -1,4 +1,10 @@
-"""On-disk records of the auditor: the audit record (one JSONL line per run) and its parts."""
+"""On-disk records of the auditor: the audit record (one JSONL line per run) and its parts.
+
+Words: a *finding* is one typed yes/no/unknown field the extractor states about a trace, with the
+steps that show it; a *sample* is one extraction run over the same view (n samples are voted on).
+On disk the record keeps its version-1 field names (`evidence`: the findings of each sample,
+`run_states`, `backend.runs`), so files written before stay readable.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,14 @@ ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
 ClaimFamily = Literal["delivered_result", "completion", "obstacle", "future_work", "question_back", "hedged",
                       "courtesy_only", "empty", "no_status"]
 TaskClass = Literal["create_edit", "delete", "configure", "send", "query", "other"]
-EvidenceField = Literal["action", "target_id", "transition", "committed", "final_supports_goal", "details"]
+FindingField = Literal["action", "target_id", "transition", "committed", "final_supports_goal", "details"]
 Tri = Literal["yes", "no", "unknown"]
 TraceState = Literal["completed", "not_completed", "unknown"]
 Disposition = Literal["pass", "flag", "review"]
 
-EVIDENCE_FIELDS: tuple[str, ...] = ("action", "target_id", "transition", "committed", "final_supports_goal")
+FINDING_FIELDS: tuple[str, ...] = ("action", "target_id", "transition", "committed", "final_supports_goal")
 # `details`: were the task's stated details verified in the write (yes), contradicted (no), or not checkable
-ALL_FIELDS: tuple[str, ...] = EVIDENCE_FIELDS + ("details",)
+ALL_FIELDS: tuple[str, ...] = FINDING_FIELDS + ("details",)
 TASK_CLASSES: tuple[str, ...] = ("create_edit", "delete", "configure", "send", "query", "other")
 
 
@@ -25,8 +31,8 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class FieldEvidence(_Model):
-    """One evidence field of one extraction run: its value and the step indices that support it."""
+class Finding(_Model):
+    """One finding of one sample: a yes/no/unknown value and the step indices that show it."""
 
     value: Tri = "unknown"
     support: list[int] = Field(default_factory=list)
@@ -69,7 +75,7 @@ class BackendRef(_Model):
 class AuditRecord(_Model):
     """One audited run. Everything `referee replay` needs to recompute without a backend.
 
-    `evidence` holds one mapping per extraction run (field -> FieldEvidence); `run_states` the
+    `evidence` holds one mapping per extraction run (field -> Finding); `run_states` the
     checker's state of each run; `trace_state` the k-of-n vote over them.
     """
 
@@ -78,7 +84,7 @@ class AuditRecord(_Model):
     task: str
     task_class: TaskClass
     claim: ClaimReading
-    evidence: list[dict[EvidenceField, FieldEvidence]]
+    evidence: list[dict[FindingField, Finding]]
     run_states: list[TraceState]
     trace_state: TraceState
     disposition: Disposition
@@ -91,3 +97,9 @@ class AuditRecord(_Model):
     advisory: bool = False  # true for records made from SKIPPED runner steps: never a PASS
     grounding: Grounding | None = None
     errors: list[str] = Field(default_factory=list)
+
+
+# version-1 names, kept so code and plugins written against them go on working
+FieldEvidence = Finding
+EVIDENCE_FIELDS = FINDING_FIELDS
+EvidenceField = FindingField

@@ -17,14 +17,14 @@ from referee.audit.records import AuditRecord, PolicyRef
 def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
     """The same record judged by another policy: evidence and claim are reused as they are.
 
-    >>> from referee.audit.policyfile import load_policy_full
-    >>> from referee.audit.records import ClaimReading, FieldEvidence, BackendRef
-    >>> y = FieldEvidence(value="yes", support=[0]); n = FieldEvidence(value="no")
+    >>> from referee.audit.policyfile import load_policy
+    >>> from referee.audit.records import ClaimReading, Finding, BackendRef
+    >>> y = Finding(value="yes", support=[0]); n = Finding(value="no")
     >>> ev = {"action": y, "target_id": n, "transition": n, "committed": n, "final_supports_goal": y}
     >>> r = AuditRecord(run_id="r", task="Tell me a joke", task_class="other", claim=ClaimReading(label="success"),
     ...     evidence=[ev], run_states=["completed"], trace_state="completed", disposition="pass",
     ...     policy=PolicyRef(name="x", sha256="0"), backend=BackendRef(name="rules"), view_sha256="v")
-    >>> replay_record(r, load_policy_full("final-state")).disposition
+    >>> replay_record(r, load_policy("final-state")).disposition
     'pass'
     """
     d = decide(rec.task, rec.claim.label, rec.evidence, rec.grounding, lp.policy)

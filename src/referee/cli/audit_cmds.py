@@ -47,7 +47,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
                    "target argument, failure marker (docs/auditor.md)")
 @click.option("--policy", default="causal", show_default=True,
               help="causal | final-state | low-load | unanimous | strict | PATH")
-@click.option("--runs", type=int, default=None, help="extraction runs per trace (default 1 for rules, 5 for llm)")
+@click.option("--samples", "--runs", "runs", type=int, default=None,
+              help="extraction samples per trace, voted on (default 1 for rules, 5 for llm; --runs is the old name)")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="audit.jsonl to append to (resumable)")
 @click.option("--cache", type=click.Path(path_type=Path), default=None, help="SQLite evidence cache (default OUT.cache.sqlite)")
 @click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True)
@@ -71,20 +72,20 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
     from referee.audit.cache import EvidenceCache
     from referee.audit.auditfile import iter_records
     from referee.audit.pipeline import Auditor, audit_files
-    from referee.audit.policyfile import load_policy_full
+    from referee.audit.policyfile import load_policy
     from referee.audit.summary import render, summarize
 
     if runs is not None and runs < 1:
-        raise UsageError("--runs must be at least 1")
+        raise UsageError("--samples must be at least 1")
     if not _preview_run_dirs(traces):
         click.echo("nothing to audit: no SKIPPED step in the given run directories (PASS/FAIL/ERROR verdicts "
                    "stand as graded)")
         return 0
-    lp = load_policy_full(policy)
+    lp = load_policy(policy)
     backends = _make_backends(backend, claims, base_url, model, concurrency, timeout, max_retries, tools)
     n_runs = runs or backends.default_runs
     cache_db = EvidenceCache(cache or out.with_name(out.name + ".cache.sqlite"))
-    auditor = Auditor(lp, backends.extractor, backends.claim_reader, runs=n_runs, cache=cache_db)
+    auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=n_runs, cache=cache_db)
     gold: dict[str, bool] = {}
     gold_rows: list[dict] = []
 
@@ -176,11 +177,11 @@ def _preview_run_dirs(paths) -> bool:
               help="gold labels (JSONL: run_id, completed) to report misreports")
 def replay(audit_file, policy, out, gold):
     """Recompute trace states and dispositions under another policy, from cached evidence only (no model)."""
-    from referee.audit.policyfile import load_policy_full
+    from referee.audit.policyfile import load_policy
     from referee.audit.replay import replay_file
     from referee.audit.summary import AuditSummary, render
 
-    lp = load_policy_full(policy)
+    lp = load_policy(policy)
     gold_map: dict[str, bool] = {}
     if gold:
         from referee.fsutil import iter_jsonl

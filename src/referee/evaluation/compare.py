@@ -47,13 +47,13 @@ class _RecordMemo:
 def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     """The disposition of one audit record under another policy, from its cached evidence only.
 
-    >>> from referee.audit.policyfile import load_policy_full
+    >>> from referee.audit.policyfile import load_policy
     >>> from referee.audit.records import AuditRecord
     >>> ev = {"action": {"value": "yes", "support": [1]}, "final_supports_goal": {"value": "unknown"}}
     >>> rec = AuditRecord(run_id="r", task="Do a thing", task_class="other", claim={"label": "success"},
     ...     evidence=[ev], run_states=["unknown"], trace_state="unknown", disposition="review",
     ...     policy={"name": "causal", "sha256": "x"}, backend={"name": "rules"}, view_sha256="v")
-    >>> replay_disposition(rec, load_policy_full("causal")), replay_disposition(rec, load_policy_full("low-load"))
+    >>> replay_disposition(rec, load_policy("causal")), replay_disposition(rec, load_policy("low-load"))
     ('review', 'pass')
     """
     from referee.audit.decide import disposition_of, run_states
@@ -86,10 +86,10 @@ def policy_method(name_or_path: str, memo: _RecordMemo | None = None) -> Method:
 
     Methods built with the same `memo` share per-record work; use one memo per evaluation pass.
     """
-    from referee.audit.policyfile import load_policy_full
+    from referee.audit.policyfile import load_policy
 
     memo = memo or _RecordMemo()
-    loaded = load_policy_full(name_or_path)
+    loaded = load_policy(name_or_path)
     label = loaded.policy.name if name_or_path in shipped_policies() else f"{loaded.policy.name} ({Path(name_or_path).name})"
     return Method(f"policy:{label}", "policy", lambda rec: replay_disposition(rec, loaded, memo),
                   (loaded.policy.description or "").strip() or f"replayed under {name_or_path}")
@@ -119,9 +119,9 @@ def gate_for_records(audit: Path | None) -> Gate:
         return claim_gate
     try:
         from referee.audit.disposition import dispose
-        from referee.audit.policyfile import load_policy
+        from referee.audit.policyfile import load_policy_model
 
-        policy = load_policy(name)
+        policy = load_policy_model(name)
     except (ImportError, RefereeError):
         return claim_gate
 

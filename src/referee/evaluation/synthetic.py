@@ -6,7 +6,7 @@ import json
 import random
 from pathlib import Path
 
-from referee.audit.records import EVIDENCE_FIELDS
+from referee.audit.records import FINDING_FIELDS
 
 TASKS = {
     "create_edit": "Create a note titled {i}",
@@ -27,12 +27,12 @@ def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tupl
     """
     from referee.audit.disposition import dispose
     from referee.audit.policy import check_run
-    from referee.audit.policyfile import load_policy_full
-    from referee.audit.records import FieldEvidence
+    from referee.audit.policyfile import load_policy
+    from referee.audit.records import Finding
     from referee.audit.taskclass import classify_task
     from referee.audit.votes import vote
 
-    loaded = load_policy_full("causal")
+    loaded = load_policy("causal")
     policy = loaded.policy
     rule = policy.task_classes.rule()
     rng = random.Random(seed)
@@ -46,12 +46,12 @@ def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tupl
         evidence = []
         for _ in range(votes):
             ev = {}
-            for f in EVIDENCE_FIELDS:
+            for f in FINDING_FIELDS:
                 good = 0.85 if completed else 0.45
                 v = rng.choices(["yes", "no", "unknown"], [good, (1 - good) * 0.7, (1 - good) * 0.3])[0]
                 ev[f] = {"value": v, "support": [rng.randrange(10)] if v != "unknown" else []}
             evidence.append(ev)
-        states = [check_run({k: FieldEvidence(**v) for k, v in ev.items()}, task_class, policy) for ev in evidence]
+        states = [check_run({k: Finding(**v) for k, v in ev.items()}, task_class, policy) for ev in evidence]
         state = vote(states, policy.votes.threshold)
         rid = f"syn-{i:06d}"
         group = f"g{i % groups}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Protocol
 
-from referee.audit.records import ALL_FIELDS, EVIDENCE_FIELDS, FieldEvidence
+from referee.audit.records import ALL_FIELDS, FINDING_FIELDS, Finding
 from referee.audit.view import ClaimBlindView
 from referee.registry import FACTORY, Registry
 
@@ -16,7 +16,7 @@ class Extractor(Protocol):
     model: str | None
     prompt_version: str
 
-    def extract(self, view: ClaimBlindView, run_index: int) -> dict[str, FieldEvidence]: ...
+    def extract(self, view: ClaimBlindView, sample: int) -> dict[str, Finding]: ...
 
 
 # holds factories; referee.audit.backends builds one per audit with the keyword config it declares
@@ -34,42 +34,42 @@ def get_extractor_factory(name: str) -> Any:
     return extractors.get(name)
 
 
-def abstain(fields: Mapping[str, FieldEvidence], observed: set[int]) -> dict[str, FieldEvidence]:
+def abstain(fields: Mapping[str, Finding], observed: set[int]) -> dict[str, Finding]:
     """No observation, no `no`: a `no` (other than for `action`, whose absence the actions themselves
     show) must cite a step whose observation was recorded; otherwise it becomes `unknown`.
 
-    >>> out = abstain({"committed": FieldEvidence(value="no", support=[0])}, observed=set())
+    >>> out = abstain({"committed": Finding(value="no", support=[0])}, observed=set())
     >>> out["committed"].value, out["committed"].note
     ('unknown', 'abstained: no cited step has an observation that could show this')
     """
     out = dict(fields)
     for f, fe in fields.items():
         if f != "action" and fe.value == "no" and not set(fe.support) & observed:
-            out[f] = FieldEvidence(value="unknown", support=[],
+            out[f] = Finding(value="unknown", support=[],
                                    note="abstained: no cited step has an observation that could show this")
     return out
 
 
-def validate_citations(fields: Mapping[str, FieldEvidence], n_steps: int,
-                       observed: set[int] | None = None) -> dict[str, FieldEvidence]:
+def validate_citations(fields: Mapping[str, Finding], n_steps: int,
+                       observed: set[int] | None = None) -> dict[str, Finding]:
     """Enforce the citation rule: a cited index outside the trace makes the field `unknown`, and so
     does a `yes` that cites nothing. Missing fields are `unknown`.
 
-    >>> out = validate_citations({"action": FieldEvidence(value="yes", support=[7])}, 3)
+    >>> out = validate_citations({"action": Finding(value="yes", support=[7])}, 3)
     >>> out["action"].value, out["target_id"].value
     ('unknown', 'unknown')
     """
-    out: dict[str, FieldEvidence] = {}
-    for f in EVIDENCE_FIELDS + tuple(k for k in fields if k not in EVIDENCE_FIELDS and k in ALL_FIELDS):
+    out: dict[str, Finding] = {}
+    for f in FINDING_FIELDS + tuple(k for k in fields if k not in FINDING_FIELDS and k in ALL_FIELDS):
         fe = fields.get(f)
         if fe is None:
-            out[f] = FieldEvidence(value="unknown", note="not extracted")
+            out[f] = Finding(value="unknown", note="not extracted")
             continue
         bad = [i for i in fe.support if not (0 <= i < n_steps)]
         if bad:
-            out[f] = FieldEvidence(value="unknown", support=[], note=f"invalid citation {bad} (trace has {n_steps} steps)")
+            out[f] = Finding(value="unknown", support=[], note=f"invalid citation {bad} (trace has {n_steps} steps)")
         elif fe.value == "yes" and not fe.support:
-            out[f] = FieldEvidence(value="unknown", note="yes without a cited step")
+            out[f] = Finding(value="unknown", note="yes without a cited step")
         else:
             out[f] = fe
     return out if observed is None else abstain(out, observed)

@@ -23,7 +23,7 @@ apply; the caller turns a finding into `final_supports_goal: no`.
 
 from __future__ import annotations
 
-from referee.audit.records import FieldEvidence
+from referee.audit.records import Finding
 
 import json
 
@@ -321,7 +321,7 @@ def still_shown(targets: Iterable[str], before: str, final: str) -> list[str]:
 _STATED = ("id", "date", "time", "money", "email", "quoted")
 
 
-def stated_details(task: str, writes: list[tuple[int, Any]]) -> FieldEvidence:
+def stated_details(task: str, writes: list[tuple[int, Any]]) -> Finding:
     """Were the concrete details the task states (ids, dates, times, money, emails, quoted text)
     carried by the successful writes? yes: all of them; no: a write carries another value of the
     same kind (another date) where the task's is missing; unknown: nothing to check, or not shown.
@@ -335,7 +335,7 @@ def stated_details(task: str, writes: list[tuple[int, Any]]) -> FieldEvidence:
 
     stated = [(k, v) for k, v in typed_atoms(task) if k in _STATED]
     if not stated:
-        return FieldEvidence(value="unknown", note="the task states no checkable detail")
+        return Finding(value="unknown", note="the task states no checkable detail")
     texts = [(i, json.dumps(a, ensure_ascii=False, default=str)) for i, a in writes]
     carried = {k: [(i, v) for i, t in texts for k2, v in typed_atoms(t, 200) if k2 == k] for k, _ in stated}
 
@@ -347,13 +347,13 @@ def stated_details(task: str, writes: list[tuple[int, Any]]) -> FieldEvidence:
 
     missing = [(k, v) for k, v in stated if not has(k, v)]
     if not missing:
-        return FieldEvidence(value="yes", support=sorted({i for i, _ in writes}),
+        return Finding(value="yes", support=sorted({i for i, _ in writes}),
                              note="the writes carry every detail the task states")
     for kind, value in missing:
         said = {date_key(v) if kind == "date" else v for k, v in stated if k == kind}
         other = [(i, v) for i, v in carried.get(kind, []) if kind in ("date", "time", "money", "email")
                  and (date_key(v) if kind == "date" else v) not in said]
         if other:
-            return FieldEvidence(value="no", support=[other[0][0]],
+            return Finding(value="no", support=[other[0][0]],
                                  note=f"the task says {value!r}, the write carries {other[0][1]!r}")
-    return FieldEvidence(value="unknown", note=f"no write shows the task's {missing[0][1]!r}")
+    return Finding(value="unknown", note=f"no write shows the task's {missing[0][1]!r}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from referee.audit.extract import extractors
-from referee.audit.records import ALL_FIELDS, EVIDENCE_FIELDS, FieldEvidence
+from referee.audit.records import ALL_FIELDS, FINDING_FIELDS, Finding
 from referee.audit.view import ClaimBlindView, canonical_json
 
 EXTRACT_PROMPT_VERSION = "2"  # 2: details, abstention, information and conditional tasks, tool descriptions
@@ -38,7 +38,7 @@ Answer with JSON only, in this shape:
 _FIELD = {"type": "object", "properties": {"value": {"type": "string", "enum": ["yes", "no", "unknown"]},
                                            "support": {"type": "array", "items": {"type": "integer"}}},
           "required": ["value", "support"]}
-SCHEMA = {"type": "object", "properties": {f: _FIELD for f in ALL_FIELDS}, "required": list(EVIDENCE_FIELDS)}
+SCHEMA = {"type": "object", "properties": {f: _FIELD for f in ALL_FIELDS}, "required": list(FINDING_FIELDS)}
 
 
 def render_view(view: ClaimBlindView) -> str:
@@ -61,22 +61,22 @@ def _trim(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n // 2] + " ... " + s[-n // 2:]
 
 
-def parse_fields(data: dict | None) -> dict[str, FieldEvidence]:
+def parse_fields(data: dict | None) -> dict[str, Finding]:
     """Model JSON -> fields; anything malformed becomes `unknown` (never `yes`).
 
     >>> parse_fields({"action": {"value": "yes", "support": [1]}, "committed": "maybe"})["committed"].value
     'unknown'
     """
-    out: dict[str, FieldEvidence] = {}
+    out: dict[str, Finding] = {}
     for f in ALL_FIELDS:
         raw = (data or {}).get(f)
-        if f not in EVIDENCE_FIELDS and raw is None:
-            out[f] = FieldEvidence(value="unknown", note="not given by the model")
+        if f not in FINDING_FIELDS and raw is None:
+            out[f] = Finding(value="unknown", note="not given by the model")
             continue
         if isinstance(raw, str):  # a bare "yes" has no citation
             raw = {"value": raw, "support": []}
         if not isinstance(raw, dict) or raw.get("value") not in ("yes", "no", "unknown"):
-            out[f] = FieldEvidence(value="unknown", note="missing or malformed in the model answer")
+            out[f] = Finding(value="unknown", note="missing or malformed in the model answer")
             continue
         sup = raw.get("support") or []
         if isinstance(sup, int):
@@ -84,15 +84,15 @@ def parse_fields(data: dict | None) -> dict[str, FieldEvidence]:
         try:
             support = [int(x) for x in sup]
         except (TypeError, ValueError):
-            out[f] = FieldEvidence(value="unknown", note="non-integer citation")
+            out[f] = Finding(value="unknown", note="non-integer citation")
             continue
-        out[f] = FieldEvidence(value=raw["value"], support=support)
+        out[f] = Finding(value=raw["value"], support=support)
     return out
 
 
 @dataclass
 class LLMExtractor:
-    """n runs of one model over the same view; run_index varies the request so caches key each run."""
+    """n runs of one model over the same view; sample varies the request so caches key each run."""
 
     needs_llm: ClassVar[bool] = True  # built with client= (referee.audit.backends)
     default_runs: ClassVar[int] = 5   # a model's answers vary: vote over 5 runs unless --runs says otherwise
@@ -106,18 +106,18 @@ class LLMExtractor:
     def model(self) -> str:
         return self.client.config.model
 
-    def extract(self, view: ClaimBlindView, run_index: int = 0) -> dict[str, FieldEvidence]:
+    def extract(self, view: ClaimBlindView, sample: int = 0) -> dict[str, Finding]:
         messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": render_view(view) + f"\n\n(extraction run {run_index})"}]
+                    {"role": "user", "content": render_view(view) + f"\n\n(extraction run {sample})"}]
         res = self.client.chat(messages, json_schema=SCHEMA, schema_name="evidence", temperature=self.temperature)
         if res.data is None:
             note = f"model answer unusable: {res.error or 'no JSON'}"[:200]
-            return {f: FieldEvidence(value="unknown", note=note) for f in EVIDENCE_FIELDS}
+            return {f: Finding(value="unknown", note=note) for f in FINDING_FIELDS}
         return parse_fields(res.data)
 
 
 extractors.add("llm", LLMExtractor)
 
 
-def dumps(ev: dict[str, FieldEvidence]) -> str:
+def dumps(ev: dict[str, Finding]) -> str:
     return json.dumps({k: v.model_dump() for k, v in ev.items()})

@@ -20,7 +20,7 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
     GROUPS, WRITE_VERBS, READ_VERBS, GUI_TYPE, GUI_CLICK, SELF_SIGNAL, HANDOFF, COMMIT_LABEL, FAIL_TEXT, EMPTY_TEXT,
     ID_RE, FILE_RE, QUOTED_STRICT, QUESTION, QUOTED_RE, words, is_id, ids_in, shape, task_groups,
 )
-from referee.audit.records import FieldEvidence
+from referee.audit.records import Finding
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, canonical_json, thaw
 
 RULES_VERSION = "3"  # 3: ways of acting in layers, abstention, information and conditional tasks, details
@@ -181,8 +181,8 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
     return _Act(step, kind, groups, failed, arg_ids, arg_text, rec.via)
 
 
-def _fe(value: str, support: Iterable[int] = (), note: str | None = None) -> FieldEvidence:
-    return FieldEvidence(value=value, support=sorted(set(support)), note=note)  # type: ignore[arg-type]
+def _fe(value: str, support: Iterable[int] = (), note: str | None = None) -> Finding:
+    return Finding(value=value, support=sorted(set(support)), note=note)  # type: ignore[arg-type]
 
 
 def _before(view: ClaimBlindView, index: int) -> ViewObservation | None:
@@ -193,7 +193,7 @@ def _before(view: ClaimBlindView, index: int) -> ViewObservation | None:
     return view.initial_observation
 
 
-def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_TOOLS) -> dict[str, FieldEvidence]:
+def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_TOOLS) -> dict[str, Finding]:
     """Evidence fields from the claim-blind view, each with the step indices that support it.
 
     >>> from referee.audit.trace import Trace
@@ -218,7 +218,7 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
     task_ids = ids_in(task)
     task_quoted = {q.strip().lower() for q in QUOTED_RE.findall(task)}
     initial_text = _obs_text(view.initial_observation)
-    out: dict[str, FieldEvidence] = {}
+    out: dict[str, Finding] = {}
 
     # action: the agent attempted a task-relevant action (for a question: it looked something up)
     if relevant:
@@ -315,7 +315,7 @@ def _data(o: ViewObservation | None) -> Any:
 
 
 def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
-             all_ok: list[_Act] = ()) -> FieldEvidence | None:
+             all_ok: list[_Act] = ()) -> Finding | None:
     """A `no` when a committed write's details contradict what the task states (see details.py)."""
     task = view.task
     if not ok_writes:
@@ -382,7 +382,7 @@ def _grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: 
     return None
 
 
-def _target(view, acts: list[_Act], task_ids: set[str], task_quoted: set[str], initial_text: str) -> FieldEvidence:
+def _target(view, acts: list[_Act], task_ids: set[str], task_quoted: set[str], initial_text: str) -> Finding:
     if not acts:
         return _fe("unknown", note="no successful relevant action to check")
     numbers = {n for n in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", view.task) if not re.fullmatch(r"(19|20)\d\d", n)}
@@ -415,7 +415,7 @@ def _target(view, acts: list[_Act], task_ids: set[str], task_quoted: set[str], i
     return _fe("unknown", note="the action names no entity")
 
 
-def _transition(view, ok_writes, relevant, wanted, task_ids, initial_text) -> FieldEvidence:
+def _transition(view, ok_writes, relevant, wanted, task_ids, initial_text) -> Finding:
     first = ok_writes[0].step.index if ok_writes else len(view.steps)
     if "delete" in wanted:
         # an empty target list seen before the first delete means there was nothing to delete
@@ -441,7 +441,7 @@ def _transition(view, ok_writes, relevant, wanted, task_ids, initial_text) -> Fi
     return _fe("no", [a.step.index for a in ok_writes], note="the screen did not change after the commit")
 
 
-def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like) -> FieldEvidence:
+def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like) -> Finding:
     if query_like:
         good = [a for a in reads if a.failed is False]
         if good:
@@ -469,7 +469,7 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     return _fe("yes", [last_ok, final], note="the last relevant write succeeded and nothing undid it")
 
 
-def _checked(view, acts, relevant, ok_writes) -> FieldEvidence:
+def _checked(view, acts, relevant, ok_writes) -> Finding:
     """Code changed by shell commands: a bug report names many things that are not targets, so the
     final state is what the last check (tests, a script) after the last edit said, and whether a
     later edit failed."""
@@ -498,7 +498,7 @@ class RulesExtractor:
     prompt_version: str = RULES_VERSION  # with a tool map: "3+tools:<sha>", so the cache keys differ
     catalog: acting.ToolCatalog = acting.NO_TOOLS
 
-    def extract(self, view: ClaimBlindView, run_index: int = 0) -> dict[str, FieldEvidence]:
+    def extract(self, view: ClaimBlindView, sample: int = 0) -> dict[str, Finding]:
         return extract_rules(view, self.catalog)
 
 
