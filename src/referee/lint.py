@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 
 from referee.errors import EvidenceError, UsageError
 from referee.fsutil import atomic_write_json
+from referee.plan.script import parse_script
 
 Status = Literal["loose", "specific", "not_applicable", "negative"]
 
@@ -161,8 +162,6 @@ def resolve_controls(plan, controls: Sequence[str | Path] = ()) -> list[Path]:
 
 
 def _script_problems(plan) -> list[str]:
-    from referee.runner.actors.browser import parse_script
-
     problems = []
     for step in plan.plan.steps:
         try:

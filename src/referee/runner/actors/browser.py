@@ -5,134 +5,26 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
-
+from referee.plan.script import TARGET_WAYS, Target, parse_action, parse_script  # noqa: F401  (the script schema is plan data)
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
 
 DEFAULT_TIMEOUT_S = 10.0
 
 
-class Target(BaseModel):
-    """What an action acts on: exactly one of role (+name), text, label, placeholder, selector."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    role: str | None = None
-    name: str | None = None
-    exact: bool = False
-    text: str | None = None
-    label: str | None = None
-    placeholder: str | None = None
-    selector: str | None = None
-    timeout_s: float | None = None
-
-    @model_validator(mode="after")
-    def _one_way(self) -> "Target":
-        ways = [k for k in ("role", "text", "label", "placeholder", "selector") if getattr(self, k) is not None]
-        if len(ways) != 1:
-            raise ValueError("name exactly one of role, text, label, placeholder, selector"
-                             + (f" (got {', '.join(ways)})" if ways else ""))
-        if self.name is not None and self.role is None:
-            raise ValueError("`name` goes with `role`")
-        return self
-
-    def locate(self, page):
-        if self.role is not None:
-            return page.get_by_role(self.role, name=self.name, exact=self.exact) if self.name is not None \
-                else page.get_by_role(self.role)
-        if self.text is not None:
-            return page.get_by_text(self.text, exact=self.exact)
-        if self.label is not None:
-            return page.get_by_label(self.label, exact=self.exact)
-        if self.placeholder is not None:
-            return page.get_by_placeholder(self.placeholder, exact=self.exact)
-        return page.locator(self.selector)
-
-    def describe(self) -> str:
-        d = self.model_dump(exclude_none=True, exclude_defaults=True)
-        return ", ".join(f"{k}={v!r}" for k, v in d.items())
-
-
-class Fill(Target):
-    value: str
-
-
-class Press(Target):
-    key: str
-
-    @model_validator(mode="after")
-    def _one_way(self) -> "Press":  # a press may go to the focused element: no target needed
-        ways = [k for k in ("role", "text", "label", "placeholder", "selector") if getattr(self, k) is not None]
-        if len(ways) > 1:
-            raise ValueError("name at most one of role, text, label, placeholder, selector")
-        return self
-
-
-class Select(Target):
-    option: str
-
-
-class WaitFor(Target):
-    """Wait for an element (any Target way) to reach `state`, or for the URL to match `url`."""
-
-    url: str | None = None
-    state: Literal["visible", "hidden", "attached", "detached"] = "visible"
-
-    @model_validator(mode="after")
-    def _one_way(self) -> "WaitFor":  # replaces Target's check: `url` is one more way
-        ways = [k for k in ("role", "text", "label", "placeholder", "selector", "url") if getattr(self, k) is not None]
-        if len(ways) != 1:
-            raise ValueError("name exactly one of role, text, label, placeholder, selector, url")
-        if self.name is not None and self.role is None:
-            raise ValueError("`name` goes with `role`")
-        return self
-
-
-ACTIONS: dict[str, type[BaseModel]] = {"click": Target, "check": Target, "fill": Fill, "press": Press,
-                                       "select": Select, "wait_for": WaitFor}
-SHORTHAND = {"click": "text", "check": "label", "wait_for": "text"}  # `click: Send` == `click: {text: Send}`
-
-
-def parse_action(item: Any, index: int) -> tuple[str, Any]:
-    """Validate one `script:` item; ValueError names the item and the rule.
-
-    >>> parse_action({"click": {"role": "button", "name": "Send"}}, 0)[1].describe()
-    "role='button', name='Send'"
-    >>> parse_action({"goto": "/x"}, 0)
-    ('goto', '/x')
-    >>> parse_action({"click": {"role": "button", "text": "x"}}, 2)
-    Traceback (most recent call last):
-    ...
-    ValueError: script item #3 (click): name exactly one of role, text, label, placeholder, selector (got role, text)
-    """
-    if not isinstance(item, dict) or len(item) != 1:
-        raise ValueError(f"script item #{index + 1}: one action per item, e.g. `- click: {{role: button, name: Send}}`")
-    (verb, arg), = item.items()
-    if verb == "goto":
-        url = arg.get("url") if isinstance(arg, dict) else arg
-        if not isinstance(url, str) or not url:
-            raise ValueError(f"script item #{index + 1} (goto): give a URL or path, e.g. `- goto: /`")
-        return verb, url
-    model = ACTIONS.get(verb)
-    if model is None:
-        known = ", ".join(["goto", *ACTIONS])
-        raise ValueError(f"script item #{index + 1}: unknown action '{verb}'; known actions: {known}")
-    if isinstance(arg, str) and verb in SHORTHAND:
-        arg = {SHORTHAND[verb]: arg}
-    try:
-        return verb, model.model_validate(arg if isinstance(arg, dict) else {})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ValueError(f"script item #{index + 1} ({verb}): {msg}" + (f" at '{where}'" if where else "")) from None
-
-
-def parse_script(items: list[Any]) -> list[tuple[str, Any]]:
-    """Validate a whole `script:` list (the lint calls this too, so mistakes show before a run)."""
-    return [parse_action(item, i) for i, item in enumerate(items)]
+def locate(target: Target, page):
+    """The Playwright locator for a parsed script target."""
+    if target.role is not None:
+        return page.get_by_role(target.role, name=target.name, exact=target.exact) if target.name is not None \
+            else page.get_by_role(target.role)
+    if target.text is not None:
+        return page.get_by_text(target.text, exact=target.exact)
+    if target.label is not None:
+        return page.get_by_label(target.label, exact=target.exact)
+    if target.placeholder is not None:
+        return page.get_by_placeholder(target.placeholder, exact=target.exact)
+    return page.locator(target.selector)
 
 
 def join(app_url: str | None, url: str) -> str:
@@ -153,24 +45,24 @@ def perform_action(page, verb: str, arg: Any, app_url: str | None, cap_s: float 
     if verb == "goto":
         page.goto(join(app_url, arg), wait_until="load", timeout=ms(None))
     elif verb == "click":
-        arg.locate(page).click(timeout=ms(arg.timeout_s))
+        locate(arg, page).click(timeout=ms(arg.timeout_s))
     elif verb == "check":
-        arg.locate(page).check(timeout=ms(arg.timeout_s))
+        locate(arg, page).check(timeout=ms(arg.timeout_s))
     elif verb == "fill":
-        arg.locate(page).fill(arg.value, timeout=ms(arg.timeout_s))
+        locate(arg, page).fill(arg.value, timeout=ms(arg.timeout_s))
     elif verb == "select":
-        arg.locate(page).select_option(arg.option, timeout=ms(arg.timeout_s))
+        locate(arg, page).select_option(arg.option, timeout=ms(arg.timeout_s))
     elif verb == "press":
-        has_target = any(getattr(arg, k) is not None for k in ("role", "text", "label", "placeholder", "selector"))
+        has_target = any(getattr(arg, k) is not None for k in TARGET_WAYS)
         if has_target:
-            arg.locate(page).press(arg.key, timeout=ms(arg.timeout_s))
+            locate(arg, page).press(arg.key, timeout=ms(arg.timeout_s))
         else:
             page.keyboard.press(arg.key)
     elif verb == "wait_for":
         if arg.url is not None:
             page.wait_for_url(join(app_url, arg.url) if arg.url.startswith("/") else arg.url, timeout=ms(arg.timeout_s))
         else:
-            arg.locate(page).first.wait_for(state=arg.state, timeout=ms(arg.timeout_s))
+            locate(arg, page).first.wait_for(state=arg.state, timeout=ms(arg.timeout_s))
 
 
 def _no_opinion(run: StepRun) -> None:
