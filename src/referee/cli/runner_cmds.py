@@ -133,11 +133,10 @@ def kinds(json_mode, actions, tools):
     """List validator and capture kinds with their parameters (--actions: the auditor's ways of acting)."""
     if actions or tools:
         return _action_kinds(json_mode, tools)
-    from referee.runner.captures import captures, load_builtin as load_caps
+    from referee.plan.captures import capture_specs
     from referee.validators import load_builtin as load_vals, validators
 
     load_vals()
-    load_caps()
 
     def params(model) -> list[str]:
         out = []
@@ -148,7 +147,7 @@ def kinds(json_mode, actions, tools):
         return out
 
     table = {"validators": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in validators.items()},
-             "captures": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in captures.items()}}
+             "captures": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in capture_specs.items()}}
     if json_mode:
         click.echo(json.dumps(table, indent=2))
         return 0

@@ -79,7 +79,7 @@ def grade(run_dir: str | Path) -> RunResults:
     except OSError:
         raise EvidenceError("plan.yaml is missing from the run directory", file=str(run_dir)) from None
     try:
-        plan = load_plan_text(text, str(plan_path), for_grading=True)
+        plan = load_plan_text(text, str(plan_path))
     except PlanError as exc:
         raise RefereeError(f"the frozen plan no longer loads: {exc}", file=str(plan_path)) from None
     claims = read_claims(run_dir)

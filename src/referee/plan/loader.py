@@ -10,6 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from referee.errors import PlanError, RefereeError
+from referee.plan.captures import CaptureParams, CaptureSpec, capture_specs
 from referee.plan.model import Plan, Step
 
 Pos = tuple[int, int]
@@ -58,8 +59,10 @@ class TypedValidator:
 
 @dataclass(frozen=True)
 class TypedCapture:
-    kind: Any  # CaptureKind
-    params: Any
+    """A capture entry resolved to its kind's spec (plan data) and typed parameters; the runner performs it."""
+
+    spec: CaptureSpec
+    params: CaptureParams
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,9 @@ def _fields_at(model: type, loc: tuple) -> list[str]:
     return [n for n in current.model_fields if n != "kind"] if current else []
 
 
-def load_plan_text(text: str, file: str = "<plan>", *, for_grading: bool = False) -> LoadedPlan:
-    """Parse and validate plan text. `for_grading` skips the capture kinds, so the grader imports no
-    code that opens connections (DESIGN.md walls); captures are then listed with `kind=None`.
+def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
+    """Parse and validate plan text. Capture kinds are plan data (`referee.plan.captures`): loading a
+    plan imports no runner code, so the grader loads the frozen plan like any other.
 
     >>> lp = load_plan_text("- id: a\\n  do: nothing\\n", "p.yaml")
     >>> (lp.name, [s.id for s in lp.plan.steps])
@@ -163,7 +166,6 @@ def load_plan_text(text: str, file: str = "<plan>", *, for_grading: bool = False
     from referee.validators import load_builtin as load_validators, validators as validator_registry
 
     load_validators()
-    capture_registry = _NoCaptures() if for_grading else _capture_registry()
     try:
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
@@ -203,7 +205,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, for_grading: bool = False
         names: set[str] = set()
         for ci, raw in enumerate(step.capture):
             loc = ("steps", si, "capture", ci)
-            ck, params = _typed(where, capture_registry, raw, loc, "capture")
+            ck, params = _typed(where, capture_specs, raw, loc, "capture")
             _check_url(where, plan, params, loc)
             if params.name in names:
                 raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",), fix="give each capture its own name")
@@ -217,7 +219,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, for_grading: bool = False
             for req in vk.captures(params, vi):
                 if req.name in names:
                     continue
-                ck = capture_registry.get(req.kind)
+                ck = capture_specs.get(req.kind)
                 try:
                     cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params})
                 except ValidationError as exc:
@@ -245,31 +247,6 @@ def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str) -> tuple[An
         return kind, kind.Params.model_validate(raw)
     except ValidationError as exc:
         raise _pydantic_error(where, exc, loc, kind.Params) from None
-
-
-def _capture_registry():
-    from referee.runner.captures import captures, load_builtin
-
-    load_builtin()
-    return captures
-
-
-class _NoCaptures:
-    """Stands in for the capture registry when grading: every kind resolves, parameters stay raw."""
-
-    class _Raw:
-        class Params:
-            @staticmethod
-            def model_validate(raw):
-                from types import SimpleNamespace
-
-                return SimpleNamespace(**raw)
-
-    def get(self, name: str):
-        return self._Raw
-
-    def names(self) -> list[str]:
-        return []
 
 
 def _check_url(where: _Where, plan: Plan, params: Any, loc: tuple) -> None:

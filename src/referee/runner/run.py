@@ -19,7 +19,8 @@ from referee.plan.model import ActorSpec
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
-from referee.runner.captures.base import CaptureContext
+from referee.runner.captures import load_builtin as load_captures
+from referee.runner.captures.base import CaptureContext, captures
 from referee.runner.store import RunStore, new_run_dir
 
 Event = Callable[[str, str, dict], None]  # (event, step_id, data): "start" | "acted" | "done"
@@ -66,7 +67,7 @@ def take_captures(store: RunStore, caps, step_id: str, phase: str, base_ctx: dic
         ctx = CaptureContext(step_id=step_id, phase=phase, out_dir=out_dir, **base_ctx)
         error = None
         try:
-            files = cap.kind.take(cap.params, ctx)
+            files = captures.get(cap.params.kind).take(cap.params, ctx)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             files = [out_dir / f"{cap.params.name}.error.json"]
@@ -116,6 +117,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     from referee.grader import grade_to_disk
 
     load_actors()
+    load_captures()
     spec = actor_spec(plan, agent)
     actor_cls = actors.get(spec.kind)
     actor_cls.preflight(spec)  # a missing extra stops here, before a run directory exists

@@ -1,4 +1,8 @@
-"""The capture contract: typed parameters and a `take` that writes evidence files into one folder."""
+"""The capture contract: a `take` that writes evidence files into one folder.
+
+A capture's parameters are plan data (`referee.plan.captures`); this package holds only the code
+that performs captures.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from referee.plan.captures import BUILTIN_SPECS, CaptureParams, capture_specs
 from referee.registry import Registry
-
-
-class CaptureParams(BaseModel):
-    """Parameters every capture takes; kinds subclass this."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: str
-    name: str
 
 
 @dataclass
@@ -69,10 +63,19 @@ captures: Registry[CaptureKind] = Registry("capture kind", "referee.captures", i
 
 
 def register(kind: str):
-    """Class decorator: register a CaptureKind subclass under `kind`."""
+    """Class decorator: register a CaptureKind subclass under `kind`.
+
+    A built-in kind takes its `Params` and `summary` from its plan spec; any other kind registered
+    here becomes a plan spec too, so plans can name it.
+    """
 
     def deco(cls):
         cls.kind = kind
+        builtin = BUILTIN_SPECS.get(kind)
+        if builtin is not None:
+            cls.Params, cls.summary, cls.needs_page = builtin.Params, builtin.summary, builtin.needs_page
+        else:
+            capture_specs.add(kind, cls)
         captures.add(kind, cls)
         return cls
 

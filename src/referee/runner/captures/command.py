@@ -6,7 +6,7 @@ import base64
 import subprocess
 
 from referee.fsutil import atomic_write_bytes, atomic_write_json
-from referee.runner.captures.base import CaptureKind, CaptureParams, register
+from referee.runner.captures.base import CaptureKind, register
 from referee.runner.envsubst import expand
 
 MAX_TEXT = 1 << 20
@@ -14,13 +14,6 @@ MAX_TEXT = 1 << 20
 
 @register("command")
 class CommandCapture(CaptureKind):
-    summary = "a command the runner runs after the step: exit code, stdout, stderr (stdout_as saves stdout as a file)"
-
-    class Params(CaptureParams):
-        command: str
-        timeout_s: float = 60.0
-        stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
-
     def take(self, params, ctx):
         cmd = expand(params.command, ctx.env)
         record: dict = {"command": params.command, "exit_code": None, "stdout": "", "stderr": "", "timed_out": False}

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from referee.fsutil import atomic_write_json
-from referee.runner.captures.base import CaptureKind, CaptureParams, register
+from referee.runner.captures.base import CaptureKind, register
 from referee.runner.envsubst import expand
 
 MAX_COPY = 256 << 20
@@ -14,11 +14,6 @@ MAX_COPY = 256 << 20
 
 @register("file")
 class FileCapture(CaptureKind):
-    summary = "a copy of a file the app wrote (relative paths are relative to where the run started)"
-
-    class Params(CaptureParams):
-        path: str
-
     def take(self, params, ctx):
         src = Path(expand(params.path, ctx.env)).expanduser()
         if not src.is_absolute() and ctx.cwd:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import base64
-from typing import Literal
 
 from referee.fsutil import atomic_write_json
-from referee.runner.captures.base import CaptureKind, CaptureParams, register
+from referee.runner.captures.base import CaptureKind, register
 from referee.runner.envsubst import expand
 
 REDACTED = "[redacted]"
@@ -27,15 +26,6 @@ def redact_headers(headers) -> dict[str, str]:
 
 @register("http")
 class HttpCapture(CaptureKind):
-    summary = "an HTTP request the runner makes after the step: status, headers (redacted), body"
-
-    class Params(CaptureParams):
-        url: str
-        method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
-        headers: dict[str, str] = {}
-        json_body: object = None
-        timeout_s: float = 15.0
-
     def take(self, params, ctx):
         import httpx
 

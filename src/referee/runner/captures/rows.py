@@ -6,11 +6,9 @@ import os
 from decimal import Decimal
 from typing import Any
 
-from pydantic import model_validator
-
 from referee.errors import require
 from referee.fsutil import atomic_write_json
-from referee.runner.captures.base import CaptureKind, CaptureParams, register
+from referee.runner.captures.base import CaptureKind, register
 from referee.runner.envsubst import expand, redact_url
 
 MAX_ROWS = 1000
@@ -35,21 +33,6 @@ def _plain(value: Any) -> Any:
 
 @register("sql")
 class SqlCapture(CaptureKind):
-    summary = "rows of a SQL query (any SQLAlchemy URL; `${VAR}` reads the runner's environment)"
-
-    class Params(CaptureParams):
-        url: str
-        query: str | None = None
-        params: dict[str, Any] = {}
-        table: str | None = None
-        where: dict[str, Any] = {}
-
-        @model_validator(mode="after")
-        def _shape(self):
-            if (self.query is None) == (self.table is None):
-                raise ValueError("give exactly one of `query` (with `params`) or `table` (with `where`)")
-            return self
-
     def take(self, params, ctx):
         url = expand(params.url, ctx.env)
         record: dict[str, Any] = {"url": redact_url(url), "query": params.query, "columns": [], "rows": []}
@@ -84,14 +67,6 @@ class SqlCapture(CaptureKind):
 
 @register("ddb")
 class DdbCapture(CaptureKind):
-    summary = "a DynamoDB item by `key` (get_item), through boto3 with optional `endpoint_url`"
-
-    class Params(CaptureParams):
-        table: str
-        key: dict[str, Any]
-        endpoint_url: str | None = None
-        region: str | None = None
-
     def take(self, params, ctx):
         record: dict[str, Any] = {"table": params.table, "key": params.key, "items": []}
         try:

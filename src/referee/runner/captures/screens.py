@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
 
 from referee.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
-from referee.runner.captures.base import CaptureContext, CaptureKind, CaptureParams, register
+from referee.runner.captures.base import CaptureContext, CaptureKind, register
 
 NO_PAGE = "no browser page: screen captures need `actor: {kind: browser}`"
 
@@ -53,12 +52,7 @@ class PageCapture(CaptureKind):
 
 @register("screenshot")
 class ScreenshotCapture(PageCapture):
-    summary = "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)"
     what = "screenshot"
-
-    class Params(CaptureParams):
-        full_page: bool = False
-        selector: str | None = None
 
     def take_from(self, page, params, ctx):
         if params.selector:
@@ -73,12 +67,7 @@ class ScreenshotCapture(PageCapture):
 
 @register("aria")
 class AriaCapture(PageCapture):
-    summary = "the page's accessibility snapshot (roles, names, states) as YAML or JSON"
     what = "aria snapshot"
-
-    class Params(CaptureParams):
-        selector: str = "body"
-        format: Literal["yaml", "json"] = "yaml"
 
     def take_from(self, page, params, ctx):
         snap = page.locator(params.selector).first.aria_snapshot(timeout=ctx.timeout_s * 1000)
@@ -100,11 +89,7 @@ class AriaCapture(PageCapture):
 
 @register("dom")
 class DomCapture(PageCapture):
-    summary = "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML"
     what = "DOM capture"
-
-    class Params(CaptureParams):
-        selector: str | None = None
 
     def take_from(self, page, params, ctx):
         if params.selector:

@@ -1,0 +1,131 @@
+"""Capture kinds as plan data: each kind's typed parameters and what it captures.
+
+The plan loader types every `capture:` entry (and every capture a validator asks for) with these
+specs; the runner's capture code (`referee.runner.captures`) performs them. Nothing here opens a
+connection or imports the runner, so the grader and `referee check` load plans without it.
+
+A third-party capture kind (entry point group `referee.captures`, or `referee.runner.captures.register`)
+is a class with `Params` (a CaptureParams subclass), `summary` and `take`: this registry holds the
+class as its spec, and the runner's holds it as its performer. The plugin's module is imported
+whenever a plan is loaded, so it should keep its own heavy imports inside `take`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from referee.registry import Item, Registry
+
+
+class CaptureParams(BaseModel):
+    """Parameters every capture takes; kinds subclass this."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    """One capture kind as a plan sees it: its parameters and a line for `referee kinds`."""
+
+    kind: str
+    Params: type[CaptureParams]
+    summary: str
+    needs_page: bool = False  # taken from the runner's browser page (a `browser` actor)
+
+
+def _is_spec(obj: object) -> bool:
+    """A CaptureSpec, or anything shaped like one (a plugin's capture class: `Params` and `summary`)."""
+    params = getattr(obj, "Params", None)
+    return isinstance(params, type) and issubclass(params, CaptureParams) and isinstance(getattr(obj, "summary", None), str)
+
+
+capture_specs: Registry[CaptureSpec] = Registry(
+    "capture kind", "referee.captures",
+    item=Item(_is_spec, "a capture kind: a class with `Params` (a referee.plan.captures.CaptureParams subclass) and `summary`"))
+
+BUILTIN_SPECS: dict[str, CaptureSpec] = {}
+"""The built-in kinds, by name; the runner's capture classes take their Params and summary from here."""
+
+
+def spec(kind: str, summary: str, *, needs_page: bool = False):
+    """Class decorator: declare a CaptureParams subclass as the parameters of built-in capture kind `kind`."""
+
+    def deco(cls: type[CaptureParams]) -> type[CaptureParams]:
+        BUILTIN_SPECS[kind] = CaptureSpec(kind, cls, summary, needs_page)
+        capture_specs.add(kind, BUILTIN_SPECS[kind])
+        return cls
+
+    return deco
+
+
+@spec("http", "an HTTP request the runner makes after the step: status, headers (redacted), body")
+class HttpParams(CaptureParams):
+    url: str
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
+    headers: dict[str, str] = {}
+    json_body: object = None
+    timeout_s: float = 15.0
+
+
+@spec("command", "a command the runner runs after the step: exit code, stdout, stderr (stdout_as saves stdout as a file)")
+class CommandParams(CaptureParams):
+    command: str
+    timeout_s: float = 60.0
+    stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
+
+
+@spec("sql", "rows of a SQL query (any SQLAlchemy URL; `${VAR}` reads the runner's environment)")
+class SqlParams(CaptureParams):
+    url: str
+    query: str | None = None
+    params: dict[str, Any] = {}
+    table: str | None = None
+    where: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _shape(self):
+        if (self.query is None) == (self.table is None):
+            raise ValueError("give exactly one of `query` (with `params`) or `table` (with `where`)")
+        return self
+
+
+@spec("ddb", "a DynamoDB item by `key` (get_item), through boto3 with optional `endpoint_url`")
+class DdbParams(CaptureParams):
+    table: str
+    key: dict[str, Any]
+    endpoint_url: str | None = None
+    region: str | None = None
+
+
+@spec("file", "a copy of a file the app wrote (relative paths are relative to where the run started)")
+class FileParams(CaptureParams):
+    path: str
+
+
+@spec("screenshot", "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)",
+      needs_page=True)
+class ScreenshotParams(CaptureParams):
+    full_page: bool = False
+    selector: str | None = None
+
+
+@spec("aria", "the page's accessibility snapshot (roles, names, states) as YAML or JSON", needs_page=True)
+class AriaParams(CaptureParams):
+    selector: str = "body"
+    format: Literal["yaml", "json"] = "yaml"
+
+
+@spec("dom", "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML",
+      needs_page=True)
+class DomParams(CaptureParams):
+    selector: str | None = None
+
+
+__all__ = ["CaptureParams", "CaptureSpec", "capture_specs", "BUILTIN_SPECS", "spec", "HttpParams", "CommandParams", "SqlParams",
+           "DdbParams", "FileParams", "ScreenshotParams", "AriaParams", "DomParams"]
