@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 from referee.errors import EvidenceError, UsageError
 from referee.fsutil import atomic_write_json
 from referee.plan.script import parse_script
+from referee.rundir import CaptureFailure, CaptureRecord, sniff_record
 
 Status = Literal["loose", "specific", "not_applicable", "negative"]
 
@@ -69,7 +70,17 @@ class LintReport:
                 "steps_passing_on_control": [{"step": s, "control": c} for s, c in self.steps_passing_on_control]}
 
 
-def _control_kind(path: Path, data: bytes) -> str:
+def _control_record(path: Path, data: bytes) -> CaptureRecord | None:
+    """The capture record a JSON control is (a copy of a run's `<name>.json`), if it is one."""
+    if not path.name.lower().endswith(".json"):
+        return None
+    try:
+        return sniff_record(json.loads(data))
+    except ValueError:
+        return None
+
+
+def _control_kind(path: Path, data: bytes, record: CaptureRecord | None) -> str:
     """What a control file looks like, named as the capture kind that would have made it."""
     name = path.name.lower()
     if data.startswith(b"\x89PNG") or data.startswith(b"\xff\xd8"):
@@ -78,15 +89,8 @@ def _control_kind(path: Path, data: bytes) -> str:
         return "aria"
     if name.endswith((".html", ".htm")):
         return "dom"
-    if name.endswith(".json"):
-        try:
-            doc = json.loads(data)
-        except ValueError:
-            return "file"
-        if isinstance(doc, dict) and {"url", "status"} <= doc.keys():
-            return "http"
-        if isinstance(doc, dict) and {"exit_code", "stdout"} <= doc.keys():
-            return "command"
+    if record is not None and not isinstance(record, CaptureFailure):
+        return record.kind
     return "file"
 
 
@@ -109,6 +113,7 @@ class ControlView:
     phase: Literal["before", "after"] = "after"
     cache_table: dict[str, dict[str, Any]] = field(default_factory=dict)
     _data: bytes | None = None
+    _record: tuple[CaptureRecord | None] | None = None  # parsed once: (record or None,)
 
     def _bytes(self) -> bytes:
         if self._data is None:
@@ -119,7 +124,19 @@ class ControlView:
         return self._data
 
     def entry(self, ref: str) -> _ControlEntry:
-        return _ControlEntry(path=str(self.control), kind=_control_kind(self.control, self._bytes()), capture=ref)
+        return _ControlEntry(path=str(self.control), kind=_control_kind(self.control, self._bytes(), self._parsed()),
+                             capture=ref)
+
+    def _parsed(self) -> CaptureRecord | None:
+        if self._record is None:
+            self._record = (_control_record(self.control, self._bytes()),)
+        return self._record[0]
+
+    def record(self, ref: str) -> CaptureRecord | None:
+        record = self._parsed()
+        if isinstance(record, CaptureFailure):
+            raise EvidenceError(f"control {self.control.name} records a failed capture: {record.capture_error}")
+        return record
 
     def path(self, ref: str) -> Path:
         return self.control

@@ -1,13 +1,24 @@
-"""The run directory's on-disk records (manifest, claims), shared by the runner that writes and the grader that reads."""
+"""What lies on disk in a run directory: the manifest, the capture records, claims.json.
+
+One schema, shared by the runner that writes these files and by everything that reads them back
+(the grader's validators, `referee lint`, the auditor's run-directory reader). Every record is a
+pydantic model with `extra="forbid"` and a version field; files written before the version field
+existed read as version 1.
+
+Capture records are one model per capture kind, a union discriminated on `kind`. A failed capture
+is always written one way: a `CaptureFailure` in `<name>.error.json`. Older run directories, whose
+sql/ddb records carried a `capture_error` key inside `<name>.json`, still read: such a record reads
+as a `CaptureFailure` (see `parse_record`).
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-from pathlib import Path
-from typing import Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, TypeAdapter, ValidationError
 
 from referee.errors import EvidenceError, UsageError
 
@@ -74,10 +85,267 @@ def read_manifest(run_dir: Path) -> Manifest:
         raise EvidenceError(f"manifest.json does not validate: {str(exc).splitlines()[0]}", file=str(path)) from None
 
 
-def read_claims(run_dir: Path) -> dict[str, Any]:
+# -- capture records: one model per capture kind ----------------------------------------------------
+
+
+class _Record(_Model):
+    record_version: Literal[1] = 1
+
+    def text(self) -> str | None:
+        """The text a text validator reads from this record; None: the file's own text."""
+        return None
+
+    def document(self) -> dict[str, Any]:
+        """The record as the JSON document it was before records had a version: what JSON paths address."""
+        return self.model_dump(mode="json", by_alias=True, exclude={"record_version", "kind"})
+
+
+class HttpRecord(_Record):
+    """`<name>.json` of an http capture. `status` None and `error` set: the app did not answer (an
+    observation, its validators FAIL), not a failed capture."""
+
+    kind: Literal["http"] = "http"
+    url: str
+    method: str = "GET"
+    status: int | None = None
+    headers: dict[str, str] = Field(default_factory=dict)  # Authorization, Cookie, Set-Cookie redacted
+    body: str = ""
+    body_base64: str | None = None  # a body that is not text
+    error: str | None = None
+
+    def text(self) -> str:
+        return self.body
+
+
+class CommandRecord(_Record):
+    """`<name>.json` of a command capture; with `stdout_as` stdout is the file `stdout_file` beside it."""
+
+    kind: Literal["command"] = "command"
+    command: str
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    stdout_file: str | None = None
+    stdout_base64: str | None = None  # stdout that is not UTF-8
+
+    def text(self) -> str:
+        return self.stdout + ("\n" + self.stderr if self.stderr else "")
+
+
+class SqlRecord(_Record):
+    """`<name>.json` of a sql capture: the query (passwords masked in `url`) and up to 1000 rows."""
+
+    kind: Literal["sql"] = "sql"
+    url: str
+    query: str | None = None
+    columns: list[str] = Field(default_factory=list)
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+
+    def text(self) -> str:
+        return json.dumps(self.rows, ensure_ascii=False, default=str)
+
+
+class DdbRecord(_Record):
+    """`<name>.json` of a ddb capture: the item found by `key`, as a list of none or one."""
+
+    kind: Literal["ddb"] = "ddb"
+    table: str
+    key: dict[str, Any]
+    items: list[dict[str, Any]] = Field(default_factory=list)
+
+    def text(self) -> str:
+        return json.dumps(self.items, ensure_ascii=False, default=str)
+
+
+class FileRecord(_Record):
+    """`<name>.json` of a file capture; the copy (`copy`, relative to the record) sits in `<name>.data/`."""
+
+    kind: Literal["file"] = "file"
+    path: str
+    resolved: str
+    exists: bool
+    size: int = 0
+    copy_: str | None = Field(default=None, alias="copy")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class AriaRecord(_Record):
+    """`<name>.aria.json` of an aria capture with `format: json` (the YAML form is the snapshot itself)."""
+
+    kind: Literal["aria"] = "aria"
+    url: str
+    tree: Any = None
+    yaml: str
+
+
+class CaptureFailure(_Record):
+    """`<name>.error.json`: the capture could not be taken (no page, a database that refused, a crash).
+
+    The grader turns evidence that names it into ERROR with `capture_error` as the reason.
+    """
+
+    kind: Literal["capture_failure"] = "capture_failure"
+    capture_kind: str
+    capture_error: str
+    detail: dict[str, Any] = Field(default_factory=dict)  # what the capture knew before it failed
+
+
+CaptureRecord = Annotated[Union[HttpRecord, CommandRecord, SqlRecord, DdbRecord, FileRecord, AriaRecord,
+                                CaptureFailure], Field(discriminator="kind")]
+RECORD_MODELS: dict[str, type[_Record]] = {m.model_fields["kind"].default: m for m in
+                                            (HttpRecord, CommandRecord, SqlRecord, DdbRecord, FileRecord,
+                                             AriaRecord, CaptureFailure)}
+_ADAPTER: TypeAdapter = TypeAdapter(CaptureRecord)
+FAILURE_SUFFIX = ".error.json"
+
+
+def record_file(capture: str, kind: str) -> str:
+    """The file name of a capture's record.
+
+    >>> record_file("reply", "http"), record_file("tree", "aria"), record_file("shot", "capture_failure")
+    ('reply.json', 'tree.aria.json', 'shot.error.json')
+    """
+    if kind == "capture_failure":
+        return capture + FAILURE_SUFFIX
+    return f"{capture}.aria.json" if kind == "aria" else f"{capture}.json"
+
+
+def is_record(entry: FileEntry) -> bool:
+    """Whether a manifest entry is a runner record (rather than a screenshot, a DOM, a copied file, an
+    agent's file): `<capture>.json`, `<capture>.aria.json` or `<capture>.error.json` in its phase folder."""
+    if entry.captured_by != "runner" or entry.capture is None:
+        return False
+    path = PurePosixPath(entry.path)
+    if path.parent != PurePosixPath("evidence", entry.step, entry.phase):
+        return False
+    if path.name == entry.capture + FAILURE_SUFFIX:
+        return True
+    return entry.kind in RECORD_MODELS and path.name == record_file(entry.capture, entry.kind)
+
+
+def _upgrade(doc: dict[str, Any], kind: str | None) -> dict[str, Any]:
+    """A record as written before `record_version`: the kind from the manifest, a `capture_error` as a failure."""
+    if "record_version" in doc and "kind" in doc:
+        return doc
+    if "capture_error" in doc:
+        detail = {k: v for k, v in doc.items() if k not in ("capture_error", "record_version", "kind")}
+        return {"kind": "capture_failure", "capture_kind": doc.get("kind") or kind or "unknown",
+                "capture_error": str(doc["capture_error"]), "detail": detail}
+    return {"kind": kind, **doc} if "kind" not in doc and kind is not None else doc
+
+
+def parse_record(data: bytes | str | dict[str, Any], kind: str | None, *, where: str = "record") -> CaptureRecord:
+    """Read one capture record; `kind` is the capture kind the manifest lists (for records without one).
+
+    EvidenceError when it is not JSON or not a record of that kind.
+
+    >>> parse_record(b'{"url": "/x", "method": "GET", "status": 200, "headers": {}, "body": "hi"}', "http").status
+    200
+    >>> parse_record({"capture_error": "no page"}, "screenshot")
+    CaptureFailure(record_version=1, kind='capture_failure', capture_kind='screenshot', capture_error='no page', detail={})
+    """
+    if not isinstance(data, dict):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise EvidenceError(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise EvidenceError(f"{where} is not a capture record (a JSON object)")
+    doc = _upgrade(data, kind)
+    try:
+        return _ADAPTER.validate_python(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        at = ".".join(str(p) for p in err["loc"][1:]) or "record"
+        raise EvidenceError(f"{where} is not a valid {doc.get('kind') or kind} record: {at}: {err['msg']}") from None
+
+
+def sniff_record(doc: Any) -> CaptureRecord | None:
+    """The capture record a JSON document is, if any, whatever file it came from (lint's controls).
+
+    A document with `kind` is read as that record; an older one (no `kind`) as the first record
+    model it validates against, strictly (`extra="forbid"`). Anything else is None.
+
+    >>> sniff_record({"command": "true", "exit_code": 0, "stdout": "", "stderr": "", "timed_out": False}).kind
+    'command'
+    >>> sniff_record({"a": 1}) is None
+    True
+    """
+    if not isinstance(doc, dict):
+        return None
+    if "record_version" in doc or "capture_error" in doc:
+        try:
+            return parse_record(doc, doc.get("kind") if isinstance(doc.get("kind"), str) else None)
+        except EvidenceError:
+            return None
+    for kind in RECORD_MODELS:
+        if kind == "capture_failure":
+            continue
+        try:
+            return parse_record(doc, kind)
+        except EvidenceError:
+            continue
+    return None
+
+
+def dump_record(record: _Record) -> str:
+    """A record as its file holds it (the runner writes it with the atomic writers)."""
+    return record.model_dump_json(indent=2, by_alias=True) + "\n"
+
+
+# -- claims.json: the agent's claims, as given ---------------------------------------------------------
+
+
+class Claim(_Model):
+    """One step's claim: `{"pass", "note", "evidence"}` from the agent's claim file."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    claim_version: Literal[1] = 1
+    passed: StrictBool | None = Field(default=None, alias="pass")
+    note: str = ""
+    evidence: list[str] = Field(default_factory=list)
+
+    def as_given(self) -> dict[str, Any]:
+        """The claim as the agent gave it (results.json shows this beside the verdict)."""
+        return {"pass": self.passed, "note": self.note, "evidence": list(self.evidence)}
+
+
+class Claims(RootModel[dict[str, Union[Claim, None]]]):
+    """claims.json: step id -> claim, None for a step without one ("no claim")."""
+
+    root: dict[str, Union[Claim, None]] = Field(default_factory=dict)
+
+    def get(self, step_id: str) -> Claim | None:
+        return self.root.get(step_id)
+
+    def to_json(self) -> bytes:
+        """claims.json's bytes: a flat, compact mapping (it is rewritten after every step)."""
+        return self.model_dump_json(by_alias=True).encode()
+
+
+def parse_claims(data: Any) -> Claims:
+    """claims.json's content, read tolerantly: a claim that does not validate is no claim.
+
+    >>> c = parse_claims({"a": {"pass": True, "note": "done"}, "b": None, "c": {"pass": "yes"}})
+    >>> c.get("a").passed, c.get("b"), c.get("c")
+    (True, None, None)
+    """
+    out: dict[str, Claim | None] = {}
+    for step, raw in (data.items() if isinstance(data, dict) else ()):
+        try:
+            out[str(step)] = Claim.model_validate(raw) if isinstance(raw, dict) else None
+        except ValidationError:
+            out[str(step)] = None
+    return Claims(out)
+
+
+def read_claims(run_dir: Path) -> Claims:
     """Load claims.json; missing or corrupt -> no claims (a claim never decides a verdict anyway)."""
     try:
         data = json.loads((Path(run_dir) / "claims.json").read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
-        return {}
+        data = {}
+    return parse_claims(data)

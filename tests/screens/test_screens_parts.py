@@ -10,8 +10,9 @@ from referee.errors import EvidenceError
 from referee.lint import ControlView
 from referee.ocr import CALLS, ocr_bytes, ocr_cached
 from referee.plan import load_plan_text
-from referee.runner.actors.browser import parse_script
-from referee.runner.captures.base import CaptureContext
+from referee.plan.script import parse_script
+from referee.rundir import CaptureFailure, parse_record
+from referee.runner.captures.base import CaptureContext, CaptureFailed, write_failure
 from referee.runner.captures.screens import AriaCapture, DomCapture, ScreenshotCapture
 
 
@@ -99,9 +100,15 @@ def test_captures_from_the_runners_page(browser, ds_server, tmp_path):
 
 def test_a_capture_without_a_page_records_why(tmp_path):
     ctx = CaptureContext(step_id="s", phase="after", out_dir=tmp_path, page=None)
-    (f,) = ScreenshotCapture().take(ScreenshotCapture.Params(kind="screenshot", name="shot"), ctx)
-    assert f.name == "shot.error.json"
-    assert "actor: {kind: browser}" in json.loads(f.read_text())["capture_error"]
+    params = ScreenshotCapture.Params(kind="screenshot", name="shot")
+    with pytest.raises(CaptureFailed, match=r"actor: \{kind: browser\}") as exc:
+        ScreenshotCapture().take(params, ctx)
+    # the runner writes every failed capture one way: a CaptureFailure record in <name>.error.json
+    f = write_failure(tmp_path, params, exc.value.why)
+    assert f.name == "shot.error.json" and list(tmp_path.iterdir()) == [f]
+    rec = parse_record(f.read_bytes(), "screenshot")
+    assert isinstance(rec, CaptureFailure) and rec.capture_kind == "screenshot"
+    assert "actor: {kind: browser}" in rec.capture_error
 
 
 def test_dom_contains_reads_visible_text_unless_raw(browser, tmp_path):

@@ -8,13 +8,14 @@ from typing import Any, Callable, Literal
 
 from referee.errors import EvidenceError
 from referee.fsutil import atomic_write_json, safe_join, sha256_file
-from referee.rundir import FileEntry, Manifest
+from referee.rundir import FAILURE_SUFFIX, CaptureFailure, CaptureRecord, FileEntry, Manifest, is_record, parse_record
 
 
 class RunEvidence:
     """All evidence of one run directory; hands out per-step, per-phase views.
 
-    A file is served only if the manifest lists it and its bytes still hash to what was recorded.
+    A file is served only if the manifest lists it, it lies inside the run directory, and its bytes
+    still hash to what was recorded. Capture records are parsed once, into `referee.rundir` models.
     """
 
     def __init__(self, run_dir: Path, manifest: Manifest) -> None:
@@ -26,6 +27,7 @@ class RunEvidence:
             if f.captured_by == "runner" and f.primary and f.capture is not None:
                 self._by_capture.setdefault((f.step, f.phase, f.capture), f)
         self._verified: dict[str, bool] = {}
+        self._records: dict[str, CaptureRecord] = {}
         self._caches: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
 
@@ -56,7 +58,16 @@ class RunEvidence:
     def verified_path(self, entry: FileEntry) -> Path:
         if entry.error:
             raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {entry.error}")
-        path = self.run_dir / entry.path
+        path = self._checked(entry)
+        if entry.path.endswith(FAILURE_SUFFIX):  # a failure record the manifest does not flag: still no evidence
+            rec = self.record(entry)
+            if isinstance(rec, CaptureFailure):
+                raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {rec.capture_error}")
+        return path
+
+    def _checked(self, entry: FileEntry) -> Path:
+        """The entry's file, inside the run directory and still hashing to what the manifest recorded."""
+        path = safe_join(self.run_dir, entry.path)
         if entry.path not in self._verified:
             try:
                 actual = sha256_file(path)
@@ -68,6 +79,18 @@ class RunEvidence:
         if not self._verified[entry.path]:
             raise EvidenceError(f"evidence file {entry.path} was modified after capture (sha256 mismatch)")
         return path
+
+    def record(self, entry: FileEntry) -> CaptureRecord | None:
+        """The runner's record in a hash-checked file, parsed once; None for a file that is not a record
+        (a screenshot, a DOM, a copied file, the agent's files). EvidenceError when it does not validate."""
+        if not is_record(entry):
+            return None
+        if entry.error:
+            raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {entry.error}")
+        if entry.path not in self._records:
+            data = self._checked(entry).read_bytes()
+            self._records[entry.path] = parse_record(data, entry.kind, where=f"evidence file {entry.path}")
+        return self._records[entry.path]
 
     # -- cache (e.g. OCR by image hash): persisted in the run dir so re-grading reuses it ----------
     def cache(self, namespace: str) -> dict[str, Any]:
@@ -119,6 +142,13 @@ class StepView:
             return json.loads(self.read_bytes(ref))
         except ValueError as exc:
             raise EvidenceError(f"evidence '{ref}' of step '{self.step_id}' is not valid JSON: {exc}") from None
+
+    def record(self, ref: str) -> CaptureRecord | None:
+        entry = self.entry(ref)
+        rec = self._ev.record(entry)
+        if isinstance(rec, CaptureFailure):  # a failure the manifest does not flag (written by hand?): still ERROR
+            raise EvidenceError(f"capture '{entry.capture or ref}' failed: {rec.capture_error}")
+        return rec
 
     def cached(self, namespace: str, key: str, compute: Callable[[], Any]) -> Any:
         return self._ev.cached(namespace, key, compute)

@@ -9,7 +9,7 @@ from referee.fsutil import atomic_write_json
 from referee.grader.evidence import RunEvidence
 from referee.grader.results import RunResults, StepResult, ValidatorResult, summarize
 from referee.plan.loader import LoadedPlan, TypedValidator, load_plan_text
-from referee.rundir import Manifest, read_claims, read_manifest
+from referee.rundir import Claim, Manifest, read_claims, read_manifest
 from referee.validators.base import Outcome
 
 
@@ -38,11 +38,10 @@ def grade_validator(tv: TypedValidator, ev: RunEvidence, step_id: str) -> Valida
                            evidence=tv.kind.evidence_refs(tv.params, tv.index))
 
 
-def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEvidence, claim) -> StepResult:
+def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEvidence, claim: Claim | None) -> StepResult:
     vals = plan.validators.get(step_id, ())
     rec = manifest.steps.get(step_id)
-    claim_d = claim if isinstance(claim, dict) else None
-    claimed_pass = bool(claim_d and claim_d.get("pass") is True)
+    claimed_pass = claim is not None and claim.passed is True
     if not vals:
         res = StepResult(id=step_id, verdict="SKIPPED", reason="no validator: this step cannot be verified")
     elif rec is None:
@@ -58,7 +57,7 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
         bad = [r for r in results if r.status != "PASS"]
         reason = "; ".join(f"{r.name}: {r.reason}" for r in bad) if bad else "every validator holds"
         res = StepResult(id=step_id, verdict=verdict, reason=reason, validators=results)
-    res.claim = claim_d
+    res.claim = claim.as_given() if claim is not None else None
     res.overclaim = claimed_pass and res.verdict != "PASS"
     return res
 

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from referee.errors import ActorError, AppError, PlanError
-from referee.fsutil import atomic_write_json
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
 from referee.runner.captures import load_builtin as load_captures
-from referee.runner.captures.base import CaptureContext, captures
+from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.store import RunStore, new_run_dir
 
 Event = Callable[[str, str, dict], None]  # (event, step_id, data): "start" | "acted" | "done"
@@ -61,30 +60,22 @@ def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
 
 
 def take_captures(store: RunStore, caps, step_id: str, phase: str, base_ctx: dict) -> None:
-    """Take each capture and list its files in the manifest; a crashing capture is recorded, not raised."""
+    """Take each capture and list its files in the manifest; a failed or crashing capture is recorded, not raised."""
     out_dir = store.evidence_dir(step_id, phase)
     for cap in caps:
         ctx = CaptureContext(step_id=step_id, phase=phase, out_dir=out_dir, **base_ctx)
         error = None
         try:
             files = captures.get(cap.params.kind).take(cap.params, ctx)
+        except CaptureFailed as exc:
+            error = exc.why
+            files = [write_failure(out_dir, cap.params, error, exc.detail)]
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            files = [out_dir / f"{cap.params.name}.error.json"]
-            atomic_write_json(files[0], {"capture_error": error})
-        if error is None and files and files[0].suffix == ".json":
-            error = _capture_error(files[0])
+            files = [write_failure(out_dir, cap.params, error)]
         for i, path in enumerate(files):
             store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
                            kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
-
-
-def _capture_error(path: Path) -> str | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("capture_error") if isinstance(data, dict) else None
 
 
 def read_claim(claim_file: Path) -> tuple[dict | None, str | None]:

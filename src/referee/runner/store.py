@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError
 from referee.fsutil import atomic_write_bytes, atomic_write_text, sha256_file
-from referee.rundir import FileEntry, Manifest, Phase, StepRecord, utcnow
+from referee.rundir import Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
 
 
 def new_run_dir(out: Path, plan_name: str) -> Path:
@@ -34,7 +33,7 @@ class RunStore:
     def __init__(self, run_dir: Path, plan_name: str) -> None:
         self.run_dir = Path(run_dir)
         self.manifest = Manifest(plan=plan_name, started=utcnow())
-        self.claims: dict[str, Any] = {}
+        self.claims: dict[str, Claim | None] = {}
 
     # -- layout -------------------------------------------------------------------------------
     def evidence_dir(self, step_id: str, phase: Phase) -> Path:
@@ -96,10 +95,10 @@ class RunStore:
         return refused
 
     def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
-        self.claims[step_id] = claim
-        # compact (C encoder): claims.json is rewritten after every step
-        atomic_write_bytes(self.run_dir / "claims.json", json.dumps(self.claims, ensure_ascii=False).encode(),
-                           durable=False)
+        """Record the agent's claim (`{"pass", "note", "evidence"}`, as `read_claim` gives it) in claims.json."""
+        self.claims[step_id] = Claim.model_validate(claim) if claim is not None else None
+        # compact: claims.json is rewritten after every step
+        atomic_write_bytes(self.run_dir / "claims.json", Claims(self.claims).to_json(), durable=False)
 
     def finish(self) -> None:
         self.manifest.finished = utcnow()

@@ -76,6 +76,11 @@ class EvidenceView(Protocol):
 
     def read_json(self, ref: str) -> Any: ...
 
+    def record(self, ref: str) -> Any:
+        """The runner's capture record behind `ref`, parsed (a `referee.rundir` model: HttpRecord,
+        CommandRecord, ...), or None when `ref` is no record (a screenshot, an agent's file)."""
+        ...
+
     def cached(self, namespace: str, key: str, compute) -> Any:
         """A per-run-directory cache (e.g. OCR by image SHA-256); `compute()` runs only on a miss."""
         ...

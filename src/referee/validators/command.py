@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pydantic import model_validator
 
+from referee.rundir import CommandRecord
 from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
-from referee.validators.common import implicit_name, short
+from referee.validators.common import capture_record, implicit_name, short
 
 
 @register("command_exit_code")
@@ -32,13 +33,11 @@ class CommandExitCode(ValidatorKind):
 
     def check(self, params, ev, index):
         ref = self.evidence_refs(params, index)[0]
-        if not ev.entry(ref).path.endswith(".json"):  # a capture with stdout_as: its record sits beside it
-            ref = f"{ref}.json"
-        data = ev.read_json(ref)
-        code = data.get("exit_code")
-        if data.get("timed_out"):
-            return Outcome.fail(f"`{data.get('command')}` timed out")
+        rec = capture_record(ev, ref, CommandRecord, "a command capture")
+        code = rec.exit_code
+        if rec.timed_out:
+            return Outcome.fail(f"`{rec.command}` timed out")
         if code == params.expected:
             return Outcome.hold(f"exit code {code} == {params.expected}", matched=str(code))
-        tail = short((data.get("stderr") or data.get("stdout") or "").strip()[-200:], 100)
+        tail = short((rec.stderr or rec.stdout or "").strip()[-200:], 100)
         return Outcome.fail(f"exit code {code}, expected {params.expected}" + (f" ({tail})" if tail else ""))

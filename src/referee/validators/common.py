@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import model_validator
 
 from referee.errors import EvidenceError
+from referee.rundir import CommandRecord, HttpRecord
 from referee.validators.base import CaptureRequest, ValidatorParams
+
+R = TypeVar("R")
 
 
 class SourceParams(ValidatorParams):
@@ -41,37 +44,43 @@ def http_capture(params: SourceParams, index: int) -> list[CaptureRequest]:
 
 
 def evidence_text(view, ref: str) -> str:
-    """The text a validator should read from an evidence file, by what captured it.
+    """The text a validator should read from an evidence file, by the record behind it.
 
     http -> body; command -> stdout (stderr after it); sql/ddb -> rows as JSON; any other file -> its text.
     """
-    entry = view.entry(ref)
-    if entry.kind in ("http", "command", "sql", "ddb"):
-        data = view.read_json(ref)
-        if entry.kind == "http":
-            return str(data.get("body", ""))
-        if entry.kind == "command":
-            return str(data.get("stdout", "")) + ("\n" + data["stderr"] if data.get("stderr") else "")
-        return json.dumps(data.get("rows", data.get("items", [])), ensure_ascii=False, default=str)
-    return view.read_text(ref)
+    record = view.record(ref)
+    text = record.text() if record is not None else None
+    return text if text is not None else view.read_text(ref)
 
 
 def evidence_json(view, ref: str) -> Any:
-    """JSON a validator should read: an http body, a command's stdout, or a JSON file itself."""
-    entry = view.entry(ref)
-    if entry.kind in ("http", "command"):
-        text = evidence_text(view, ref) if entry.kind == "http" else view.read_json(ref).get("stdout", "")
+    """JSON a validator should read: an http body, a command's stdout, a row record, or a JSON file itself."""
+    record = view.record(ref)
+    if isinstance(record, (HttpRecord, CommandRecord)):
         try:
-            return json.loads(text)
+            return json.loads(record.body if isinstance(record, HttpRecord) else record.stdout)
         except ValueError as exc:
-            raise NotJson(f"the {entry.kind} capture '{ref}' is not JSON ({exc})") from None
-    if entry.kind in ("sql", "ddb"):
-        return view.read_json(ref)
+            raise NotJson(f"the {record.kind} capture '{ref}' is not JSON ({exc})") from None
+    if record is not None:
+        return record.document()
     try:
         return json.loads(view.read_bytes(ref))
     except ValueError as exc:
         # a saved file that should be JSON and is not: the grader cannot read the evidence
         raise EvidenceError(f"evidence '{ref}' is not valid JSON ({exc})", fix="save the document as JSON") from None
+
+
+def capture_record(view, ref: str, model: type[R], what: str) -> R:
+    """The record of capture `ref`, which must be a `model`; EvidenceError (the grader cannot look) otherwise.
+
+    A command capture with `stdout_as` keeps its record beside the saved file, as `<ref>.json`.
+    """
+    record = view.record(ref)
+    if record is None and model is CommandRecord and not ref.endswith(".json"):
+        record = view.record(f"{ref}.json")
+    if not isinstance(record, model):
+        raise EvidenceError(f"evidence '{ref}' is not {what}", fix=f"name {what} of this step")
+    return record
 
 
 class NotJson(Exception):
@@ -140,5 +149,5 @@ def short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_json",
+__all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_json", "capture_record",
            "parse_json_path", "json_path_get", "short", "NotJson", "EvidenceError"]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from referee.rundir import FileRecord
 from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
-from referee.validators.common import implicit_name
+from referee.validators.common import capture_record, implicit_name
 
 
 @register("file_exists")
@@ -21,13 +22,13 @@ class FileExists(ValidatorKind):
         return [implicit_name(params.kind, index)]
 
     def check(self, params, ev, index):
-        meta = ev.read_json(implicit_name(params.kind, index))
-        path = meta.get("resolved") or params.path
-        if not meta.get("exists"):
+        rec = capture_record(ev, implicit_name(params.kind, index), FileRecord, "a file capture")
+        path = rec.resolved or params.path
+        if not rec.exists:
             return Outcome.fail(f"{path} does not exist after the step")
-        size = int(meta.get("size", 0))
+        size = rec.size
         if size < params.min_size:
             return Outcome.fail(f"{path} has {size} bytes, fewer than {params.min_size}")
-        if meta.get("copy"):
-            ev.path(meta["copy"])  # the copy must still hash to what was captured
+        if rec.copy_:
+            ev.path(rec.copy_)  # the copy must still hash to what was captured
         return Outcome.hold(f"{path} exists ({size} bytes)", matched=params.path)

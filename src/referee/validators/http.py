@@ -6,17 +6,17 @@ from typing import Any
 
 from pydantic import field_validator
 
+from referee.rundir import HttpRecord
 from referee.validators.base import Outcome, ValidatorKind, register
 from referee.validators.common import (NotJson, SourceParams, evidence_json, evidence_text, http_capture,
                                        json_path_get, parse_json_path, short)
 
 
-def _http_response(view, ref: str) -> dict:
-    entry = view.entry(ref)
-    data = view.read_json(ref)
-    if entry.kind != "http" or not isinstance(data, dict) or "status" not in data:
+def _http_response(view, ref: str) -> HttpRecord:
+    record = view.record(ref)
+    if not isinstance(record, HttpRecord):
         raise NotJson(f"'{ref}' is not an http capture")
-    return data
+    return record
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -46,12 +46,12 @@ class HttpStatusEq(HttpSourceKind):
             resp = _http_response(ev, ref)
         except NotJson as exc:
             return Outcome.error(str(exc))
-        status = resp.get("status")
+        status = resp.status
         if status is None:
-            return Outcome.fail(f"no response from {resp.get('url', ref)}: {resp.get('error', 'request failed')}")
+            return Outcome.fail(f"no response from {resp.url}: {resp.error or 'request failed'}")
         if status == params.expected:
             return Outcome.hold(f"status {status} == {params.expected}", matched=str(status))
-        return Outcome.fail(f"status {status}, expected {params.expected} ({resp.get('url', ref)})")
+        return Outcome.fail(f"status {status}, expected {params.expected} ({resp.url})")
 
 
 @register("http_body_contains")

@@ -6,12 +6,12 @@ from typing import Any
 
 from pydantic import model_validator
 
+from referee.rundir import DdbRecord, SqlRecord
 from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
-from referee.validators.common import implicit_name, short
+from referee.validators.common import capture_record, implicit_name, short
 
 
-def _rows_outcome(data: dict, what: str, min_rows: int) -> Outcome:
-    rows = data.get("rows", data.get("items", []))
+def _rows_outcome(rows: list, what: str, min_rows: int) -> Outcome:
     if len(rows) >= min_rows:
         return Outcome.hold(f"{len(rows)} {what} found", matched=short(rows[0]) if rows else None)
     return Outcome.fail(f"{len(rows)} {what} found, expected at least {min_rows}")
@@ -47,7 +47,8 @@ class SqlRowPresent(ValidatorKind):
         return [CaptureRequest("sql", implicit_name(params.kind, index), {k: v for k, v in spec.items() if v})]
 
     def check(self, params, ev, index):
-        return _rows_outcome(ev.read_json(self.evidence_refs(params, index)[0]), "row(s)", params.min_rows)
+        rec = capture_record(ev, self.evidence_refs(params, index)[0], SqlRecord, "a sql capture")
+        return _rows_outcome(rec.rows, "row(s)", params.min_rows)
 
 
 @register("ddb_row_present")
@@ -75,4 +76,5 @@ class DdbRowPresent(ValidatorKind):
         return [CaptureRequest("ddb", implicit_name(params.kind, index), {k: v for k, v in spec.items() if v})]
 
     def check(self, params, ev, index):
-        return _rows_outcome(ev.read_json(self.evidence_refs(params, index)[0]), "item(s)", 1)
+        rec = capture_record(ev, self.evidence_refs(params, index)[0], DdbRecord, "a ddb capture")
+        return _rows_outcome(rec.items, "item(s)", 1)

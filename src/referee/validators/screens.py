@@ -10,6 +10,7 @@ from pydantic import field_validator
 
 from referee.errors import EvidenceError
 from referee.ocr.text import excerpt, find, normalise
+from referee.rundir import AriaRecord, sniff_record
 from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
 
 ARIA, DOM = "_aria", "_dom"  # implicit runner captures, shared by every validator without `evidence`
@@ -53,8 +54,9 @@ def aria_lines(text: str) -> list[str]:
             doc = json.loads(stripped)
         except ValueError:
             doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("yaml"), str):
-            text = doc["yaml"]
+        record = sniff_record(doc)
+        if isinstance(record, AriaRecord):
+            text = record.yaml
         elif doc is not None:
             return [s for s in _strings(doc)]
     return [ln for ln in text.splitlines()

@@ -27,9 +27,10 @@ from typing import Any, Iterator
 
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Observation, Step, Trace, TraceItem, record_error
-from referee.errors import RefereeError
-from referee.fsutil import safe_join, sha256_file
-from referee.rundir import FileEntry, Manifest, read_claims, read_manifest
+from referee.errors import EvidenceError, RefereeError
+from referee.grader.evidence import RunEvidence
+from referee.rundir import (AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord, DdbRecord, FileEntry,
+                            HttpRecord, Manifest, SqlRecord, read_claims, read_manifest)
 
 MAX_TEXT = 8000     # characters kept of one body, stdout, page text
 MAX_ROWS = 200      # rows kept of one sql/ddb capture
@@ -108,20 +109,22 @@ def _page_text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).strip()
 
 
-def _summarise(run_dir: Path, entry: FileEntry) -> tuple[dict[str, Any], str, str | None, bool]:
-    """(data, one text line, screenshot path, error) for one runner evidence file."""
+def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, str | None, bool]:
+    """(data, one text line, screenshot path, error) for one runner evidence file, hash-checked by the grader's
+    RunEvidence; a record is read through its `referee.rundir` model."""
     name = entry.capture or Path(entry.path).name
     head = f"[{name}] {entry.kind}"
     if entry.error:
-        return {"kind": entry.kind, "error": entry.error}, f"{head}: capture failed: {entry.error}", None, True
+        return _failed(entry, head, entry.error)
     try:
-        path = safe_join(run_dir, entry.path)
-        if sha256_file(path) != entry.sha256:
-            why = "modified after capture (sha256 mismatch)"
-            return {"kind": entry.kind, "error": why}, f"{head}: {why}", None, True
-    except (OSError, RefereeError) as exc:
-        why = f"unreadable: {exc}"
-        return {"kind": entry.kind, "error": why}, f"{head}: {why}", None, True
+        record = ev.record(entry)
+        if isinstance(record, CaptureFailure):
+            return _failed(entry, head, record.capture_error)
+        path = ev.verified_path(entry)
+    except EvidenceError as exc:
+        return {"kind": entry.kind, "error": exc.message}, f"{head}: {exc.message}", None, True
+    if record is not None:
+        return _from_record(entry, record, head)
     suffix = path.name.lower()
     if suffix.endswith((".png", ".jpg", ".jpeg", ".webp")):
         return {"kind": entry.kind, "screenshot": entry.path}, f"{head}: screenshot {entry.path}", entry.path, False
@@ -133,60 +136,64 @@ def _summarise(run_dir: Path, entry: FileEntry) -> tuple[dict[str, Any], str, st
         text = _clip(raw)
         return {"kind": entry.kind, "text": text}, f"{head}: {text}", None, False
     try:
-        rec = json.loads(path.read_bytes())
+        doc = json.loads(path.read_bytes())
     except ValueError:
         return {"kind": entry.kind, "file": entry.path}, f"{head}: file {entry.path}", None, False
-    return _from_json(entry, rec, head)
+    return _from_document(entry.kind, doc, head)
 
 
-def _from_json(entry: FileEntry, rec: Any, head: str) -> tuple[dict[str, Any], str, str | None, bool]:
-    if not isinstance(rec, dict):
-        return {"kind": entry.kind, "value": rec}, f"{head}: {_clip(json.dumps(rec))}", None, False
-    if "capture_error" in rec:
-        why = str(rec["capture_error"])
-        return {"kind": entry.kind, "error": why}, f"{head}: capture failed: {why}", None, True
+def _failed(entry: FileEntry, head: str, why: str) -> tuple[dict[str, Any], str, None, bool]:
+    return {"kind": entry.kind, "error": why}, f"{head}: capture failed: {why}", None, True
+
+
+def _from_record(entry: FileEntry, rec: CaptureRecord, head: str) -> tuple[dict[str, Any], str, str | None, bool]:
     k = entry.kind
-    if k == "http":
-        body: Any = rec.get("body")
-        if isinstance(body, str):
-            try:
-                body = json.loads(body)
-            except ValueError:
-                body = _clip(body)
-        d = {"kind": k, "method": rec.get("method"), "url": rec.get("url"), "status": rec.get("status"), "body": body}
+    if isinstance(rec, HttpRecord):
+        body: Any = rec.body
+        try:
+            body = json.loads(body)
+        except ValueError:
+            body = _clip(body)
+        d = {"kind": k, "method": rec.method, "url": rec.url, "status": rec.status, "body": body}
         shown = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-        return d, f"{head} {rec.get('method')} {rec.get('url')} -> {rec.get('status')}: {_clip(shown)}", None, False
-    if k == "command":
-        d = {"kind": k, "command": rec.get("command"), "exit_code": rec.get("exit_code"),
-             "timed_out": bool(rec.get("timed_out")), "stdout": _clip(str(rec.get("stdout") or "")),
-             "stderr": _clip(str(rec.get("stderr") or ""))}
-        if rec.get("stdout_file"):
-            d["stdout_file"] = rec["stdout_file"]
-        line = f"{head} `{rec.get('command')}` -> exit {rec.get('exit_code')}: {d['stdout']}"
+        return d, f"{head} {rec.method} {rec.url} -> {rec.status}: {_clip(shown)}", None, False
+    if isinstance(rec, CommandRecord):
+        d = {"kind": k, "command": rec.command, "exit_code": rec.exit_code, "timed_out": rec.timed_out,
+             "stdout": _clip(rec.stdout), "stderr": _clip(rec.stderr)}
+        if rec.stdout_file:
+            d["stdout_file"] = rec.stdout_file
+        line = f"{head} `{rec.command}` -> exit {rec.exit_code}: {d['stdout']}"
         return d, line, None, False
-    if k == "sql" or "rows" in rec:
-        rows = list(rec.get("rows") or [])
-        d = {"kind": k, "columns": rec.get("columns"), "rows": rows[:MAX_ROWS], "row_count": len(rows)}
+    if isinstance(rec, SqlRecord):
+        rows = rec.rows
+        d = {"kind": k, "columns": rec.columns, "rows": rows[:MAX_ROWS], "row_count": len(rows)}
         return d, f"{head}: {len(rows)} row(s): {_clip(json.dumps(rows[:MAX_ROWS], default=str))}", None, False
-    if k == "ddb" or "items" in rec:
-        items = list(rec.get("items") or [])
+    if isinstance(rec, DdbRecord):
+        items = rec.items
         d = {"kind": k, "items": items[:MAX_ROWS], "item_count": len(items)}
         return d, f"{head}: {len(items)} item(s): {_clip(json.dumps(items[:MAX_ROWS], default=str))}", None, False
-    if k == "aria" and isinstance(rec.get("yaml"), str):
-        text = _clip(rec["yaml"])
-        return {"kind": k, "url": rec.get("url"), "text": text}, f"{head}: {text}", None, False
-    d = {"kind": k, **{key: v for key, v in rec.items() if key != "headers"}}
+    if isinstance(rec, AriaRecord):
+        text = _clip(rec.yaml)
+        return {"kind": k, "url": rec.url, "text": text}, f"{head}: {text}", None, False
+    return _from_document(k, rec.document(), head)  # a file capture's record: shown as it is
+
+
+def _from_document(kind: str, doc: Any, head: str) -> tuple[dict[str, Any], str, str | None, bool]:
+    """A JSON file that is no capture record (a capture kind from a plugin): shown as it is, headers left out."""
+    if not isinstance(doc, dict):
+        return {"kind": kind, "value": doc}, f"{head}: {_clip(json.dumps(doc))}", None, False
+    d = {"kind": kind, **{key: v for key, v in doc.items() if key != "headers"}}
     return d, f"{head}: {_clip(json.dumps(d, ensure_ascii=False, default=str))}", None, False
 
 
-def observe(run_dir: Path, entries: list[FileEntry], extra: list[str] = (), failed: bool = False) -> Observation | None:
+def observe(ev: RunEvidence, entries: list[FileEntry], extra: list[str] = (), failed: bool = False) -> Observation | None:
     """One observation from a step's runner files of one phase; None when the runner saw nothing."""
     data: dict[str, Any] = {}
     lines = list(extra)
     shot: str | None = None
     error = failed
     for e in entries:
-        d, line, s, err = _summarise(run_dir, e)
+        d, line, s, err = _summarise(ev, e)
         key = e.capture or e.path
         if key in data:  # a capture's second file (e.g. command stdout_as: the screen and its record)
             key = e.path
@@ -215,20 +222,18 @@ def _actor_problem(manifest: Manifest, step_id: str) -> tuple[list[str], bool]:
 
 # -- claims (the claim channel) ---------------------------------------------------------------------
 
-def claim_report(claim: Any) -> str | None:
+def claim_report(claim: Claim | None) -> str | None:
     """The agent's claim as a report: `pass` as a first sentence, then its note. No claim -> None.
 
-    >>> claim_report({"pass": True, "note": "The list looks tidy."})
+    >>> claim_report(Claim(passed=True, note="The list looks tidy."))
     'The step is done. The list looks tidy.'
-    >>> claim_report({"pass": False, "note": ""}), claim_report(None)
+    >>> claim_report(Claim(passed=False)), claim_report(None)
     ('I could not complete the step.', None)
     """
-    if not isinstance(claim, dict):
+    if claim is None:
         return None
-    note = claim.get("note")
-    note = note.strip() if isinstance(note, str) else ""
-    flag = claim.get("pass")
-    lead = CLAIM_PASS if flag is True else CLAIM_FAIL if flag is False else ""
+    note = claim.note.strip()
+    lead = CLAIM_PASS if claim.passed is True else CLAIM_FAIL if claim.passed is False else ""
     return " ".join(p for p in (lead, note) if p) or None
 
 
@@ -237,12 +242,13 @@ def _step_line(plan_text: str, step_id: str) -> int | None:
     return plan_text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def step_trace(run_dir: Path, manifest: Manifest, step, claim: Any, run_id: str) -> Trace:
+def step_trace(ev: RunEvidence, step, claim: Claim | None, run_id: str) -> Trace:
     """The trace of one SKIPPED step: plan action(s), runner observations, the claim as report."""
+    run_dir, manifest = ev.run_dir, ev.manifest
     mine = [f for f in manifest.files if f.step == step.id and f.captured_by == "runner"]
-    before = observe(run_dir, [f for f in mine if f.phase == "before"])
+    before = observe(ev, [f for f in mine if f.phase == "before"])
     extra, failed = _actor_problem(manifest, step.id)
-    after = observe(run_dir, [f for f in mine if f.phase == "after"], extra, failed)
+    after = observe(ev, [f for f in mine if f.phase == "after"], extra, failed)
     script = [item for item in (step.script or []) if isinstance(item, dict) and len(item) == 1]
     if script:
         steps = []
@@ -253,7 +259,7 @@ def step_trace(run_dir: Path, manifest: Manifest, step, claim: Any, run_id: str)
                               observation=after if i == len(script) - 1 else None))
     else:
         steps = [Step(action={"name": step.id, "args": {}}, observation=after)]
-    cited = claim.get("evidence") if isinstance(claim, dict) else None
+    cited = claim.evidence if claim is not None else None
     if cited:
         steps[-1].narration = "the agent cites its own files: " + ", ".join(map(str, cited))
     return Trace(run_id=run_id, task=step.do.strip() or step.id, initial_observation=before, steps=steps,
@@ -282,6 +288,7 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
                         error=record_error(f"not an auditable run directory: {exc}", file=str(run_dir), line=None))
         return
     claims = read_claims(run_dir)
+    ev = RunEvidence(run_dir, manifest)
     skipped = set(info.skipped)
     for step in plan.plan.steps:
         if step.id not in skipped:
@@ -289,7 +296,7 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
         run_id = f"{manifest.plan}/{run_dir.name}/{step.id}"
         line = _step_line(text, step.id)
         try:
-            trace = step_trace(run_dir, manifest, step, claims.get(step.id), run_id)
+            trace = step_trace(ev, step, claims.get(step.id), run_id)
         except (ValueError, RefereeError, OSError) as exc:
             yield TraceItem(file=str(plan_file), line=line, run_id=run_id,
                             error=record_error(f"step {step.id}: {exc}", file=str(plan_file), line=line,

@@ -1,6 +1,14 @@
 """Captures the runner (never the agent) takes before and after a step, stored as evidence files."""
 
-from referee.runner.captures.base import CaptureContext, CaptureKind, CaptureParams, captures, register  # noqa: F401
+from referee.runner.captures.base import (  # noqa: F401
+    CaptureContext,
+    CaptureFailed,
+    CaptureKind,
+    CaptureParams,
+    captures,
+    register,
+    write_failure,
+)
 
 
 def load_builtin() -> None:

@@ -1,7 +1,7 @@
 """The capture contract: a `take` that writes evidence files into one folder.
 
-A capture's parameters are plan data (`referee.plan.captures`); this package holds only the code
-that performs captures.
+A capture's parameters are plan data (`referee.plan.captures`); its records are run-directory data
+(`referee.rundir`). This package holds only the code that performs captures.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from referee.fsutil import atomic_write_text
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, capture_specs
 from referee.registry import Registry
+from referee.rundir import CaptureFailure, dump_record, record_file
 
 
 @dataclass
@@ -42,11 +44,31 @@ class CaptureContext:
         return self.app_url.rstrip("/") + "/" + url.lstrip("/")
 
 
+class CaptureFailed(Exception):
+    """Raised by `take` when the capture cannot be taken; the runner records it as a CaptureFailure.
+
+    `detail` is what the capture knew before it failed (a SQL URL with its password masked, a query).
+    """
+
+    def __init__(self, why: str, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.detail = dict(detail or {})
+
+
+def write_failure(out_dir: Path, params: CaptureParams, why: str, detail: dict[str, Any] | None = None) -> Path:
+    """The one way a failed capture is written: a CaptureFailure in `<name>.error.json`."""
+    path = Path(out_dir) / record_file(params.name, "capture_failure")
+    record = CaptureFailure(capture_kind=params.kind, capture_error=why, detail=dict(detail or {}))
+    atomic_write_text(path, dump_record(record))
+    return path
+
+
 class CaptureKind:
     """Base class of a capture kind. `take` may do I/O; it must write only under `ctx.out_dir`.
 
-    A failed capture writes a JSON file recording the failure (`{"capture_error": ...}`) rather
-    than raising, so the grader can say ERROR with the reason.
+    A capture that cannot be taken raises `CaptureFailed` (any other exception counts as one too);
+    the runner writes the failure record (`write_failure`) and the grader says ERROR with the reason.
     """
 
     kind: ClassVar[str] = ""

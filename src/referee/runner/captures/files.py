@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from referee.fsutil import atomic_write_json
+from referee.fsutil import atomic_write_text
+from referee.rundir import FileRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register
 from referee.runner.envsubst import expand
 
@@ -18,16 +19,16 @@ class FileCapture(CaptureKind):
         src = Path(expand(params.path, ctx.env)).expanduser()
         if not src.is_absolute() and ctx.cwd:
             src = Path(ctx.cwd) / src
-        record: dict = {"path": params.path, "resolved": str(src), "exists": src.is_file(), "size": 0, "copy": None}
+        record = FileRecord(path=params.path, resolved=str(src), exists=src.is_file())
         files = []
         if src.is_file():
-            record["size"] = src.stat().st_size
-            if record["size"] <= MAX_COPY:
+            record.size = src.stat().st_size
+            if record.size <= MAX_COPY:
                 copy = ctx.out_dir / f"{params.name}.data" / src.name
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, copy)
                 files.append(copy)
-                record["copy"] = f"{params.name}.data/{src.name}"
-        meta = ctx.out_dir / f"{params.name}.json"
-        atomic_write_json(meta, record)
+                record.copy_ = f"{params.name}.data/{src.name}"
+        meta = ctx.out_dir / record_file(params.name, "file")
+        atomic_write_text(meta, dump_record(record))
         return [meta] + files

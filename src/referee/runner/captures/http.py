@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 
-from referee.fsutil import atomic_write_json
+from referee.fsutil import atomic_write_text
+from referee.rundir import HttpRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register
 from referee.runner.envsubst import expand
 
@@ -31,20 +32,20 @@ class HttpCapture(CaptureKind):
 
         url = ctx.join_url(expand(params.url, ctx.env))
         headers = {k: expand(v, ctx.env) for k, v in params.headers.items()}
-        record: dict = {"url": url, "method": params.method, "status": None, "headers": {}, "body": ""}
+        record = HttpRecord(url=url, method=params.method)
         try:
             with httpx.Client(timeout=params.timeout_s, follow_redirects=True, trust_env=False) as client:
                 resp = client.request(params.method, url, headers=headers,
                                       json=params.json_body if params.json_body is not None else None)
-            record["status"] = resp.status_code
-            record["headers"] = redact_headers(resp.headers)
+            record.status = resp.status_code
+            record.headers = redact_headers(resp.headers)
             try:
-                record["body"] = resp.content.decode(resp.encoding or "utf-8")
+                record.body = resp.content.decode(resp.encoding or "utf-8")
             except (UnicodeDecodeError, LookupError):
-                record["body_base64"] = base64.b64encode(resp.content).decode("ascii")
+                record.body_base64 = base64.b64encode(resp.content).decode("ascii")
         except httpx.HTTPError as exc:
             # the app did not answer: an observation (FAIL for the validators), not a grader error
-            record["error"] = f"{type(exc).__name__}: {exc}"
-        path = ctx.out_dir / f"{params.name}.json"
-        atomic_write_json(path, record)
+            record.error = f"{type(exc).__name__}: {exc}"
+        path = ctx.out_dir / record_file(params.name, "http")
+        atomic_write_text(path, dump_record(record))
         return [path]

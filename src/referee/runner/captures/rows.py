@@ -7,8 +7,9 @@ from decimal import Decimal
 from typing import Any
 
 from referee.errors import require
-from referee.fsutil import atomic_write_json
-from referee.runner.captures.base import CaptureKind, register
+from referee.fsutil import atomic_write_text
+from referee.rundir import DdbRecord, SqlRecord, dump_record, record_file
+from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.envsubst import expand, redact_url
 
 MAX_ROWS = 1000
@@ -35,7 +36,7 @@ def _plain(value: Any) -> Any:
 class SqlCapture(CaptureKind):
     def take(self, params, ctx):
         url = expand(params.url, ctx.env)
-        record: dict[str, Any] = {"url": redact_url(url), "query": params.query, "columns": [], "rows": []}
+        record = SqlRecord(url=redact_url(url), query=params.query)
         try:
             import sqlalchemy as sa
 
@@ -47,28 +48,30 @@ class SqlCapture(CaptureKind):
                         stmt = sa.select(table)
                         for col, val in params.where.items():
                             stmt = stmt.where(table.c[col] == val)
-                        record["query"] = str(stmt.compile(compile_kwargs={"literal_binds": True}))
+                        record.query = str(stmt.compile(compile_kwargs={"literal_binds": True}))
                         result = conn.execute(stmt.limit(MAX_ROWS))
                     else:
                         result = conn.execute(sa.text(params.query), params.params)
                     if result.returns_rows:
-                        record["columns"] = list(result.keys())
-                        record["rows"] = [_plain(dict(r._mapping)) for r in result.fetchmany(MAX_ROWS)]
+                        record.columns = list(result.keys())
+                        record.rows = [_plain(dict(r._mapping)) for r in result.fetchmany(MAX_ROWS)]
             finally:
                 engine.dispose()
         except ModuleNotFoundError as exc:
-            record["capture_error"] = f"{exc.name} is not installed (for postgres: pip install 'referee[postgres]')"
+            raise CaptureFailed(f"{exc.name} is not installed (for postgres: pip install 'referee[postgres]')",
+                                _what(record)) from None
         except Exception as exc:  # a DB that refuses us is recorded, so the grader can say why
-            record["capture_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        path = ctx.out_dir / f"{params.name}.json"
-        atomic_write_json(path, record)
+            raise CaptureFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                                _what(record)) from None
+        path = ctx.out_dir / record_file(params.name, "sql")
+        atomic_write_text(path, dump_record(record))
         return [path]
 
 
 @register("ddb")
 class DdbCapture(CaptureKind):
     def take(self, params, ctx):
-        record: dict[str, Any] = {"table": params.table, "key": params.key, "items": []}
+        record = DdbRecord(table=params.table, key=params.key)
         try:
             boto3 = require("boto3", "aws")
             region = params.region or ctx.env.get("AWS_DEFAULT_REGION") or ctx.env.get("AWS_REGION") or "us-east-1"
@@ -80,9 +83,14 @@ class DdbCapture(CaptureKind):
                     kwargs.update(aws_access_key_id="local", aws_secret_access_key="local")
             table = boto3.resource("dynamodb", **kwargs).Table(params.table)
             item = table.get_item(Key=params.key, ConsistentRead=True).get("Item")
-            record["items"] = [_plain(item)] if item else []
+            record.items = [_plain(item)] if item else []
         except Exception as exc:
-            record["capture_error"] = f"{type(exc).__name__}: {exc}"
-        path = ctx.out_dir / f"{params.name}.json"
-        atomic_write_json(path, record)
+            raise CaptureFailed(f"{type(exc).__name__}: {exc}", _what(record)) from None
+        path = ctx.out_dir / record_file(params.name, "ddb")
+        atomic_write_text(path, dump_record(record))
         return [path]
+
+
+def _what(record) -> dict[str, Any]:
+    """What a failed row capture knew: its record so far, without the (empty) results."""
+    return record.model_dump(mode="json", exclude={"record_version", "kind", "columns", "rows", "items"})

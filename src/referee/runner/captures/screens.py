@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from referee.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
-from referee.runner.captures.base import CaptureContext, CaptureKind, register
+from referee.fsutil import atomic_write_bytes, atomic_write_text
+from referee.rundir import AriaRecord, dump_record, record_file
+from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 
 NO_PAGE = "no browser page: screen captures need `actor: {kind: browser}`"
-
-
-def _error(ctx: CaptureContext, name: str, why: str) -> list[Path]:
-    """Record a failed capture as `<name>.error.json`; the grader turns it into ERROR with this reason."""
-    path = ctx.out_dir / f"{name}.error.json"
-    atomic_write_json(path, {"capture_error": why})
-    return [path]
 
 
 def _first_line(exc: Exception) -> str:
@@ -31,7 +24,7 @@ def _settle(page, timeout_s: float) -> None:
 
 
 class PageCapture(CaptureKind):
-    """A capture from the runner's page: no page, or a page that fails, is recorded as a failed capture."""
+    """A capture from the runner's page: no page, or a page that fails, is a failed capture."""
 
     needs_page = True
     what = "screen capture"
@@ -39,12 +32,12 @@ class PageCapture(CaptureKind):
     def take(self, params, ctx):
         page = ctx.page
         if page is None:
-            return _error(ctx, params.name, NO_PAGE)
+            raise CaptureFailed(NO_PAGE)
         _settle(page, ctx.timeout_s)
         try:
             return self.take_from(page, params, ctx)
         except Exception as exc:
-            return _error(ctx, params.name, f"{self.what} failed: {_first_line(exc)}")
+            raise CaptureFailed(f"{self.what} failed: {_first_line(exc)}") from None
 
     def take_from(self, page, params, ctx) -> list[Path]:
         raise NotImplementedError
@@ -82,8 +75,8 @@ class AriaCapture(PageCapture):
             tree = yaml.safe_load(snap)
         except yaml.YAMLError:
             tree = None
-        path = ctx.out_dir / f"{params.name}.aria.json"
-        atomic_write_text(path, json.dumps({"url": page.url, "tree": tree, "yaml": snap}, indent=2, ensure_ascii=False))
+        path = ctx.out_dir / record_file(params.name, "aria")
+        atomic_write_text(path, dump_record(AriaRecord(url=page.url, tree=tree, yaml=snap)))
         return [path]
 
 
