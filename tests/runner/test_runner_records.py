@@ -300,7 +300,8 @@ class Echo(CaptureKind):
 
 
 def test_a_capture_kind_from_an_entry_point_is_plan_data_too(tmp_path):
-    """The plan loader resolves capture kinds from plan data; a plugin's capture class is both its spec and its performer."""
+    """The plan loader resolves capture kinds from plan data; a plugin's capture class is its spec and its
+    performer both."""
     import os
     import sys
 

@@ -14,7 +14,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "referee"
 
 def _imports(path: Path) -> set[str]:
     """Every module a file under src/referee imports, lazily or not."""
-    return imports_of(path.read_text(encoding="utf-8"), ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1]))
+    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    return imports_of(path.read_text(encoding="utf-8"), package)
 
 
 def imports_of(source: str, package: str) -> set[str]:
@@ -50,7 +51,8 @@ def test_lint_and_the_run_dir_reader_import_no_runner_either():
 def test_the_import_check_sees_every_form_of_import():
     src = "def f():\n    from ..runner.captures import base\n    import referee.runner.app\n    from . import model\n"
     found = imports_of(src, "referee.plan")
-    assert {"referee.runner.captures", "referee.runner.captures.base", "referee.runner.app", "referee.plan.model"} <= found
+    assert {"referee.runner.captures", "referee.runner.captures.base", "referee.runner.app",
+            "referee.plan.model"} <= found
 
 
 PROBE = r"""
@@ -82,7 +84,8 @@ parse_script(plan.plan.steps[0].script)
 report = lint_plan(plan)
 print(json.dumps({"caps": caps, "script_ok": report.ok,
                   "mods": sorted(m for m in sys.modules if m.startswith("referee.runner")),
-                  "net": sorted(m for m in sys.modules if m.split(".")[0] in ("httpx", "sqlalchemy", "boto3", "playwright"))}))
+                  "net": sorted(m for m in sys.modules
+                                if m.split(".")[0] in ("httpx", "sqlalchemy", "boto3", "playwright"))}))
 """
 
 

@@ -42,12 +42,14 @@ class CaptureSpec:
 def _is_spec(obj: object) -> bool:
     """A CaptureSpec, or anything shaped like one (a plugin's capture class: `Params` and `summary`)."""
     params = getattr(obj, "Params", None)
-    return isinstance(params, type) and issubclass(params, CaptureParams) and isinstance(getattr(obj, "summary", None), str)
+    summary = getattr(obj, "summary", None)
+    return isinstance(params, type) and issubclass(params, CaptureParams) and isinstance(summary, str)
 
 
 capture_specs: Registry[CaptureSpec] = Registry(
     "capture kind", "referee.captures",
-    item=Item(_is_spec, "a capture kind: a class with `Params` (a referee.plan.captures.CaptureParams subclass) and `summary`"))
+    item=Item(_is_spec, "a capture kind: a class with `Params` (a referee.plan.captures.CaptureParams "
+                        "subclass) and `summary`"))
 
 BUILTIN_SPECS: dict[str, CaptureSpec] = {}
 """The built-in kinds, by name; the runner's capture classes take their Params and summary from here."""
@@ -73,7 +75,8 @@ class HttpParams(CaptureParams):
     timeout_s: float = 15.0
 
 
-@spec("command", "a command the runner runs after the step: exit code, stdout, stderr (stdout_as saves stdout as a file)")
+@spec("command",
+      "a command the runner runs after the step: exit code, stdout, stderr (stdout_as saves stdout as a file)")
 class CommandParams(CaptureParams):
     command: str
     timeout_s: float = 60.0
@@ -127,5 +130,5 @@ class DomParams(CaptureParams):
     selector: str | None = None
 
 
-__all__ = ["CaptureParams", "CaptureSpec", "capture_specs", "BUILTIN_SPECS", "spec", "HttpParams", "CommandParams", "SqlParams",
-           "DdbParams", "FileParams", "ScreenshotParams", "AriaParams", "DomParams"]
+__all__ = ["CaptureParams", "CaptureSpec", "capture_specs", "BUILTIN_SPECS", "spec", "HttpParams", "CommandParams",
+           "SqlParams", "DdbParams", "FileParams", "ScreenshotParams", "AriaParams", "DomParams"]

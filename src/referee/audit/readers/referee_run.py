@@ -186,7 +186,8 @@ def _from_document(kind: str, doc: Any, head: str) -> tuple[dict[str, Any], str,
     return d, f"{head}: {_clip(json.dumps(d, ensure_ascii=False, default=str))}", None, False
 
 
-def observe(ev: RunEvidence, entries: list[FileEntry], extra: list[str] = (), failed: bool = False) -> Observation | None:
+def observe(ev: RunEvidence, entries: list[FileEntry], extra: list[str] = (),
+            failed: bool = False) -> Observation | None:
     """One observation from a step's runner files of one phase; None when the runner saw nothing."""
     data: dict[str, Any] = {}
     lines = list(extra)

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from referee.plan.script import TARGET_WAYS, Target, parse_action, parse_script  # noqa: F401  (the script schema is plan data)
+# the script schema is plan data; parse_action/parse_script stay importable from here
+from referee.plan.script import TARGET_WAYS, Target, parse_action, parse_script  # noqa: F401
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
 
 DEFAULT_TIMEOUT_S = 10.0
