@@ -6,7 +6,7 @@ import json
 import os
 import stat
 
-import referee.grader
+import referee.report.outputs
 from referee.cli.main import main
 
 
@@ -31,7 +31,7 @@ def test_a_read_only_run_directory_still_grades_and_says_it_kept_its_files(tmp_p
     def refuse(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(referee.grader, "write_results", refuse)
+    monkeypatch.setattr(referee.report.outputs, "write_outputs", refuse)
     capsys.readouterr()  # drop the demo's own output
     rc = main(["grade", str(run_dir), "--json"])
     captured = capsys.readouterr()

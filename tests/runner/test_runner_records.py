@@ -13,7 +13,8 @@ import pytest
 
 from referee.audit.readers import read_traces
 from referee.errors import EvidenceError
-from referee.grader import grade, grade_to_disk
+from referee.grader import grade
+from referee.report.outputs import grade_to_disk
 from referee.plan.captures import BUILTIN_SPECS, capture_specs
 from referee.rundir import (RECORD_MODELS, AriaRecord, CaptureFailure, Claim, CommandRecord, DdbRecord, FileRecord,
                             HttpRecord, SqlRecord, dump_record, parse_claims, parse_record, read_claims, sniff_record)

@@ -54,7 +54,6 @@ def run(plans, agent, out, strict, json_mode):
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
             outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event)
         res = outcome.results
-        _write_html(outcome.run_dir)
         console.print(verdict_table(res))
         console.print(summary_line(res))
         console.print(f"run directory: {outcome.run_dir}", highlight=False)
@@ -78,7 +77,8 @@ def run(plans, agent, out, strict, json_mode):
 @click.option("--json", "json_mode", is_flag=True, help="Print the verdicts as JSON.")
 def grade(run_dirs, strict, json_mode):
     """Re-grade RUN_DIRS from their persisted evidence alone (the app may be gone)."""
-    from referee.grader import grade as grade_run, write_results
+    from referee.grader import grade as grade_run
+    from referee.report.outputs import write_outputs
     from referee.report.console import summary_line, verdict_table
 
     console = _console(json_mode)
@@ -86,8 +86,7 @@ def grade(run_dirs, strict, json_mode):
     for d in run_dirs:
         res = grade_run(Path(d))
         try:
-            write_results(Path(d), res)
-            _write_html(Path(d))
+            write_outputs(Path(d), res)
         except OSError as exc:  # a read-only copy still grades; it just keeps its old files
             console.print(f"[yellow]warning: {d}: results not written ({exc.strerror or exc}); "
                           "verdicts shown here only[/]", highlight=False)
@@ -99,14 +98,6 @@ def grade(run_dirs, strict, json_mode):
     if json_mode:
         click.echo(json.dumps({"runs": payload}, indent=2))
     return exit_code
-
-
-def _write_html(run_dir: Path) -> None:
-    try:
-        from referee.report.html import write_report
-    except ImportError:
-        return
-    write_report(run_dir)
 
 
 @click.command()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
-from referee.fsutil import atomic_write_json
 from referee.grader.evidence import RunEvidence
 from referee.grader.results import RunResults, StepResult, ValidatorResult, summarize
 from referee.plan.loader import LoadedPlan, TypedValidator, load_plan_text
@@ -86,18 +85,3 @@ def grade(run_dir: str | Path) -> RunResults:
     steps = [grade_step(plan, s.id, manifest, ev, claims.get(s.id)) for s in plan.plan.steps]
     ev.save_caches()
     return RunResults(plan=manifest.plan, steps=steps, summary=summarize(steps))
-
-
-def write_results(run_dir: str | Path, results: RunResults) -> None:
-    """Write results.json and junit.xml into the run directory (OSError if it is read-only)."""
-    from referee.report.junit import write_junit
-
-    atomic_write_json(Path(run_dir) / "results.json", results.model_dump(mode="json"))
-    write_junit(results, Path(run_dir) / "junit.xml")
-
-
-def grade_to_disk(run_dir: str | Path) -> RunResults:
-    """Grade and write results.json and junit.xml into the run directory."""
-    results = grade(run_dir)
-    write_results(run_dir, results)
-    return results

@@ -105,7 +105,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
 
     >>> run_plan(load_plan("smoke.yaml"), out=Path("runs"), agent="python my_agent.py")  # doctest: +SKIP
     """
-    from referee.grader import grade_to_disk
+    from referee.report.outputs import grade_to_disk
 
     load_actors()
     load_captures()
