@@ -66,7 +66,7 @@ def bench_llm(corpus: Path, tmp: Path, n_traces: int, latency: float, concurrenc
         for label, conc in (("serial", 1), ("concurrent", concurrency)):
             client = LLMClient(LLMConfig(base_url=stub.url, model="stub", concurrency=conc))
             cache = EvidenceCache(tmp / f"{label}.sqlite")  # fresh cache: every call reaches the server
-            a = Auditor(load_policy("causal"), LLMExtractor(client), RulesClaimReader(), runs=1, cache=cache)
+            a = Auditor(load_policy("causal"), LLMExtractor(client), RulesClaimReader(), samples=1, cache=cache)
             stub.reset_counts()
             t0 = time.perf_counter()
             audit_files([traces], a, tmp / f"{label}.jsonl", concurrency=conc)
