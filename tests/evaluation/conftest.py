@@ -11,9 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # so `tests.support` imports however pytest was started
     sys.path.insert(0, str(ROOT))
 
+from tests.evaluation.helpers import biased_judge  # noqa: E402
+from tests.support.corpora import TAU  # noqa: E402
 from tests.support.llm_stub import LLMStub  # noqa: E402
-
-from tests.evaluation.helpers import TAU, biased_judge  # noqa: E402
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.corpora import TAU  # noqa: E402
 FAIL_MARK = "ERROR: nothing was saved"   # the trace of a run that did not complete carries this observation
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from referee.audit.policyfile import SHIPPED, load_policy
 from referee.audit.replay import replay_record
 from referee.evaluation.compare import _RecordMemo, policy_methods, replay_disposition

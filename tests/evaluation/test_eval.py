@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from referee.errors import GoldError
 from referee.evaluation.baselines import auditor_method, baselines
 from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import AuditFileError, tally

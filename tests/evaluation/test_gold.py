@@ -65,6 +65,14 @@ def test_bad_json_line_and_format(tmp_path):
         load_gold(tmp_path / "absent.csv")
 
 
+def test_json_a_number_too_long_to_read_is_a_bad_line_not_a_crash(tmp_path):
+    # json.loads raises a plain ValueError (no .msg) past Python's integer digit limit
+    p = tmp_path / "g.jsonl"
+    p.write_text('{"run_id": "a", "completed": true}\n{"run_id": "b", "completed": ' + "1" * 5000 + "}\n")
+    with pytest.raises(GoldError, match="line 2.*not a JSON line.*digits"):
+        load_gold(p)
+
+
 def test_empty_file_is_an_error(tmp_path):
     p = tmp_path / "g.csv"
     p.write_text("run_id,completed\n")

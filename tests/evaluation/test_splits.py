@@ -52,6 +52,14 @@ def test_missing_run_id_is_an_error(tmp_path):
         check_splits(p)
 
 
+def test_a_number_too_long_to_read_is_a_bad_line_not_a_crash(tmp_path):
+    # json.loads raises a plain ValueError (no .msg) past Python's integer digit limit
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"run_id": "a", "split": "dev"}\n{"run_id": "b", "split": ' + "1" * 5000 + "}\n")
+    with pytest.raises(GoldError, match="line 2.*not a JSON line.*digits"):
+        check_splits(p)
+
+
 def test_cli_split_exit_codes(cli, tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("run_id,split,group\na,dev,x\nb,test,y\n")

@@ -1,4 +1,4 @@
-"""Evaluation of the auditor: gold labels, metrics with bootstrap intervals, baselines, policies, judges, intervention."""
+"""Evaluating the auditor: gold labels, metrics with bootstrap intervals, baselines, policies, judges, intervention."""
 
 from __future__ import annotations
 

@@ -8,12 +8,15 @@ trace side is judged. Baselines register by name in `baselines`; third parties m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 from referee.registry import Registry
 
+if TYPE_CHECKING:
+    from referee.audit.records import AuditRecord
+
 MethodKind = Literal["auditor", "baseline", "policy", "judge", "predictions"]
-Decide = Callable[[object], str]  # AuditRecord -> disposition
+Decide = Callable[["AuditRecord"], str]  # AuditRecord -> disposition
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,10 @@ def claim_gate(claim: str | None, trace_state: str) -> str:
 
     Used for judges when no policy module is present; with one, the policy's own table is used.
 
-    >>> claim_gate("success", "not_completed"), claim_gate("failure_or_incomplete", "unknown"), claim_gate("unclear", "completed")
-    ('flag', 'pass', 'review')
+    >>> claim_gate("success", "not_completed"), claim_gate("failure_or_incomplete", "unknown")
+    ('flag', 'pass')
+    >>> claim_gate("unclear", "completed")
+    'review'
     """
     if claim == "success":
         return {"not_completed": "flag", "completed": "pass"}.get(trace_state, "review")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from referee.evaluation.metrics import RATE_METRICS, Confusion, rate_formulas, rates
 
@@ -80,11 +80,11 @@ def resample_cells(cells: Sequence[int], spec: BootstrapSpec):
     if spec.resolved_engine() == "numpy":
         import numpy as np
 
-        rng = np.random.default_rng(spec.seed)
+        gen = np.random.default_rng(spec.seed)
         if n == 0:
             return np.zeros((spec.resamples, k), dtype=np.int64)
         p = np.asarray(cells, dtype=np.float64) / n
-        return rng.multinomial(n, p, size=spec.resamples)
+        return gen.multinomial(n, p, size=spec.resamples)
     rng = random.Random(spec.seed)
     cum = list(_cumsum(cells))
     out = []
@@ -112,7 +112,7 @@ def _interval(values: list[float], undefined: int, level: float) -> Interval:
     return Interval(percentile(values, a), percentile(values, 1.0 - a), undefined)
 
 
-def _rates_numpy(reps) -> dict[str, "object"]:
+def _rates_numpy(reps) -> dict[str, Any]:
     """The rate metrics of every replicate at once (metrics.rate_formulas over arrays): NaN where 0/0."""
     import numpy as np
 
@@ -148,21 +148,22 @@ def bootstrap_rates(c: Confusion, spec: BootstrapSpec = BootstrapSpec()) -> dict
         for name in RATE_METRICS:
             arr = arrays[name]
             ok = ~np.isnan(arr)
-            undefined = int((~ok).sum())
+            n_undefined = int((~ok).sum())
             if point[name] is None:
-                out[name] = Interval(None, None, undefined)
+                out[name] = Interval(None, None, n_undefined)
             else:
-                out[name] = _interval([float(x) for x in arr[ok]], undefined, spec.level)
+                out[name] = _interval([float(x) for x in arr[ok]], n_undefined, spec.level)
         return out
     values: dict[str, list[float]] = {name: [] for name in RATE_METRICS}
     undefined = dict.fromkeys(RATE_METRICS, 0)
     for rep in reps:
         rr = rates(Confusion.from_cells(rep))
         for name in RATE_METRICS:
-            if rr[name] is None:
+            value = rr[name]
+            if value is None:
                 undefined[name] += 1
             else:
-                values[name].append(rr[name])
+                values[name].append(value)
     for name in RATE_METRICS:
         out[name] = (Interval(None, None, undefined[name]) if point[name] is None
                      else _interval(values[name], undefined[name], spec.level))

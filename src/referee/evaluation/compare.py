@@ -1,4 +1,4 @@
-"""Policy comparison from cached evidence: every policy is a method that replays a record, with no backend and no model call.
+"""Policy comparison from cached evidence: each policy is a method that replays a record, no backend, no model call.
 
 Replaying a record under a policy re-derives the task class with the policy's rule, re-checks
 each cached extraction run, re-votes and re-disposes, reading only the record: the pieces of
@@ -90,7 +90,9 @@ def policy_method(name_or_path: str, memo: _RecordMemo | None = None) -> Method:
 
     memo = memo or _RecordMemo()
     loaded = load_policy(name_or_path)
-    label = loaded.policy.name if name_or_path in shipped_policies() else f"{loaded.policy.name} ({Path(name_or_path).name})"
+    label = loaded.policy.name
+    if name_or_path not in shipped_policies():
+        label += f" ({Path(name_or_path).name})"
     return Method(f"policy:{label}", "policy", lambda rec: replay_disposition(rec, loaded, memo),
                   (loaded.policy.description or "").strip() or f"replayed under {name_or_path}")
 

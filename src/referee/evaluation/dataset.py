@@ -135,8 +135,9 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
         t.cells[m.name] = defaultdict(lambda: [0] * N_CELLS)
     primary = primary or (methods[0].name if methods else None)
     others = [m.name for m in methods if m.name != primary]
-    for name in others:
-        t.paired[(primary, name)] = [0, 0, 0, 0]
+    if primary is not None:
+        for name in others:
+            t.paired[(primary, name)] = [0, 0, 0, 0]
     gated = any(m.name == GATE for m in methods)
     if gated:
         t.joint = {m.name: [0] * N_JOINT for m in methods if m.name != GATE}
@@ -201,10 +202,12 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
     except BaseException:
         if out is not None:
             out.close()
+        if tmp is not None:
             tmp.unlink(missing_ok=True)
         raise
     if out is not None:
         out.close()
+    if tmp is not None and records_out is not None:
         tmp.replace(records_out)  # atomic: a reader never sees half a file
     cov.missing = [rid for rid in gold if rid not in seen]
     for m in methods:

@@ -84,8 +84,9 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
                     continue
                 try:
                     obj = json.loads(line)
-                except ValueError as exc:
-                    raise GoldError(f"not a JSON line ({exc.msg})", file=str(path), place=f"line {lineno}",
+                except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
+                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}",
                                     fix="write one JSON object per line") from None
                 if not isinstance(obj, dict):
                     raise GoldError("a gold line must be a JSON object", file=str(path), place=f"line {lineno}",
@@ -119,7 +120,8 @@ def iter_gold(path: Path) -> Iterator[tuple[int, GoldLabel]]:
             elif err["type"] == "missing":
                 msg, fix = f"missing '{loc}'", "every gold label needs run_id and completed"
             else:
-                msg, fix = f"{loc}: {err['msg']}", "completed is true/false; claim is success|failure_or_incomplete|unclear"
+                msg = f"{loc}: {err['msg']}"
+                fix = "completed is true/false; claim is success|failure_or_incomplete|unclear"
             raise GoldError(msg, file=str(path), place=place, fix=fix) from None
 
 
@@ -167,7 +169,7 @@ def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
 
 
 def gold_from_traces(path: Path, fmt: str | None = None) -> tuple[list[GoldLabel], int]:
-    """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`); returns (labels, runs without gold).
+    """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`): (labels, runs without gold).
 
     The group is the trace's `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task.
     """
@@ -178,12 +180,10 @@ def gold_from_traces(path: Path, fmt: str | None = None) -> tuple[list[GoldLabel
     for item in read_traces(Path(path), fmt):
         if item.error is not None:
             raise item.error
-        if item.gold is None:
+        if item.gold is None or item.trace is None:  # a reader gives gold only beside a trace
             without += 1
             continue
-        meta = item.trace.meta if item.trace is not None else {}
-        group = meta.get("group")
-        labels.append(GoldLabel(run_id=item.run_id, completed=item.gold.completed,
-                                group=str(group) if group not in (None, "") else None,
-                                task=item.trace.task if item.trace is not None else None))
+        group = item.trace.meta.get("group")
+        labels.append(GoldLabel(run_id=item.trace.run_id, completed=item.gold.completed,
+                                group=str(group) if group not in (None, "") else None, task=item.trace.task))
     return labels, without

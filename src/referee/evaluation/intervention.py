@@ -11,7 +11,7 @@ exact two-sided sign test asks whether harmful and recovery flips are equally li
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Callable, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,6 +63,11 @@ class InterventionTally:
             self.recovery_ids.append(r.run_id)
 
 
+def _share(i: int, j: int) -> Callable[[Sequence[int]], float | None]:
+    """The share of positives in cells i and j: (0, 2) is the aware judge's recall, (0, 1) the blind one's."""
+    return lambda c: None if sum(c) == 0 else (c[i] + c[j]) / sum(c)
+
+
 def _recall_shift(c) -> float | None:
     n = sum(c)
     return None if n == 0 else (c[1] - c[2]) / n
@@ -107,9 +112,8 @@ def summarize(t: InterventionTally, spec: BootstrapSpec, *, model: str = "", vot
     p = sum(t.pos_cells)
     ra = None if p == 0 else (both + aware_only) / p
     rb = None if p == 0 else (both + blind_only) / p
-    rate = (lambda i, j: lambda c: None if sum(c) == 0 else (c[i] + c[j]) / sum(c))
-    iv_a = bootstrap_stat(t.pos_cells, rate(0, 2), spec)
-    iv_b = bootstrap_stat(t.pos_cells, rate(0, 1), spec)
+    iv_a = bootstrap_stat(t.pos_cells, _share(0, 2), spec)
+    iv_b = bootstrap_stat(t.pos_cells, _share(0, 1), spec)
     iv_s = bootstrap_stat(t.pos_cells, _recall_shift, spec)
     shift = None if p == 0 else (blind_only - aware_only) / p
     return InterventionReport(
@@ -149,7 +153,7 @@ def run_intervention(traces: Iterable, labels: dict, client, *, votes: int = 5, 
 
 def intervention_lines(r: InterventionReport) -> list[str]:
     """The intervention as plain lines (the CLI prints these, or Markdown/JSON)."""
-    from referee.evaluation.render import cell_ci
+    from referee.evaluation.render import cell_ci, fmt_p
 
     def pp(m: Metric) -> str:
         if m.value is None:
@@ -157,7 +161,7 @@ def intervention_lines(r: InterventionReport) -> list[str]:
         ci = f" [{m.lo * 100:+.1f}, {m.hi * 100:+.1f}]" if m.lo is not None and m.hi is not None else ""
         return f"{m.value * 100:+.1f} pp{ci}"
 
-    p = "n/a" if r.sign_test_p is None else (f"{r.sign_test_p:.2g}" if r.sign_test_p < 0.001 else f"{r.sign_test_p:.3f}")
+    p = fmt_p(r.sign_test_p)
     return [
         f"judge: {r.judge_model}, {r.votes} votes, {r.k}-of-{r.votes} majority; {r.runs} runs, {r.positives} positives",
         f"trace-only recall, report shown (aware):     {cell_ci(r.trace_only_recall_aware)}",

@@ -1,4 +1,4 @@
-"""LLM trace-state judges for baselines and the intervention: claim-aware (report shown) and prompt-blind (report withheld).
+"""LLM trace-state judges for baselines and the intervention: claim-aware (report shown), prompt-blind (withheld).
 
 Both judges read the same task and the same serialized claim-blind view and answer one opaque
 trace state; the claim-aware judge additionally sees the agent's narrations and final report.
@@ -14,9 +14,12 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Literal
+from typing import TYPE_CHECKING, Iterable, Iterator, Literal
 
 from referee.audit.votes import vote  # the auditor's own k-of-n rule: a 2-2 tie is unknown
+
+if TYPE_CHECKING:
+    from referee.llm import LLMClient
 
 JudgeName = Literal["claim-aware", "prompt-blind"]
 JUDGES: tuple[str, ...] = ("claim-aware", "prompt-blind")
@@ -60,9 +63,10 @@ def judge_input(trace, judge: str) -> JudgeInput:
     """The chat messages of one judge for one trace: the claim-blind view, plus the report when claim-aware.
 
     >>> from referee.audit.trace import Trace
-    >>> t = Trace(run_id="r", task="delete x", steps=[{"action": {"name": "rm"}, "narration": "deleted"}], report="Done!")
-    >>> "Done!" in judge_input(t, "claim-aware").messages[1]["content"], "Done!" in judge_input(t, "prompt-blind").messages[1]["content"]
-    (True, False)
+    >>> t = Trace(run_id="r", task="delete x", steps=[{"action": {"name": "rm"}, "narration": "deleted"}],
+    ...           report="Done!")
+    >>> [("Done!" in judge_input(t, judge).messages[1]["content"]) for judge in ("claim-aware", "prompt-blind")]
+    [True, False]
     """
     from referee.audit.view import build_view, canonical_json
 
@@ -151,7 +155,7 @@ class Judgement:
 class TraceJudge:
     """A claim-aware or prompt-blind judge over an LLMClient, with n votes, k-of-n majority and a cache."""
 
-    client: object
+    client: LLMClient
     judge: str
     votes: int = 5
     k: int = 3

@@ -52,9 +52,18 @@ def _kinds(rep: EvalReport | None) -> dict[str, str]:
     return {m.name: m.kind for m in rep.methods} if rep is not None else {}
 
 
+def _rows(rep: EvalReport | None, rows: list[Scores] | None) -> list[Scores]:
+    """The rows a table shows: `rows` when given, else the report's overall scores."""
+    if rows is not None:
+        return rows
+    if rep is None:
+        raise ValueError("a table needs a report or its rows")
+    return rep.overall
+
+
 def detection_table(rep: EvalReport | None, rows: list[Scores] | None = None, title: str = "") -> Table:
     """TP/FP/FN, flags, precision, recall and F1 with intervals, one row per method (kind shown with a report)."""
-    rows = rep.overall if rows is None else rows
+    rows = _rows(rep, rows)
     kinds = _kinds(rep)
     head = ("method", "kind") if kinds else ("method",)
     return Table(title or "Detection view (only flag is a positive prediction)",
@@ -67,7 +76,7 @@ def detection_table(rep: EvalReport | None, rows: list[Scores] | None = None, ti
 
 def gating_table(rep: EvalReport | None, rows: list[Scores] | None = None, title: str = "") -> Table:
     """Flags, reviews, blocked positives, blocked recall, silent-pass rate, load and yield, one row per method."""
-    rows = rep.overall if rows is None else rows
+    rows = _rows(rep, rows)
     return Table(title or "Gating view (flag and review both block automatic pass)",
                  ("method", "flag", "review", "blocked", "blocked recall", "silent-pass", "load", "yield"),
                  tuple((s.method, str(s.counts["flag"]), str(s.counts["review"]),

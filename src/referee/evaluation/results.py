@@ -1,4 +1,4 @@
-"""The evaluation report: point metrics with bootstrap intervals per method, breakdowns, leave-one-group-out, paired tests."""
+"""The evaluation report: metrics with bootstrap intervals per method, breakdowns, leave-one-group-out, paired tests."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from referee.evaluation.metrics import RATE_METRICS, Confusion, counts, rates
 from referee.evaluation.signtest import sign_test
 
 SliceAxis = Literal["all", "task_class", "group", "split", "leave_out_group"]
+BreakdownAxis = Literal["task_class", "group", "split"]
 
 
 class _Model(BaseModel):
@@ -150,7 +151,8 @@ def equal_load_row(method: str, joint: list[int], spec: BootstrapSpec | None) ->
     """
     e = at_equal_load(*marginals(joint))
     iv = difference_interval(joint, spec) if spec is not None and e.difference is not None else None
-    return EqualLoad(method=method, load=e.load, blocked_recall=e.blocked_recall,
+    # validate_by_name: without the pydantic plugin mypy knows `yield_` only by its alias, "yield"
+    return EqualLoad(method=method, load=e.load, blocked_recall=e.blocked_recall,  # type: ignore[call-arg]
                      gate_blocked_recall_at_load=e.gate.blocked_recall, difference=e.difference,
                      difference_lo=iv.lo if iv else None, difference_hi=iv.hi if iv else None,
                      yield_=e.inspection_yield, gate_yield=e.gate.inspection_yield,
@@ -158,7 +160,8 @@ def equal_load_row(method: str, joint: list[int], spec: BootstrapSpec | None) ->
 
 
 def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", primary: str | None = None,
-             breakdown_methods: list[str] | None = None, axes: tuple[str, ...] = ("task_class", "group", "split"),
+             breakdown_methods: list[str] | None = None,
+             axes: tuple[BreakdownAxis, ...] = ("task_class", "group", "split"),
              leave_one_group_out: bool = True) -> EvalReport:
     """Turn a tally into the full report: every method overall, breakdowns and LOGO for `breakdown_methods`.
 

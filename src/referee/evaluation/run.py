@@ -11,7 +11,7 @@ from referee.evaluation.baselines import (RECORD_BASELINES, Method, auditor_meth
 from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import iter_records, tally
 from referee.evaluation.gold import load_gold
-from referee.evaluation.results import EvalReport, MethodInfo, evaluate
+from referee.evaluation.results import BreakdownAxis, EvalReport, MethodInfo, evaluate
 
 DEFAULT_CACHE_DIR = Path(".referee-cache")
 
@@ -29,7 +29,7 @@ class EvalOptions:
     traces: Path | None = None
     trace_format: str | None = None
     predictions: tuple[str, ...] = ()
-    axes: tuple[str, ...] = ("task_class", "group", "split")
+    axes: tuple[BreakdownAxis, ...] = ("task_class", "group", "split")
     logo: bool = True
     breakdown_for: tuple[str, ...] | None = None
     records_out: Path | None = None
@@ -170,7 +170,8 @@ def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: s
         labels[rid] = (claim, g.completed)
     if not labels:
         raise GoldError("no run has a claim label", file=str(gold),
-                        fix="add a claim column to the gold file or pass --audit AUDIT.jsonl for the shared claim reading")
+                        fix="add a claim column to the gold file, "
+                            "or pass --audit AUDIT.jsonl for the shared claim reading")
     notes = []
     if no_claim:
         notes.append(f"{len(no_claim)} gold run(s) have no claim (in gold or --audit) and are skipped")

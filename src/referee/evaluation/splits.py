@@ -57,8 +57,9 @@ def iter_split_rows(path: Path) -> Iterator[SplitRow]:
 def _json(line: str, path: Path, lineno: int) -> dict:
     try:
         obj = json.loads(line)
-    except ValueError as exc:
-        raise GoldError(f"not a JSON line ({exc.msg})", file=str(path), place=f"line {lineno}") from None
+    except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}") from None
     if not isinstance(obj, dict):
         raise GoldError("a split line must be a JSON object", file=str(path), place=f"line {lineno}")
     return obj

@@ -51,7 +51,8 @@ def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tupl
                 v = rng.choices(["yes", "no", "unknown"], [good, (1 - good) * 0.7, (1 - good) * 0.3])[0]
                 ev[f] = {"value": v, "support": [rng.randrange(10)] if v != "unknown" else []}
             evidence.append(ev)
-        states = [check_run({k: Finding(**v) for k, v in ev.items()}, task_class, policy) for ev in evidence]
+        states = [check_run({k: Finding.model_validate(v) for k, v in ev.items()}, task_class, policy)
+                  for ev in evidence]
         state = vote(states, policy.votes.threshold)
         rid = f"syn-{i:06d}"
         group = f"g{i % groups}"
