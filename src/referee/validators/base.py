@@ -1,38 +1,20 @@
-"""The validator contract: parameters, the captures a validator needs, and a pure check over evidence."""
+"""The validator contract: a pure check over persisted evidence, and the registry of checkers.
+
+A validator kind's parameters and the captures it asks for are plan data (`referee.plan.validators`);
+this package holds only the code that checks evidence.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
+from referee.plan.validators import BUILTIN_SPECS, CaptureRequest, ValidatorParams, ValidatorSpec, validator_specs
 from referee.registry import Registry
 
 Status = Literal["PASS", "FAIL", "ERROR"]
-
-
-class ValidatorParams(BaseModel):
-    """Parameters every validator takes; kinds subclass this and add their own."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: str
-    name: str | None = None
-    require_change: bool = False
-
-
-@dataclass(frozen=True)
-class CaptureRequest:
-    """A capture the runner must take for a validator (the seed's `url:` shorthand and friends).
-
-    `name` is what the check later asks the EvidenceView for.
-    """
-
-    kind: str
-    name: str
-    params: dict[str, Any] = field(default_factory=dict)
+K = TypeVar("K", bound="type[ValidatorKind]")
 
 
 @dataclass(frozen=True)
@@ -86,28 +68,15 @@ class EvidenceView(Protocol):
         ...
 
 
-class ValidatorKind:
-    """Base class of a validator kind. Subclasses set `Params` and implement `check`.
+class ValidatorKind(ValidatorSpec):
+    """Base class of a validator kind: a ValidatorSpec (`Params`, `summary`, the captures it asks for,
+    plan data in `referee.plan.validators`) with a `check`. A built-in kind's checker subclasses its
+    spec and adds only `check`; a plugin's class is both, and serves as both.
 
     `check` must be pure: it reads only through `ev`, never the network, the clock or the actors.
     """
 
-    kind: ClassVar[str] = ""
-    Params: ClassVar[type[ValidatorParams]] = ValidatorParams
-    summary: ClassVar[str] = ""
-
-    def captures(self, params: ValidatorParams, index: int) -> list[CaptureRequest]:
-        """Captures the runner takes for this validator; `index` makes implicit names unique."""
-        return []
-
-    def evidence_refs(self, params: ValidatorParams, index: int) -> list[str]:
-        """The evidence names/paths `check` will read (for lint and reports)."""
-        ev = getattr(params, "evidence", None)
-        if ev is None:
-            return [c.name for c in self.captures(params, index)]
-        return list(ev) if isinstance(ev, list) else [ev]
-
-    def check(self, params: ValidatorParams, ev: EvidenceView, index: int) -> Outcome:
+    def check(self, params: Any, ev: EvidenceView, index: int) -> Outcome:
         raise NotImplementedError
 
 
@@ -116,19 +85,35 @@ validators: Registry[ValidatorKind] = Registry("validator kind", "referee.valida
                                                name_attr="kind")
 
 
-def register(kind: str):
-    """Class decorator: register a ValidatorKind subclass under `kind`.
+def register(kind: str) -> Callable[[K], K]:
+    """Class decorator: register a ValidatorKind subclass under `kind` as the checker of that kind.
+
+    A built-in kind's checker must subclass its plan spec (`referee.plan.validators.BUILTIN_SPECS`);
+    any other kind registered here becomes a plan spec too, so plans can name it.
 
     >>> @register("always_fails_demo")
     ... class AlwaysFails(ValidatorKind):
     ...     def check(self, params, ev, index): return Outcome.fail("never holds")
     >>> validators.get("always_fails_demo").kind
     'always_fails_demo'
+    >>> from referee.plan.validators import validator_specs
+    >>> "always_fails_demo" in validator_specs
+    True
     """
 
-    def deco(cls):
-        cls.kind = kind
+    def deco(cls: K) -> K:
+        builtin = BUILTIN_SPECS.get(kind)
+        if builtin is None:
+            cls.kind = kind
+            validator_specs.add(kind, cls)
+        elif not issubclass(cls, builtin):
+            raise TypeError(f"the checker of built-in validator kind '{kind}' must subclass its spec "
+                            f"{builtin.__module__}.{builtin.__qualname__}")
         validators.add(kind, cls)
         return cls
 
     return deco
+
+
+__all__ = ["Status", "Outcome", "EvidenceView", "ValidatorKind", "validators", "register", "ValidatorParams",
+           "ValidatorSpec", "CaptureRequest"]

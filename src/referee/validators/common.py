@@ -1,46 +1,15 @@
-"""Helpers validators share: one evidence ref or many, the text of a capture, a tiny JSONPath."""
+"""Helpers checkers share: the text or JSON of a capture, a capture's record, a JSON path's values."""
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, TypeVar
 
-from pydantic import model_validator
-
 from referee.errors import EvidenceError
+from referee.plan.validators import SourceParams, http_capture, implicit_name, parse_json_path
 from referee.rundir import CommandRecord, HttpRecord
-from referee.validators.base import CaptureRequest, ValidatorParams
 
 R = TypeVar("R")
-
-
-class SourceParams(ValidatorParams):
-    """`url` (the runner captures it) or `evidence` (a capture name or an agent-saved path)."""
-
-    url: str | None = None
-    evidence: str | list[str] | None = None
-
-    @model_validator(mode="after")
-    def _one_source(self):
-        if (self.url is None) == (self.evidence is None):
-            raise ValueError("give exactly one of `url` (the runner captures it) or `evidence` (a capture name)")
-        return self
-
-
-def implicit_name(kind: str, index: int) -> str:
-    """The capture name the runner uses for a validator's own capture.
-
-    >>> implicit_name("http_status_eq", 0)
-    '_v0_http_status_eq'
-    """
-    return f"_v{index}_{kind}"
-
-
-def http_capture(params: SourceParams, index: int) -> list[CaptureRequest]:
-    if params.url is None:
-        return []
-    return [CaptureRequest("http", implicit_name(params.kind, index), {"url": params.url})]
 
 
 def evidence_text(view, ref: str) -> str:
@@ -85,38 +54,6 @@ def capture_record(view, ref: str, model: type[R], what: str) -> R:
 
 class NotJson(Exception):
     """Evidence that should be JSON and is not: a FAIL of the app, not an ERROR of the grader."""
-
-_TOKEN = re.compile(r"\.([A-Za-z_][\w-]*)|\[(-?\d+)\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[\*\]|\.\*")
-
-
-def parse_json_path(path: str) -> list[Any]:
-    """Parse `$.a.b[0]`, `$['a b'][-1]`, `$.items[*].id` into steps (str key, int index, or '*').
-
-    >>> parse_json_path("$.a.b[0]")
-    ['a', 'b', 0]
-    """
-    if not path.startswith("$"):
-        raise ValueError(f"a JSON path starts with '$' (got {path!r})")
-    out: list[Any] = []
-    pos = 1
-    while pos < len(path):
-        m = _TOKEN.match(path, pos)
-        if not m:
-            raise ValueError(f"cannot parse JSON path {path!r} at character {pos + 1}")
-        key, idx, sq, dq = m.groups()
-        if key is not None:
-            out.append(key)
-        elif idx is not None:
-            out.append(int(idx))
-        elif sq is not None or dq is not None:
-            out.append(sq if sq is not None else dq)
-        else:
-            out.append("*")
-        pos = m.end()
-    return out
-
-
-_MISSING = object()
 
 
 def json_path_get(doc: Any, steps: list[Any]) -> list[Any]:

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
+from referee.plan.validators import FileExistsSpec, implicit_name
 from referee.rundir import FileRecord
-from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
-from referee.validators.common import capture_record, implicit_name
+from referee.validators.base import Outcome, ValidatorKind, register
+from referee.validators.common import capture_record
 
 
 @register("file_exists")
-class FileExists(ValidatorKind):
-    summary = "a file exists after the step (the runner copies it into the evidence)"
-
-    class Params(ValidatorParams):
-        path: str
-        min_size: int = 0
-
-    def captures(self, params, index):
-        return [CaptureRequest("file", implicit_name(params.kind, index), {"path": params.path})]
-
-    def evidence_refs(self, params, index):
-        return [implicit_name(params.kind, index)]
-
-    def check(self, params, ev, index):
+class FileExists(FileExistsSpec, ValidatorKind):
+    def check(self, params: FileExistsSpec.Params, ev, index: int) -> Outcome:
         rec = capture_record(ev, implicit_name(params.kind, index), FileRecord, "a file capture")
         path = rec.resolved or params.path
         if not rec.exists:

@@ -1,15 +1,13 @@
-"""HTTP validators over runner-captured responses: status, body text, a JSON path's value."""
+"""HTTP checkers over runner-captured responses: status, body text, a JSON path's value."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import field_validator
-
+from referee.plan.validators import HttpBodyContainsSpec, HttpStatusEqSpec, JsonPathEqSpec, parse_json_path
 from referee.rundir import HttpRecord
 from referee.validators.base import Outcome, ValidatorKind, register
-from referee.validators.common import (NotJson, SourceParams, evidence_json, evidence_text, http_capture,
-                                       json_path_get, parse_json_path, short)
+from referee.validators.common import NotJson, evidence_json, evidence_text, json_path_get, short
 
 
 def _http_response(view, ref: str) -> HttpRecord:
@@ -26,21 +24,9 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-class HttpSourceKind(ValidatorKind):
-    """A validator over one response: `url` (the runner captures it) or `evidence`."""
-
-    def captures(self, params, index):
-        return http_capture(params, index)
-
-
 @register("http_status_eq")
-class HttpStatusEq(HttpSourceKind):
-    summary = "the HTTP status of a runner-captured response equals `expected`"
-
-    class Params(SourceParams):
-        expected: int
-
-    def check(self, params, ev, index):
+class HttpStatusEq(HttpStatusEqSpec, ValidatorKind):
+    def check(self, params: HttpStatusEqSpec.Params, ev, index: int) -> Outcome:
         ref = self.evidence_refs(params, index)[0]
         try:
             resp = _http_response(ev, ref)
@@ -55,14 +41,8 @@ class HttpStatusEq(HttpSourceKind):
 
 
 @register("http_body_contains")
-class HttpBodyContains(HttpSourceKind):
-    summary = "the body of a runner-captured response contains `text`"
-
-    class Params(SourceParams):
-        text: str
-        ignore_case: bool = False
-
-    def check(self, params, ev, index):
+class HttpBodyContains(HttpBodyContainsSpec, ValidatorKind):
+    def check(self, params: HttpBodyContainsSpec.Params, ev, index: int) -> Outcome:
         ref = self.evidence_refs(params, index)[0]
         body = evidence_text(ev, ref)
         hay, needle = (body.lower(), params.text.lower()) if params.ignore_case else (body, params.text)
@@ -72,20 +52,8 @@ class HttpBodyContains(HttpSourceKind):
 
 
 @register("json_path_eq")
-class JsonPathEq(HttpSourceKind):
-    summary = "the value at a JSON path (`$.a.b[0]`) of a response or JSON file equals `expected`"
-
-    class Params(SourceParams):
-        path: str
-        expected: Any
-
-        @field_validator("path")
-        @classmethod
-        def _parses(cls, v: str) -> str:
-            parse_json_path(v)
-            return v
-
-    def check(self, params, ev, index):
+class JsonPathEq(JsonPathEqSpec, ValidatorKind):
+    def check(self, params: JsonPathEqSpec.Params, ev, index: int) -> Outcome:
         ref = self.evidence_refs(params, index)[0]
         try:
             doc = evidence_json(ev, ref)

@@ -1,51 +1,11 @@
-"""OCR validators: the text a screenshot shows, read by a registered engine and cached by image SHA-256."""
+"""OCR checkers: the text a screenshot shows, read by a registered engine and cached by image SHA-256."""
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
-
-from referee.ocr import DEFAULT_ENGINE, engines, find, get_engine, ocr_cached
+from referee.ocr import find, get_engine, ocr_cached
 from referee.ocr.text import excerpt
-from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
-
-SCREEN = "_screen"  # the runner's own after-step screenshot, shared by every screen validator without `evidence`
-
-
-class OcrParams(ValidatorParams):
-    """`evidence`: one or more PNGs (capture names or agent-saved paths); none = the runner's own screenshot."""
-
-    evidence: str | list[str] | None = None
-    text: str
-    engine: str = DEFAULT_ENGINE
-    min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    ignore_case: bool = True
-    ignore_spaces: bool | None = None  # None: the engine decides (RapidOCR runs words together)
-
-    @field_validator("text")
-    @classmethod
-    def _some_text(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("`text` must not be blank: a blank needle matches every screen")
-        return v
-
-    @field_validator("engine")
-    @classmethod
-    def _known_engine(cls, v: str) -> str:
-        if v not in engines:
-            raise ValueError(str(engines.unknown(v)))
-        return v
-
-    @field_validator("evidence")
-    @classmethod
-    def _some_evidence(cls, v):
-        if isinstance(v, list) and not v:
-            raise ValueError("`evidence` lists no file; leave it out to OCR the runner's own screenshot")
-        return v
-
-    def refs(self) -> list[str]:
-        if self.evidence is None:
-            return [SCREEN]
-        return [self.evidence] if isinstance(self.evidence, str) else list(self.evidence)
+from referee.plan.validators import OcrContainsSpec, OcrNotContainsSpec, OcrParams
+from referee.validators.base import Outcome, ValidatorKind, register
 
 
 def _read(params: OcrParams, ev, ref: str):
@@ -74,18 +34,8 @@ def _look(params: OcrParams, ev, ref: str):
 
 
 @register("ocr_contains")
-class OcrContains(ValidatorKind):
-    summary = "every screenshot (capture name or agent PNG; default: the runner's own) shows `text`, read by OCR"
-
-    Params = OcrParams
-
-    def captures(self, params, index):
-        return [CaptureRequest("screenshot", SCREEN)] if params.evidence is None else []
-
-    def evidence_refs(self, params, index):
-        return params.refs()
-
-    def check(self, params, ev, index):
+class OcrContains(OcrContainsSpec, ValidatorKind):
+    def check(self, params: OcrParams, ev, index: int) -> Outcome:
         found = []
         for ref in params.refs():
             m, why = _look(params, ev, ref)
@@ -97,19 +47,8 @@ class OcrContains(ValidatorKind):
 
 
 @register("ocr_not_contains")
-class OcrNotContains(ValidatorKind):
-    summary = "no screenshot (capture name or agent PNG; default: the runner's own) shows `text`, read by OCR"
-
-    Params = OcrParams
-    negative = True  # holds by absence: the lint does not call it loose for holding on a control
-
-    def captures(self, params, index):
-        return [CaptureRequest("screenshot", SCREEN)] if params.evidence is None else []
-
-    def evidence_refs(self, params, index):
-        return params.refs()
-
-    def check(self, params, ev, index):
+class OcrNotContains(OcrNotContainsSpec, ValidatorKind):
+    def check(self, params: OcrParams, ev, index: int) -> Outcome:
         for ref in params.refs():
             m, _ = _look(params, ev, ref)
             if m is not None:

@@ -1,4 +1,4 @@
-"""Screen validators over the runner's structural captures: the accessibility snapshot and the DOM."""
+"""Screen checkers over the runner's structural captures: the accessibility snapshot and the DOM."""
 
 from __future__ import annotations
 
@@ -6,39 +6,20 @@ import json
 import re
 from html.parser import HTMLParser
 
-from pydantic import field_validator
-
 from referee.errors import EvidenceError
 from referee.ocr.text import excerpt, find, normalise
+from referee.plan.validators import ARIA, DOM, AriaContainsSpec, DomContainsSpec
 from referee.rundir import AriaRecord, sniff_record
-from referee.validators.base import CaptureRequest, Outcome, ValidatorKind, ValidatorParams, register
+from referee.validators.base import Outcome, ValidatorKind, register
 
-ARIA, DOM = "_aria", "_dom"  # implicit runner captures, shared by every validator without `evidence`
 _ARIA_LINE = re.compile(r'^\s*-\s+([A-Za-z]+)(?:\s+"((?:[^"\\]|\\.)*)")?(?:\s*\[[^\]]*\])*\s*(?::\s*(.*))?$')
-
-
-class ScreenParams(ValidatorParams):
-    evidence: str | list[str] | None = None
-    text: str
-    ignore_case: bool = False
-
-    @field_validator("text")
-    @classmethod
-    def _some_text(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("`text` must not be blank: a blank needle matches every screen")
-        return v
-
-    def refs(self, default: str) -> list[str]:
-        if self.evidence is None:
-            return [default]
-        return [self.evidence] if isinstance(self.evidence, str) else list(self.evidence)
 
 
 def _text_evidence(ev, ref: str, what: str) -> str:
     data = ev.read_bytes(ref)
     if data.startswith(b"\x89PNG") or data.startswith(b"\xff\xd8") or b"\x00" in data[:4096]:
-        raise EvidenceError(f"evidence '{ref}' is an image, not {what}", fix="name an aria/dom capture or an HTML/YAML file")
+        raise EvidenceError(f"evidence '{ref}' is an image, not {what}",
+                            fix="name an aria/dom capture or an HTML/YAML file")
     return data.decode("utf-8", errors="replace")
 
 
@@ -74,20 +55,8 @@ def _strings(doc) -> list[str]:
 
 
 @register("aria_contains")
-class AriaContains(ValidatorKind):
-    summary = "the accessibility snapshot (default: the runner's own) has `text`; with `role`, in a node of that role"
-
-    class Params(ScreenParams):
-        role: str | None = None
-        exact: bool = False  # with `role`: the node's name equals `text` (after whitespace folding)
-
-    def captures(self, params, index):
-        return [CaptureRequest("aria", ARIA)] if params.evidence is None else []
-
-    def evidence_refs(self, params, index):
-        return params.refs(ARIA)
-
-    def check(self, params, ev, index):
+class AriaContains(AriaContainsSpec, ValidatorKind):
+    def check(self, params: AriaContainsSpec.Params, ev, index: int) -> Outcome:
         matched = []
         for ref in params.refs(ARIA):
             lines = aria_lines(_text_evidence(ev, ref, "an accessibility snapshot"))
@@ -108,12 +77,12 @@ class AriaContains(ValidatorKind):
             return m.line if m else None
         want = normalise(params.text, case_sensitive=cs)
         for ln in lines:
-            m = _ARIA_LINE.match(ln)
-            if not m or m.group(1).lower() != params.role.lower():
+            node = _ARIA_LINE.match(ln)
+            if not node or node.group(1).lower() != params.role.lower():
                 continue
             # a node's name ("- button \"Add\"") or, for roles named by content, its inline text
             # ("- listitem: water the plants", "- textbox \"New todo\": its value")
-            for raw in (m.group(2), m.group(3)):
+            for raw in (node.group(2), node.group(3)):
                 name = normalise((raw or "").replace('\\"', '"'), case_sensitive=cs)
                 if name and ((name == want) if params.exact else (want in name)):
                     return ln.strip()
@@ -174,19 +143,8 @@ def visible_lines(html: str) -> list[str]:
 
 
 @register("dom_contains")
-class DomContains(ValidatorKind):
-    summary = "the page's DOM (default: the runner's own capture) shows `text` as visible text (`raw: true`: in the HTML source)"
-
-    class Params(ScreenParams):
-        raw: bool = False
-
-    def captures(self, params, index):
-        return [CaptureRequest("dom", DOM)] if params.evidence is None else []
-
-    def evidence_refs(self, params, index):
-        return params.refs(DOM)
-
-    def check(self, params, ev, index):
+class DomContains(DomContainsSpec, ValidatorKind):
+    def check(self, params: DomContainsSpec.Params, ev, index: int) -> Outcome:
         matched = []
         for ref in params.refs(DOM):
             html = _text_evidence(ev, ref, "HTML")
