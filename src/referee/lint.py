@@ -11,6 +11,7 @@ from referee.errors import EvidenceError, UsageError
 from referee.fsutil import atomic_write_json
 from referee.plan.script import parse_script
 from referee.rundir import CaptureFailure, CaptureRecord, sniff_record
+from referee.validators import checker
 
 Status = Literal["loose", "specific", "not_applicable", "negative"]
 
@@ -162,7 +163,7 @@ class ControlView:
 
 def _is_negative(tv) -> bool:
     kind = tv.params.kind
-    return bool(getattr(tv.kind, "negative", False)) or "_not_" in kind or kind.startswith("not_")
+    return tv.spec.negative or "_not_" in kind or kind.startswith("not_")
 
 
 def resolve_controls(plan, controls: Sequence[str | Path] = ()) -> list[Path]:
@@ -227,7 +228,7 @@ def lint_plan(plan, controls: Sequence[str | Path] = (), *, cache_dir: Path | No
 def _check_one(tv, view: ControlView, step: str, control: str) -> Finding:
     label = tv.label
     try:
-        out = tv.kind.check(tv.params, view, tv.index)
+        out = checker(tv.params.kind).check(tv.params, view, tv.index)
     except EvidenceError as exc:
         return Finding(step, label, tv.params.kind, control, "not_applicable", f"cannot read the control this way: {exc}")
     except Exception as exc:  # a validator that cannot read this kind of control says nothing about looseness

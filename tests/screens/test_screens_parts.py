@@ -14,6 +14,7 @@ from referee.plan.script import parse_script
 from referee.rundir import CaptureFailure, parse_record
 from referee.runner.captures.base import CaptureContext, CaptureFailed, write_failure
 from referee.runner.captures.screens import AriaCapture, DomCapture, ScreenshotCapture
+from referee.validators import checker
 
 
 def _validator(yaml_text: str):
@@ -27,7 +28,7 @@ _OCR_CACHE: dict = {}  # shared by the checks below, as a run directory's cache 
 
 def _check(yaml_text: str, path):
     tv = _validator(yaml_text)
-    return tv.kind.check(tv.params, ControlView(path, cache_table=_OCR_CACHE), tv.index)
+    return checker(tv.params.kind).check(tv.params, ControlView(path, cache_table=_OCR_CACHE), tv.index)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_unreadable_images_raise_evidence_error(tmp_path, data):
     bad.write_bytes(data)
     tv = _validator("{kind: ocr_contains, text: x}")
     with pytest.raises(EvidenceError, match="not a readable image|empty image"):
-        tv.kind.check(tv.params, ControlView(bad), tv.index)
+        checker(tv.params.kind).check(tv.params, ControlView(bad), tv.index)
 
 
 def test_captures_from_the_runners_page(browser, ds_server, tmp_path):

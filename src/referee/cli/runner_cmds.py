@@ -125,9 +125,7 @@ def kinds(json_mode, actions, tools):
     if actions or tools:
         return _action_kinds(json_mode, tools)
     from referee.plan.captures import capture_specs
-    from referee.validators import load_builtin as load_vals, validators
-
-    load_vals()
+    from referee.plan.validators import validator_specs
 
     def params(model) -> list[str]:
         out = []
@@ -137,7 +135,7 @@ def kinds(json_mode, actions, tools):
             out.append(name if f.is_required() else f"{name}={f.default!r}")
         return out
 
-    table = {"validators": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in validators.items()},
+    table = {"validators": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in validator_specs.items()},
              "captures": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in capture_specs.items()}}
     if json_mode:
         click.echo(json.dumps(table, indent=2))

@@ -9,12 +9,12 @@ from referee.grader.evidence import RunEvidence
 from referee.grader.results import RunResults, StepResult, ValidatorResult, summarize
 from referee.plan.loader import LoadedPlan, TypedValidator, load_plan_text
 from referee.rundir import Claim, Manifest, read_claims, read_manifest
-from referee.validators.base import Outcome
+from referee.validators import Outcome, checker
 
 
 def _run_check(tv: TypedValidator, view) -> Outcome:
     try:
-        return tv.kind.check(tv.params, view, tv.index)
+        return checker(tv.params.kind).check(tv.params, view, tv.index)
     except EvidenceError as exc:
         return Outcome.error(str(exc))
     except Exception as exc:  # a crashing validator means the grader could not look: ERROR, never PASS
@@ -34,7 +34,7 @@ def grade_validator(tv: TypedValidator, ev: RunEvidence, step_id: str) -> Valida
         else:
             reason = f"{after.reason}; and not before the step ({before.reason})"
     return ValidatorResult(name=tv.label, kind=tv.params.kind, status=status, reason=reason, matched=after.matched,
-                           evidence=tv.kind.evidence_refs(tv.params, tv.index))
+                           evidence=tv.spec.evidence_refs(tv.params, tv.index))
 
 
 def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEvidence, claim: Claim | None) -> StepResult:

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from referee.errors import PlanError, RefereeError
 from referee.plan.captures import CaptureParams, CaptureSpec, capture_specs
 from referee.plan.model import Plan, Step
+from referee.plan.validators import ValidatorParams, ValidatorSpec, validator_specs
 
 Pos = tuple[int, int]
 
@@ -24,7 +25,8 @@ def _construct(node: yaml.Node, path: tuple, positions: dict[tuple, Pos]) -> Any
         for knode, vnode in node.value:
             key = _scalar(knode)
             if key in out:
-                raise PlanError(f"duplicate key '{key}'", place=f"{knode.start_mark.line + 1}:{knode.start_mark.column + 1}",
+                raise PlanError(f"duplicate key '{key}'",
+                                place=f"{knode.start_mark.line + 1}:{knode.start_mark.column + 1}",
                                 fix="remove one of them")
             positions[path + (key, "__key__")] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
             out[key] = _construct(vnode, path + (key,), positions)
@@ -46,11 +48,12 @@ def _scalar(node: yaml.Node) -> Any:
 
 @dataclass(frozen=True)
 class TypedValidator:
-    """A validator entry resolved to its kind and typed parameters."""
+    """A validator entry resolved to its kind's spec (plan data) and typed parameters; the grader
+    checks it with the checker registered for its kind (`referee.validators.checker`)."""
 
     index: int
-    kind: Any  # ValidatorKind
-    params: Any  # ValidatorParams subclass
+    spec: ValidatorSpec
+    params: ValidatorParams  # the kind's own subclass
 
     @property
     def label(self) -> str:
@@ -111,7 +114,8 @@ class _Where:
         return PlanError(msg + self.step_label(loc), file=self.file, place=self.place(loc), fix=fix)
 
 
-def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = (), model: type | None = None) -> PlanError:
+def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = (),
+                    model: type[BaseModel] | None = None) -> PlanError:
     import difflib
 
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a typo explains a "missing"
@@ -136,13 +140,11 @@ def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = (), model
     return where.error(msg, loc, fix)
 
 
-def _fields_at(model: type, loc: tuple) -> list[str]:
+def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
     """The field names of the (nested) pydantic model at `loc`, for did-you-mean hints."""
     from typing import get_args
 
-    from pydantic import BaseModel
-
-    current = model
+    current: type[BaseModel] | None = model
     for part in loc:
         if isinstance(part, int):
             continue
@@ -156,16 +158,14 @@ def _fields_at(model: type, loc: tuple) -> list[str]:
 
 
 def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
-    """Parse and validate plan text. Capture kinds are plan data (`referee.plan.captures`): loading a
-    plan imports no runner code, so the grader loads the frozen plan like any other.
+    """Parse and validate plan text. Capture and validator kinds are plan data (`referee.plan.captures`,
+    `referee.plan.validators`): loading a plan imports neither the runner nor the validators' checks,
+    so the grader loads the frozen plan like any other.
 
     >>> lp = load_plan_text("- id: a\\n  do: nothing\\n", "p.yaml")
     >>> (lp.name, [s.id for s in lp.plan.steps])
     ('p', ['a'])
     """
-    from referee.validators import load_builtin as load_validators, validators as validator_registry
-
-    load_validators()
     try:
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
@@ -208,15 +208,16 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
             ck, params = _typed(where, capture_specs, raw, loc, "capture")
             _check_url(where, plan, params, loc)
             if params.name in names:
-                raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",), fix="give each capture its own name")
+                raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
+                                  fix="give each capture its own name")
             names.add(params.name)
             caps.append(TypedCapture(ck, params))
         vals: list[TypedValidator] = []
         for vi, raw in enumerate(step.validators):
             loc = ("steps", si, "validators", vi)
-            vk, params = _typed(where, validator_registry, raw, loc, "validator")
-            tv = TypedValidator(vi, vk, params)
-            for req in vk.captures(params, vi):
+            vs, params = _typed(where, validator_specs, raw, loc, "validator")
+            tv = TypedValidator(vi, vs, params)
+            for req in vs.captures(params, vi):
                 if req.name in names:
                     continue
                 ck = capture_specs.get(req.kind)
@@ -227,7 +228,7 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
                 _check_url(where, plan, cparams, loc)
                 names.add(req.name)
                 caps.append(TypedCapture(ck, cparams))
-            for ref in vk.evidence_refs(params, vi):
+            for ref in vs.evidence_refs(params, vi):
                 _check_ref(where, loc, ref)
             vals.append(tv)
         typed_v[step.id] = tuple(vals)

@@ -55,7 +55,7 @@ def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
     names: set[str] = set()
     for tv in plan.validators.get(step_id, ()):
         if tv.params.require_change:
-            names.update(tv.kind.evidence_refs(tv.params, tv.index))
+            names.update(tv.spec.evidence_refs(tv.params, tv.index))
     return [c for c in plan.captures.get(step_id, ()) if c.params.name in names]
 
 
