@@ -1,5 +1,6 @@
-"""The wall `plan/` imports nothing of `runner/` (DESIGN.md): capture parameter specs and the browser
-`script:` schema are plan data, so loading, checking, linting and grading a plan load no runner code."""
+"""The walls `plan/` imports nothing of `runner/` and nothing of `validators/` (DESIGN.md layers): capture
+and validator parameter specs and the browser `script:` schema are plan data, so loading, checking, linting
+and grading a plan load no runner code, and loading one loads no validator's check."""
 
 from __future__ import annotations
 
@@ -34,12 +35,20 @@ def imports_of(source: str, package: str) -> set[str]:
     return out
 
 
-def test_no_module_under_plan_imports_the_runner():
+def _plan_imports_of(*packages: str) -> set[str]:
     files = sorted((SRC / "plan").rglob("*.py"))
-    assert {f.name for f in files} >= {"__init__.py", "loader.py", "model.py", "captures.py", "script.py"}
-    bad = {f"{f.name} imports {m}" for f in files for m in _imports(f)
-           if m == "referee.runner" or m.startswith("referee.runner.")}
-    assert bad == set()
+    assert {f.name for f in files} >= {"__init__.py", "loader.py", "model.py", "captures.py", "script.py",
+                                       "validators.py"}
+    return {f"{f.name} imports {m}" for f in files for m in _imports(f)
+            if any(m == p or m.startswith(p + ".") for p in packages)}
+
+
+def test_no_module_under_plan_imports_the_runner():
+    assert _plan_imports_of("referee.runner") == set()
+
+
+def test_no_module_under_plan_imports_the_validators():
+    assert _plan_imports_of("referee.validators") == set()
 
 
 def test_lint_and_the_run_dir_reader_import_no_runner_either():
@@ -49,10 +58,11 @@ def test_lint_and_the_run_dir_reader_import_no_runner_either():
 
 
 def test_the_import_check_sees_every_form_of_import():
-    src = "def f():\n    from ..runner.captures import base\n    import referee.runner.app\n    from . import model\n"
+    src = ("def f():\n    from ..runner.captures import base\n    import referee.runner.app\n    from . import model\n"
+           "    from .. import validators\n")
     found = imports_of(src, "referee.plan")
     assert {"referee.runner.captures", "referee.runner.captures.base", "referee.runner.app",
-            "referee.plan.model"} <= found
+            "referee.plan.model", "referee.validators"} <= found
 
 
 PROBE = r"""
@@ -105,3 +115,65 @@ def test_importing_referee_plan_loads_no_runner_module():
             "print([m for m in sys.modules if m.startswith('referee.runner')])"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+LOAD_ONLY = r"""
+import json, sys
+from referee.plan import load_plan_text
+from referee.plan.validators import validator_specs
+plan = load_plan_text(sys.stdin.read(), "p.yaml")
+print(json.dumps({"caps": [c.params.name for c in plan.captures["a"]],
+                  "refs": [tv.spec.evidence_refs(tv.params, tv.index) for tv in plan.validators["a"]],
+                  "kinds": validator_specs.names(),
+                  "mods": sorted(m for m in sys.modules if m.startswith(("referee.validators", "referee.runner")))}))
+"""
+
+EVERY_VALIDATOR = """
+app: {url: "http://127.0.0.1:1"}
+steps:
+  - id: a
+    validators:
+      - {kind: http_status_eq, url: /x, expected: 200}
+      - {kind: http_body_contains, evidence: reply, text: hi}
+      - {kind: json_path_eq, url: /j, path: "$.a", expected: 1}
+      - {kind: text_contains, evidence: [a.txt, b.txt], text: x}
+      - {kind: regex_match, evidence: a.txt, pattern: "x+"}
+      - {kind: file_exists, path: out.txt}
+      - {kind: command_exit_code, command: "true"}
+      - {kind: sql_row_present, url: "sqlite:///x.db", table: t, where: {id: 1}}
+      - {kind: ddb_row_present, table: t, key: {pk: a}}
+      - {kind: ocr_contains, text: hi, require_change: true}
+      - {kind: ocr_not_contains, evidence: shot.png, text: error}
+      - {kind: aria_contains, text: hi, role: button}
+      - {kind: dom_contains, text: hi}
+"""
+
+
+def test_loading_a_plan_with_every_validator_kind_loads_no_validator_check():
+    out = subprocess.run([sys.executable, "-c", LOAD_ONLY], input=EVERY_VALIDATOR, capture_output=True, text=True,
+                         check=True)
+    data = json.loads(out.stdout)
+    assert data["mods"] == []
+    assert set(data["kinds"]) >= {"http_status_eq", "http_body_contains", "json_path_eq", "text_contains",
+                                  "regex_match", "file_exists", "command_exit_code", "sql_row_present",
+                                  "ddb_row_present", "ocr_contains", "ocr_not_contains", "aria_contains",
+                                  "dom_contains"}
+    # the implicit captures each spec asks for, and the evidence each check will read
+    assert data["caps"] == ["_v0_http_status_eq", "_v2_json_path_eq", "_v5_file_exists", "_v6_command_exit_code",
+                            "_v7_sql_row_present", "_v8_ddb_row_present", "_screen", "_aria", "_dom"]
+    assert data["refs"] == [["_v0_http_status_eq"], ["reply"], ["_v2_json_path_eq"], ["a.txt", "b.txt"], ["a.txt"],
+                            ["_v5_file_exists"], ["_v6_command_exit_code"], ["_v7_sql_row_present"],
+                            ["_v8_ddb_row_present"], ["_screen"], ["shot.png"], ["_aria"], ["_dom"]]
+
+
+def test_every_built_in_checker_is_its_kinds_spec_and_adds_only_check():
+    from referee.plan.validators import BUILTIN_SPECS, validator_specs
+    from referee.validators import checker
+
+    assert sorted(BUILTIN_SPECS) == [n for n in validator_specs.names() if n in BUILTIN_SPECS]
+    for kind, spec_cls in BUILTIN_SPECS.items():
+        check = checker(kind)
+        assert isinstance(check, spec_cls) and check.kind == kind
+        assert check.Params is validator_specs.get(kind).Params
+        own = {n for n in vars(type(check)) if not n.startswith("__")}
+        assert own <= {"check", "_find"}, (kind, own)
