@@ -142,6 +142,14 @@ def test_run_id_falls_back_to_the_file_stem(tmp_path):
     assert item.trace.run_id == "django__django-7" and item.trace.meta["group"] == "django/django"
 
 
+@pytest.mark.parametrize("info", [{"config": {"model": "m-1"}}, {"config": "m-1"}, "m-1", None])
+def test_harness_info_of_another_shape_is_left_out_not_a_crash(tmp_path, info):
+    obj = mini_traj()
+    obj["info"] = info
+    (item,) = read_traces(write(tmp_path / "a__b-1.traj.json", obj), "mini-swe-agent")
+    assert item.error is None and "model" not in item.trace.meta and item.trace.meta["source"] == "mini-swe-agent"
+
+
 def test_swe_agent_traj_fixture(traces_dir):
     p = traces_dir / "swe_agent" / "marshmallow-code__marshmallow-1867.traj"
     assert sniff_format(p) == "mini-swe-agent"

@@ -172,7 +172,8 @@ def mini_to_trace(messages: list, *, run_id: str, meta: dict) -> dict:
     >>> t = mini_to_trace([{"role": "system", "content": "rules"},
     ...     {"role": "user", "content": "<pr_description>Fix x</pr_description>"},
     ...     {"role": "assistant", "content": "THOUGHT: check\\n```bash\\nls\\n```"},
-    ...     {"role": "user", "content": "<returncode>0</returncode>\\n<output>\\na.py\\n</output>"}], run_id="r", meta={})
+    ...     {"role": "user", "content": "<returncode>0</returncode>\\n<output>\\na.py\\n</output>"}],
+    ...     run_id="r", meta={})
     >>> t["task"], t["steps"][0]["action"], t["steps"][0]["observation"]["text"], t["report"]
     ('Fix x', {'name': 'bash', 'args': {'command': 'ls'}}, 'a.py\\n', 'THOUGHT: check\\n```bash\\nls\\n```')
     """
@@ -263,7 +264,9 @@ def find_gold(traj: Path, run_id: str) -> Gold | None:
 
 
 def _meta(obj: dict, run_id: str, source: str) -> dict:
-    info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
+    info = obj.get("info")
+    if not isinstance(info, dict):
+        info = {}
     meta: dict[str, Any] = {"source": source}
     group = swe_group(run_id)
     if group:
@@ -272,11 +275,15 @@ def _meta(obj: dict, run_id: str, source: str) -> dict:
         meta["exit_status"] = str(info["exit_status"])
     if info.get("mini_version"):
         meta["agent"] = f"mini-swe-agent {info['mini_version']}"
-    model = ((info.get("config") or {}).get("model") or {}).get("model_name") if isinstance(info.get("config"),
-                                                                                             dict) else None
+    config = info.get("config")
+    model_config = config.get("model") if isinstance(config, dict) else None
+    model = model_config.get("model_name") if isinstance(model_config, dict) else None
     if isinstance(model, str):
         meta["model"] = model
     return meta
+
+
+_NOT_A_TRAJECTORY = "mini-swe-agent: expected a trajectory with 'messages' (mini-swe-agent) or 'trajectory' (SWE-agent)"
 
 
 @trace_readers.register("mini-swe-agent")
@@ -290,16 +297,18 @@ def read_mini_swe_agent(path: Path) -> Iterator[TraceItem]:
                 f"mini-swe-agent: {jv.error}", file=file, line=jv.line, run_id=stem))
             continue
         obj = jv.value
-        rid = None
-        if isinstance(obj, dict):
-            rid = str(obj.get("instance_id") or (stem if n == 0 else f"{stem}-{n}"))
-        if isinstance(obj, dict) and isinstance(obj.get("messages"), list):
+        if not isinstance(obj, dict):
+            yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(
+                _NOT_A_TRAJECTORY, file=file, line=jv.line, run_id=None))
+            continue
+        rid = str(obj.get("instance_id") or (stem if n == 0 else f"{stem}-{n}"))
+        if isinstance(obj.get("messages"), list):
             if not any(isinstance(m, dict) and m.get("role") == "assistant" for m in obj["messages"]):
                 yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(
                     "mini-swe-agent: no assistant turn in 'messages'", file=file, line=jv.line, run_id=rid))
                 continue
             raw = mini_to_trace(obj["messages"], run_id=rid, meta=_meta(obj, rid, "mini-swe-agent"))
-        elif isinstance(obj, dict) and isinstance(obj.get("trajectory"), list):
+        elif isinstance(obj.get("trajectory"), list):
             if not obj["trajectory"]:
                 yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(
                     "swe-agent: empty 'trajectory'", file=file, line=jv.line, run_id=rid))
@@ -307,8 +316,7 @@ def read_mini_swe_agent(path: Path) -> Iterator[TraceItem]:
             raw = sweagent_to_trace(obj, run_id=rid, meta=_meta(obj, rid, "swe-agent"))
         else:
             yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(
-                "mini-swe-agent: expected a trajectory with 'messages' (mini-swe-agent) or 'trajectory' (SWE-agent)",
-                file=file, line=jv.line, run_id=rid))
+                _NOT_A_TRAJECTORY, file=file, line=jv.line, run_id=rid))
             continue
         if not raw["task"].strip():
             yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(
