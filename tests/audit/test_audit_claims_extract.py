@@ -51,8 +51,8 @@ def _small(traces_dir):
 
 def test_delete_with_a_named_target(traces_dir):
     ev = _ev(_small(traces_dir)["del-ok"])
-    assert {f: e.value for f, e in ev.items() if f != "details"} == {"action": "yes", "target_id": "yes", "transition": "yes",
-                                                    "committed": "yes", "final_supports_goal": "yes"}
+    assert {f: e.value for f, e in ev.items() if f != "details"} == {
+        "action": "yes", "target_id": "yes", "transition": "yes", "committed": "yes", "final_supports_goal": "yes"}
     assert ev["action"].support == [1] and 1 in ev["final_supports_goal"].support
 
 
@@ -93,14 +93,16 @@ def test_wrong_id_of_the_same_shape_is_wrong_target():
 def test_id_shown_by_the_environment_before_use_is_grounded():
     t = Trace.model_validate({"run_id": "r", "task": "Cancel my most recent reservation, user u_1", "steps": [
         {"action": {"name": "get_user", "args": {"user_id": "u_1"}}, "observation": {"text": "reservations: QQ77RR"}},
-        {"action": {"name": "cancel_reservation", "args": {"reservation_id": "QQ77RR"}}, "observation": {"text": "ok"}}]})
+        {"action": {"name": "cancel_reservation", "args": {"reservation_id": "QQ77RR"}},
+         "observation": {"text": "ok"}}]})
     ev = _ev(t)
     assert ev["target_id"].value == "yes" and ev["target_id"].support == [0, 1]
 
 
 def test_invented_id_is_not_grounded():
     t = Trace.model_validate({"run_id": "r", "task": "Cancel my most recent reservation", "steps": [
-        {"action": {"name": "cancel_reservation", "args": {"reservation_id": "QQ77RR"}}, "observation": {"text": "ok"}}]})
+        {"action": {"name": "cancel_reservation", "args": {"reservation_id": "QQ77RR"}},
+         "observation": {"text": "ok"}}]})
     assert _ev(t)["target_id"].value == "no"
 
 
@@ -115,7 +117,8 @@ def test_partial_completion_of_named_targets():
 
 def test_query_task_reads_count_as_action():
     t = Trace.model_validate({"run_id": "r", "task": "What is the status of order 77A1?", "steps": [
-        {"action": {"name": "get_order", "args": {"order_id": "77A1"}}, "observation": {"data": {"status": "shipped"}}}]})
+        {"action": {"name": "get_order", "args": {"order_id": "77A1"}},
+         "observation": {"data": {"status": "shipped"}}}]})
     ev = _ev(t)
     assert ev["action"].value == "yes" and ev["target_id"].value == "yes" and ev["final_supports_goal"].value == "yes"
 

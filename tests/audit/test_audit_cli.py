@@ -11,8 +11,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from referee.cli.main import main
 from tests.support.llm_stub import Hang, LLMStub
 

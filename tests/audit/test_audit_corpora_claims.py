@@ -20,7 +20,8 @@ WHO = shared_dir() / "corpora" / "who-and-when"
 
 
 def blind(stem: str) -> dict[str, str]:
-    return {json.loads(l)["run_id"]: json.loads(l)["claim"] for l in open(CLAIMS / f"{stem}.blind.jsonl")}
+    rows = [json.loads(line) for line in open(CLAIMS / f"{stem}.blind.jsonl")]
+    return {row["run_id"]: row["claim"] for row in rows}
 
 
 def traces(name: str):

@@ -10,7 +10,7 @@ import pytest
 MODULES = ["referee.llm", "referee.audit.trace", "referee.audit.jsonstream", "referee.audit.readers",
            "referee.audit.readers.openai_chat", "referee.audit.readers.tau_bench", "referee.audit.view",
            "referee.audit.claims", "referee.audit.taskclass", "referee.audit.policy", "referee.audit.votes",
-           "referee.audit.disposition", "referee.audit.policyfile", "referee.audit.extract",
+           "referee.audit.disposition", "referee.audit.decide", "referee.audit.policyfile", "referee.audit.extract",
            "referee.audit.extract.rules", "referee.audit.extract.llm", "referee.audit.cache",
            "referee.audit.pipeline", "referee.audit.replay", "referee.audit.summary"]
 

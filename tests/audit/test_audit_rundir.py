@@ -247,7 +247,8 @@ def test_the_run_reader_never_imports_the_runner():
 def test_auditing_a_run_dir_loads_no_runner_module(demo_run, tmp_path):
     probe = ("import json, sys\nfrom referee.audit.readers import read_traces\n"
              "items = list(read_traces(sys.argv[1]))\n"
-             "print(json.dumps({'n': len(items), 'mods': sorted(m for m in sys.modules if m.startswith('referee'))}))\n")
+             "mods = sorted(m for m in sys.modules if m.startswith('referee'))\n"
+             "print(json.dumps({'n': len(items), 'mods': mods}))\n")
     out = subprocess.run([sys.executable, "-c", probe, str(demo_run)], capture_output=True, text=True, check=True)
     data = json.loads(out.stdout)
     assert data["n"] == 1

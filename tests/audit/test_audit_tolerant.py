@@ -47,8 +47,8 @@ def test_missing_required_fields_are_still_an_error(tmp_path):
 def test_the_cli_names_ignored_fields_once_per_file(tmp_path):
     recs = [dict(BASE, run_id=f"r{i}", timestamp=i) for i in range(3)]
     src = write(tmp_path / "t.jsonl", *recs)
-    out = subprocess.run([sys.executable, "-m", "referee.cli.main", "audit", str(src), "--out", str(tmp_path / "a.jsonl")],
-                         capture_output=True, text=True, timeout=120)
+    cmd = [sys.executable, "-m", "referee.cli.main", "audit", str(src), "--out", str(tmp_path / "a.jsonl")]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     warnings = [ln for ln in out.stderr.splitlines() if "ignored fields" in ln]
     assert len(warnings) == 1 and "timestamp" in warnings[0]

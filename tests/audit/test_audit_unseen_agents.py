@@ -324,8 +324,8 @@ def test_top_level_audit_trace_reads_the_answer_call_too():
     {"name": 'submit("42")', "args": {}},
 ])
 def test_terminal_answer_calls_give_a_success_claim(action):
-    t = make_trace("Which city hosts the 2031 robotics fair?", [step("search", {"q": "robotics fair 2031"}), {"action": action}],
-                   report=None, run_id="answer-call")
+    t = make_trace("Which city hosts the 2031 robotics fair?",
+                   [step("search", {"q": "robotics fair 2031"}), {"action": action}], report=None, run_id="answer-call")
     assert audit(t).claim.label == "success"
 
 
@@ -452,7 +452,8 @@ def test_no_observations_never_give_no_in_the_audit_record(d):
 
 _READS = st.one_of(
     st.builds(lambda o: step("http_request", {"method": "GET", "url": "/api/orders/5512"}, o), _OBS),
-    st.builds(lambda n, o: step(n, {"order_id": "5512"}, o), st.sampled_from(["get_order", "lookup_order", "search_orders"]), _OBS),
+    st.builds(lambda n, o: step(n, {"order_id": "5512"}, o),
+              st.sampled_from(["get_order", "lookup_order", "search_orders"]), _OBS),
 )
 
 
@@ -570,8 +571,8 @@ VERB_TOOLS = [
 
 
 def _verb_trace(tool, task, args, obs, report):
-    return make_trace(task, [step("search", {"query": next(iter(args.values()))}, {"data": {"results": list(args.values())}}),
-                             step(tool, args, obs)], report=report, run_id=f"verb-{tool}")
+    search = step("search", {"query": next(iter(args.values()))}, {"data": {"results": list(args.values())}})
+    return make_trace(task, [search, step(tool, args, obs)], report=report, run_id=f"verb-{tool}")
 
 
 @pytest.mark.parametrize("tool, task, args, obs, report", VERB_TOOLS, ids=[v[0] for v in VERB_TOOLS])
@@ -612,7 +613,8 @@ def test_shell_reads_alone_are_not_a_fix(commands):
 def test_shell_write_that_fails_is_not_committed():
     t = make_trace("Fix the off-by-one bug in utils/range.py",
                    [step("bash", {"command": "sed -i 's/<=/</' utils/range.py"},
-                         {"data": {"returncode": 2, "stdout": "", "stderr": "sed: can't read utils/range.py: No such file"}})],
+                         {"data": {"returncode": 2, "stdout": "",
+                                   "stderr": "sed: can't read utils/range.py: No such file"}})],
                    report="Fixed the off-by-one bug in utils/range.py.", run_id="shell-fail")
     rec = audit(t)
     assert ev(rec, "committed") == "no"
@@ -652,7 +654,8 @@ tools:
 def _ehr_trace(result_text: str, run_id: str = "ehr-create") -> Trace:
     return make_trace("Create an encounter note for patient P-100.",
                       [step("chart_lookup", {"patient_id": "P-100"}, {"text": '{"ok": true, "patient": "P-100"}'}),
-                       step("ehr_x9", {"patient_id": "P-100", "body": "Follow-up in two weeks."}, {"text": result_text})],
+                       step("ehr_x9", {"patient_id": "P-100", "body": "Follow-up in two weeks."},
+                            {"text": result_text})],
                       report="Created the encounter note for patient P-100.", run_id=run_id)
 
 

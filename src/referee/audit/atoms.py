@@ -20,7 +20,8 @@ _PATTERNS = (
     ("number", re.compile(r"(?<![\w.])-?\d[\d,]*(\.\d+)?(\s?(%|percent|kg|g|km|m|cm|mm|mi|miles?|lbs?|hours?|hrs?|"
                           r"minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|bags?|items?|passengers?|"
                           r"people|points?|stars?|ml|l|gb|mb|kb)(?![\w]))?(?![\w])", re.I)),
-    ("quoted", re.compile(r"(?<![A-Za-z])[\"“]([^\"”\n]{2,80})[\"”](?![A-Za-z])|(?<![A-Za-z])['‘]([^'’\n]{2,80})['’](?![A-Za-z])")),
+    ("quoted", re.compile(r"(?<![A-Za-z])[\"“]([^\"”\n]{2,80})[\"”](?![A-Za-z])"
+                          r"|(?<![A-Za-z])['‘]([^'’\n]{2,80})['’](?![A-Za-z])")),
 )
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")

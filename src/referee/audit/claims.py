@@ -1,4 +1,4 @@
-"""The claim reader: what the agent's final report claims (success | failure_or_incomplete | unclear), from the report alone."""
+"""The claim reader: what the agent's final report claims (success | failure_or_incomplete | unclear), from it alone."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def _call_args(raw: str) -> list[str]:
 
 
 def _terminal(report: str) -> ClaimReading | None:
-    """A report written as a terminal call: FINISH([...]), submit("42"), send_msg_to_user('...'), report_infeasible(...)."""
+    """A report that is a terminal call: FINISH([...]), submit("42"), send_msg_to_user("..."), report_infeasible()."""
     m = cues.TERMINAL_CALL.match(report)
     if not m:
         return None
@@ -115,8 +115,10 @@ def read_claim_rules(report: str | None) -> ClaimReading:
     'empty'
     >>> [read_claim_rules(r).label for r in ("Not done.", "I did not finish it.", "Nothing was deleted.")]
     ['failure_or_incomplete', 'failure_or_incomplete', 'failure_or_incomplete']
-    >>> [read_claim_rules(r).label for r in ("Deleted N42.", "Sent!", 'FINISH(["S123"])', "Bob made no commits in May.")]
-    ['success', 'success', 'success', 'success']
+    >>> [read_claim_rules(r).label for r in ("Deleted N42.", "Sent!", 'FINISH(["S123"])')]
+    ['success', 'success', 'success']
+    >>> read_claim_rules("Bob made no commits in May.").label
+    'success'
     >>> read_claim_rules("I need to collect the data first; I'll start by listing the files.").family
     'future_work'
     """

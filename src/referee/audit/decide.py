@@ -42,7 +42,8 @@ def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> 
 
     >>> from referee.audit.policyfile import load_policy_model
     >>> g = Grounding(value="no", atoms=["$9", "X-1"], ungrounded=["$9"], observed=True)
-    >>> grounding_floor("success", g, load_policy_model("causal")), grounding_floor("unclear", g, load_policy_model("causal"))
+    >>> causal = load_policy_model("causal")
+    >>> grounding_floor("success", g, causal), grounding_floor("unclear", g, causal)
     ('review', 'pass')
     """
     spec = policy.grounding
@@ -62,7 +63,8 @@ def disposition_of(claim: str, trace_state: str, grounding: Grounding | None, po
     """The disposition table, then grounding (which can only make it stricter).
 
     >>> from referee.audit.policyfile import load_policy_model
-    >>> disposition_of("success", "completed", Grounding(value="no", atoms=["$9"], ungrounded=["$9"]), load_policy_model("causal"))
+    >>> g = Grounding(value="no", atoms=["$9"], ungrounded=["$9"])
+    >>> disposition_of("success", "completed", g, load_policy_model("causal"))
     'review'
     """
     return stricter(dispose(claim, trace_state, policy), grounding_floor(claim, grounding, policy))
@@ -75,7 +77,7 @@ def decide(task: str, claim: str, evidence: Sequence[Mapping[str, Finding]], gro
 
     >>> from referee.audit.policyfile import load_policy_model
     >>> y = Finding(value="yes", support=[0])
-    >>> decide("Tell me a joke", "success", [{"action": y, "final_supports_goal": y}], None, load_policy_model("causal"))
+    >>> decide("Say hello", "success", [{"action": y, "final_supports_goal": y}], None, load_policy_model("causal"))
     Decision(task_class='other', run_states=('completed',), trace_state='completed', disposition='pass')
     """
     task_class, _ = classify_task(task, policy.task_classes.rule())

@@ -183,8 +183,8 @@ def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
 def duplicate_error(item: TraceItem, first: str) -> TraceError:
     """The warning for a run_id seen before in the same input (file, line and run_id, and where it came first).
 
-    >>> str(duplicate_error(TraceItem(file="t.jsonl", line=7, run_id="a"), "t.jsonl:2"))
-    't.jsonl:7: run_id a: duplicate run_id (first at t.jsonl:2): audited once, this record is not audited; give every run its own run_id'
+    >>> print(duplicate_error(TraceItem(file="t.jsonl", line=7, run_id="a"), "t.jsonl:2"))
+    t.jsonl:7: run_id a: duplicate run_id (first at t.jsonl:2): audited once, ...; give every run its own run_id
     """
     return TraceError(f"run_id {item.run_id}: duplicate run_id (first at {first}): audited once, this record is "
                       f"not audited", file=item.file, place=str(item.line) if item.line is not None else None,

@@ -6,12 +6,12 @@ No backend is constructed here, on purpose: this module imports no extractor and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping, Sequence, cast
 
 from referee.audit.auditfile import iter_records
 from referee.audit.decide import decide
 from referee.audit.policyfile import LoadedPolicy
-from referee.audit.records import AuditRecord, PolicyRef
+from referee.audit.records import AuditRecord, Finding, PolicyRef
 
 
 def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
@@ -27,7 +27,9 @@ def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
     >>> replay_record(r, load_policy("final-state")).disposition
     'pass'
     """
-    d = decide(rec.task, rec.claim.label, rec.evidence, rec.grounding, lp.policy)
+    # a record's evidence is keyed by FindingField, which is str; only Mapping's invariant key type says otherwise
+    evidence = cast(Sequence[Mapping[str, Finding]], rec.evidence)
+    d = decide(rec.task, rec.claim.label, evidence, rec.grounding, lp.policy)
     return rec.model_copy(update={
         "task_class": d.task_class, "run_states": list(d.run_states), "trace_state": d.trace_state,
         "disposition": d.disposition, "policy": PolicyRef(name=lp.policy.name, sha256=lp.sha256)})

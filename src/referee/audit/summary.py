@@ -66,8 +66,9 @@ def render(s: AuditSummary) -> str:
     An advisory `pass` is spelled out as still SKIPPED: the auditor never turns a SKIPPED step into PASS.
 
     >>> s = AuditSummary(); s.advisory["pass"] = 1; s.duplicates = 2
-    >>> print(render(s).splitlines()[-2:])
-    ['advisory (SKIPPED runner steps, verdicts unchanged): 1 records: advisory pass 1 (still SKIPPED), flag 0, review 0', 'duplicate run_ids: 2 (each audited once; see the warnings)']
+    >>> for line in render(s).splitlines()[-2:]: print(line)
+    advisory (SKIPPED runner steps, verdicts unchanged): 1 records: advisory pass 1 (still SKIPPED), flag 0, review 0
+    duplicate run_ids: 2 (each audited once; see the warnings)
     """
     d = s.as_dict()
     lines = [f"{'task class':<12} {'pass':>6} {'flag':>6} {'review':>6} {'total':>6}"]

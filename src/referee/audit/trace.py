@@ -111,7 +111,7 @@ def parse_trace(obj: Any, *, file: str, line: int | None) -> Trace:
     >>> parse_trace({"run_id": "a", "steps": []}, file="f.jsonl", line=3)
     Traceback (most recent call last):
     ...
-    referee.errors.TraceError: f.jsonl:3: run_id a: trace v1: task: Field required; fix the record or pass --on-error skip
+    referee.errors.TraceError: f.jsonl:3: run_id a: trace v1: task: Field required; fix the record ... --on-error skip
     """
     try:
         return Trace.model_validate(obj)
@@ -119,8 +119,8 @@ def parse_trace(obj: Any, *, file: str, line: int | None) -> Trace:
         raise trace_error(exc, obj, file=file, line=line) from None
 
 
-_LEVELS = {"": Trace, "steps[]": Step, "steps[].action": Action, "steps[].observation": Observation,
-           "initial_observation": Observation}
+_LEVELS: dict[str, type[BaseModel]] = {"": Trace, "steps[]": Step, "steps[].action": Action,
+                                       "steps[].observation": Observation, "initial_observation": Observation}
 
 
 def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:

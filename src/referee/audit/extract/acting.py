@@ -87,7 +87,7 @@ NO_TOOLS = ToolCatalog()
 
 @dataclass(frozen=True)
 class Recognised:
-    """What one action is: its kind, the write groups it serves, its normalised arguments, and the layer that said so."""
+    """What one action is: its kind, the write groups it serves, its normalised arguments, the layer that said so."""
 
     kind: str
     groups: frozenset[str]

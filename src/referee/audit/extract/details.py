@@ -174,6 +174,18 @@ def _records(data: Any) -> Iterator[list[tuple[str | None, str]]]:
                 yield [(None, " ".join(str(x) for _, x in leaves(r))) for r in v if isinstance(r, dict)]
 
 
+def _record_ids(group: list[tuple[str | None, str]], is_id) -> list[tuple[str, str]] | None:
+    """Each record of a group as (its id, its text): its key when that is an id, else the first id in
+    its text; None when a record has no id (the group's records cannot be told apart)."""
+    ids = []
+    for key, text in group:
+        rid = key if key and is_id(key) else next((t for t in text.split() if is_id(t)), None)
+        if rid is None:
+            return None
+        ids.append((rid, text))
+    return ids
+
+
 def attribute_mismatch(task: str, writes: list[Write], seen: list[Any],
                        is_id) -> list[tuple[int, str, str, str]]:
     """(step, attribute, id the attribute points to, id the write used instead) for each write that
@@ -184,11 +196,8 @@ def attribute_mismatch(task: str, writes: list[Write], seen: list[Any],
     out = []
     for data in seen:
         for group in _records(data):
-            ids = []
-            for key, text in group:
-                rid = key if key and is_id(key) else next((t for t in text.split() if is_id(t)), None)
-                ids.append((rid, text))
-            if any(r is None for r, _ in ids):
+            ids = _record_ids(group, is_id)
+            if ids is None:
                 continue
             for a in attrs:
                 holders = [r for r, text in ids if re.search(rf"(?<!\d){a}(?!\d)", text)]
@@ -264,8 +273,9 @@ def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -
     return out
 
 
-QTY = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|no|zero|(?:do not|don't|doesn't|does not) "
-                 r"(?:have|need|want|bring|carry) any)\s+(?:[a-z]+\s+)?([a-z]{3,})", re.I)
+QTY = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|no|zero|"
+                 r"(?:do not|don't|doesn't|does not) (?:have|need|want|bring|carry) any)\s+(?:[a-z]+\s+)?([a-z]{3,})",
+                 re.I)
 ADDITIVE = re.compile(r"\b(add|adding|extra|more|another|additional|plus)\s+$", re.I)
 
 

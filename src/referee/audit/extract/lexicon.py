@@ -28,7 +28,8 @@ GUI_TYPE = frozenset("type input text enter_text set_text fill keyboard".split()
 GUI_CLICK = frozenset("click tap press long_press touch select".split())
 # the agent's own end-of-run signals (AndroidWorld `status: complete`, `finish`, `terminate`): never evidence
 SELF_SIGNAL = frozenset("status finish finished done terminate complete stop end wait".split())
-HANDOFF = re.compile(r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?(human|agent|operator|support)", re.I)
+HANDOFF = re.compile(r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?"
+                     r"(human|agent|operator|support)", re.I)
 COMMIT_LABEL = re.compile(r"\b(save|send|done|ok|okay|confirm|submit|apply|create|add|delete|remove|post|yes|"
                           r"finish|update|set|publish|reply|enter|check ?mark|✓)\b", re.I)
 FAIL_TEXT = re.compile(r"^\s*(error|failed|failure|exception|traceback|not found|invalid|denied|forbidden|"

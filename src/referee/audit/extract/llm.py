@@ -47,7 +47,8 @@ def render_view(view: ClaimBlindView) -> str:
     if view.tools:
         lines.append("TOOLS OFFERED: " + _trim("; ".join(f"{n}: {d}" for n, d in view.tools), 4 * MAX_OBS_CHARS))
     if view.initial_observation is not None:
-        lines.append("INITIAL OBSERVATION: " + _trim(canonical_json(view.initial_observation.as_json()), 4 * MAX_OBS_CHARS))
+        initial = canonical_json(view.initial_observation.as_json())
+        lines.append("INITIAL OBSERVATION: " + _trim(initial, 4 * MAX_OBS_CHARS))
     for s in view.steps:
         lines.append(f"STEP {s.index}: " + _trim(canonical_json(s.as_json()), MAX_OBS_CHARS))
     text = "\n".join(lines)

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from referee.audit.extract import abstain, acting, details, extractors
 from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rules' vocabulary)
@@ -315,7 +315,7 @@ def _data(o: ViewObservation | None) -> Any:
 
 
 def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
-             all_ok: list[_Act] = ()) -> Finding | None:
+             all_ok: Sequence[_Act] = ()) -> Finding | None:
     """A `no` when a committed write's details contradict what the task states (see details.py)."""
     task = view.task
     if not ok_writes:
@@ -369,7 +369,8 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
                 continue  # these writes name no target (a GUI commit): the target was chosen on screen
             if not any(tok in a.arg_ids for a in of_kind):
                 near = [a.step.index for a in relevant] or [a.step.index for a in ok_writes]
-                return _fe("no", near, note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")
+                return _fe("no", near,
+                           note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")
     return None
 
 
@@ -517,5 +518,6 @@ def rules_extractor(*, tools: Path | None = None) -> RulesExtractor:
     return RulesExtractor(catalog=catalog, prompt_version=f"{RULES_VERSION}+tools:{digest[:12]}")
 
 
-rules_extractor.takes_tools = True  # type: ignore[attr-defined]  (referee.audit.backends)
+# a function attribute, read by referee.audit.backends.takes_tools; mypy has no notion of those
+rules_extractor.takes_tools = True  # type: ignore[attr-defined]
 extractors.add("rules", rules_extractor)

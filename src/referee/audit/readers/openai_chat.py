@@ -37,10 +37,13 @@ def _from_content_blocks(msgs: list[dict]) -> list[dict]:
     `tool_use` in assistant turns, `tool_result` in user turns) into the OpenAI shape this reader
     walks. `thinking` blocks are the agent's own words and are dropped: never evidence.
 
-    >>> _from_content_blocks([{"role": "assistant", "content": [{"type": "text", "text": "ok"},
+    >>> call, result = _from_content_blocks([{"role": "assistant", "content": [{"type": "text", "text": "ok"},
     ...     {"type": "tool_use", "id": "t1", "name": "rm", "input": {"path": "a"}}]},
     ...     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]}])
-    [{'role': 'assistant', 'content': 'ok', 'tool_calls': [{'id': 't1', 'function': {'name': 'rm', 'arguments': {'path': 'a'}}}]}, {'role': 'tool', 'tool_call_id': 't1', 'content': 'done', 'is_error': False}]
+    >>> call["role"], call["content"], call["tool_calls"]
+    ('assistant', 'ok', [{'id': 't1', 'function': {'name': 'rm', 'arguments': {'path': 'a'}}}])
+    >>> result
+    {'role': 'tool', 'tool_call_id': 't1', 'content': 'done', 'is_error': False}
     """
     out: list[dict] = []
     for m in msgs:
@@ -203,15 +206,16 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
                 steps.append(step)
                 last_reply = step
         elif role in ("tool", "function"):
-            step = pending.pop(m.get("tool_call_id"), None) if m.get("tool_call_id") else None
-            if step is None:
-                step = next((s for s in order if "observation" not in s), None)
-            if step is None:  # a result nobody asked for: keep it as a bare observation
-                step = {}
-                steps.append(step)
-            if step in order:
-                order.remove(step)
-            step["observation"] = _tool_observation(m)
+            call_id = m.get("tool_call_id")
+            answered = pending.pop(call_id, None) if call_id else None
+            if answered is None:
+                answered = next((s for s in order if "observation" not in s), None)
+            if answered is None:  # a result nobody asked for: keep it as a bare observation
+                answered = {}
+                steps.append(answered)
+            if answered in order:
+                order.remove(answered)
+            answered["observation"] = _tool_observation(m)
         elif role == "user":
             text = _text(m.get("content")) or ""
             if not first_user_used and not steps:

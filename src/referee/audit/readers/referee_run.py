@@ -23,10 +23,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from referee.audit.readers import trace_readers
-from referee.audit.trace import Observation, Step, Trace, TraceItem, record_error
+from referee.audit.trace import Action, Observation, Step, Trace, TraceItem, record_error
 from referee.errors import EvidenceError, RefereeError
 from referee.grader.evidence import RunEvidence
 from referee.rundir import (AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord, DdbRecord, FileEntry,
@@ -186,7 +186,7 @@ def _from_document(kind: str, doc: Any, head: str) -> tuple[dict[str, Any], str,
     return d, f"{head}: {_clip(json.dumps(d, ensure_ascii=False, default=str))}", None, False
 
 
-def observe(ev: RunEvidence, entries: list[FileEntry], extra: list[str] = (),
+def observe(ev: RunEvidence, entries: list[FileEntry], extra: Sequence[str] = (),
             failed: bool = False) -> Observation | None:
     """One observation from a step's runner files of one phase; None when the runner saw nothing."""
     data: dict[str, Any] = {}
@@ -256,10 +256,10 @@ def step_trace(ev: RunEvidence, step, claim: Claim | None, run_id: str) -> Trace
         for i, item in enumerate(script):
             (verb, arg), = item.items()
             args = arg if isinstance(arg, dict) else {"value": arg}
-            steps.append(Step(action={"name": str(verb), "args": args},
+            steps.append(Step(action=Action(name=str(verb), args=args),
                               observation=after if i == len(script) - 1 else None))
     else:
-        steps = [Step(action={"name": step.id, "args": {}}, observation=after)]
+        steps = [Step(action=Action(name=step.id), observation=after)]
     cited = claim.evidence if claim is not None else None
     if cited:
         steps[-1].narration = "the agent cites its own files: " + ", ".join(map(str, cited))
