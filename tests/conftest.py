@@ -109,7 +109,8 @@ def agents_dir() -> Path:
 
 
 def _pg_bindir() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                   key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])
     if found:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")

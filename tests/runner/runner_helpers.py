@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.conftest import AGENTS_DIR, APP_SCRIPT, run_cli
@@ -112,7 +111,8 @@ class Run:
 
     @property
     def results(self) -> dict:
-        assert self.run_dir is not None, f"no run directory under {self.out}\nstdout: {self.stdout}\nstderr: {self.stderr}"
+        assert self.run_dir is not None, \
+            f"no run directory under {self.out}\nstdout: {self.stdout}\nstderr: {self.stderr}"
         p = self.run_dir / "results.json"
         assert p.exists(), f"no results.json in {self.run_dir}\nstderr: {self.stderr[-3000:]}"
         return json.loads(p.read_text())

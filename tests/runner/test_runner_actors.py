@@ -117,7 +117,8 @@ def test_per_step_timeout(tmp_path, run_plan):
     plan = {"name": "steptimeout", "steps": [
         {"id": "slow", "timeout_s": 2, "do": "RUN echo $PPID > {agent_dir}/pid\nSLEEP 60\nSAVE late.txt late",
          "validators": [{"kind": "text_contains", "evidence": "late.txt", "text": "late"}]},
-        {"id": "quick", "do": "SAVE a.txt ok", "validators": [{"kind": "text_contains", "evidence": "a.txt", "text": "ok"}]},
+        {"id": "quick", "do": "SAVE a.txt ok",
+         "validators": [{"kind": "text_contains", "evidence": "a.txt", "text": "ok"}]},
     ]}
     t0 = time.monotonic()
     run = run_plan(plan, agent=agent_cmd("honest"), timeout=90)
@@ -147,7 +148,8 @@ def _liar_plan(W) -> dict:
              "validators": [{"kind": "json_path_eq", "url": "/api/notes/by-title/gamma", "path": "$.tags[0]",
                              "expected": "x"}]},
             {"id": "row", "do": 'POST /api/notes {"title": "delta"}',
-             "validators": [{"kind": "sql_row_present", "url": sqlite_url, "table": "notes", "where": {"title": "delta"}}]},
+             "validators": [{"kind": "sql_row_present", "url": sqlite_url, "table": "notes",
+                             "where": {"title": "delta"}}]},
             {"id": "file", "do": f"WRITE {W}/report.md # Report",
              "validators": [{"kind": "file_exists", "path": "report.md"},
                             {"kind": "command_exit_code", "command": "grep -q Report report.md"}]},

@@ -26,7 +26,8 @@ def crun(tmp_path_factory, pg_url, moto_endpoint):
     ddb = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1",
                        aws_access_key_id="testing", aws_secret_access_key="testing")
     ddb.create_table(TableName="cap_items", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
     plan = {
         "name": "captures",
         "app": app_block(W / "app.db", W / "app.pid"),
@@ -61,7 +62,8 @@ def crun(tmp_path_factory, pg_url, moto_endpoint):
 
 def _cap(run, step, name) -> dict:
     p = run.run_dir / "evidence" / step / "after" / f"{name}.json"
-    assert p.is_file(), f"no {p.relative_to(run.run_dir)}; evidence: {sorted(str(x.relative_to(run.run_dir)) for x in (run.run_dir / 'evidence').rglob('*'))}"
+    found = sorted(str(x.relative_to(run.run_dir)) for x in (run.run_dir / "evidence").rglob("*"))
+    assert p.is_file(), f"no {p.relative_to(run.run_dir)}; evidence: {found}"
     return json.loads(p.read_text())
 
 

@@ -61,7 +61,8 @@ def test_check_validates_only_it_starts_nothing_and_writes_no_run(tmp_path, refe
         "app": {"start": f"{sys.executable} -c \"open('{marker}', 'w').write('x')\" {{port}}",
                 "url": "http://127.0.0.1:{port}", "ready": "/health", "ready_timeout_s": 3},
         "actor": {"kind": "command", "command": f"{sys.executable} -c \"open('{agent_marker}', 'w').write('x')\""},
-        "steps": [{"id": "s1", "do": "x", "validators": [{"kind": "http_status_eq", "url": "/health", "expected": 200}]}],
+        "steps": [{"id": "s1", "do": "x",
+                   "validators": [{"kind": "http_status_eq", "url": "/health", "expected": 200}]}],
     }
     write_plan(tmp_path / "plan.yaml", plan)
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path, timeout=30)
@@ -196,7 +197,8 @@ def test_relative_url_without_an_app_url_is_a_plan_error(tmp_path, referee_cli):
     """Assumption (not spelled out in the contract): a relative `url:` can only be joined to
     `app.url`; with no app it can never be captured, so `check` should say so rather than let
     every run of the plan end in ERROR."""
-    text = "steps:\n  - id: a\n    validators:\n      - kind: http_status_eq\n        url: /health\n        expected: 200\n"
+    text = ("steps:\n  - id: a\n    validators:\n"
+            "      - kind: http_status_eq\n        url: /health\n        expected: 200\n")
     write_plan(tmp_path / "plan.yaml", text)
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
     line = assert_one_line_error(rc, out, err)
@@ -204,7 +206,8 @@ def test_relative_url_without_an_app_url_is_a_plan_error(tmp_path, referee_cli):
 
 
 def test_invalid_regex_is_caught_by_check(tmp_path, referee_cli):
-    text = "steps:\n  - id: a\n    validators:\n      - kind: regex_match\n        evidence: x.txt\n        pattern: '(unclosed'\n"
+    text = ("steps:\n  - id: a\n    validators:\n"
+            "      - kind: regex_match\n        evidence: x.txt\n        pattern: '(unclosed'\n")
     write_plan(tmp_path / "plan.yaml", text)
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
     line = assert_one_line_error(rc, out, err)

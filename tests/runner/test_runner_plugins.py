@@ -62,6 +62,7 @@ def test_an_entry_point_validator_is_listed_and_grades(tmp_path):
 
 
 def test_without_the_plugin_the_kind_is_unknown_with_a_hint(tmp_path):
-    (tmp_path / "plan.yaml").write_text("steps:\n  - id: a\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
+    (tmp_path / "plan.yaml").write_text(
+        "steps:\n  - id: a\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
     rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path)
     assert rc == 2 and "unknown validator kind 'number_is_even'" in err and "known validator kinds:" in err

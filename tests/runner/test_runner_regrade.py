@@ -26,7 +26,8 @@ def _mixed_plan(W: Path) -> dict:
         "steps": [
             {"id": "p", "do": 'POST /api/notes {"title": "alpha", "body": "hello"}',
              "validators": [{"kind": "http_status_eq", "url": "/api/notes/by-title/alpha", "expected": 200},
-                            {"kind": "sql_row_present", "url": sqlite_url, "table": "notes", "where": {"title": "alpha"}}]},
+                            {"kind": "sql_row_present", "url": sqlite_url, "table": "notes",
+                             "where": {"title": "alpha"}}]},
             {"id": "f", "validators": [{"kind": "http_body_contains", "url": "/api/notes", "text": "nonexistent"}]},
             {"id": "sk", "do": "Nothing to check here."},
             {"id": "e", "validators": [{"kind": "text_contains", "evidence": "missing.txt", "text": "x"}]},
@@ -132,7 +133,8 @@ def test_a_run_killed_with_sigkill_midway_leaves_a_gradeable_directory(tmp_path,
     }
     path = write_plan(W / "killed.yaml", plan)
     out = W / "out"
-    cmd = [sys.executable, "-m", "referee.cli.main", "run", str(path), "--agent", agent_cmd("honest"), "--out", str(out)]
+    cmd = [sys.executable, "-m", "referee.cli.main", "run", str(path), "--agent", agent_cmd("honest"),
+           "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=W, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     agent_pid = app_pid = None

@@ -72,7 +72,10 @@ def test_app_routes(test_app):
         assert conn.execute("select count(*) from notes").fetchone()[0] == 0
 
 
-def _agent(name, tmp_path, do, app_url="", args=(), stdin='{"id": "s1", "do": "x", "capture": [{"kind": "http", "name": "cap"}]}'):
+STEP_JSON = '{"id": "s1", "do": "x", "capture": [{"kind": "http", "name": "cap"}]}'
+
+
+def _agent(name, tmp_path, do, app_url="", args=(), stdin=STEP_JSON):
     agent_dir = tmp_path / "run" / "agent" / "s1"
     env = {**os.environ, "REFEREE_STEP_ID": "s1", "REFEREE_STEP_DO": do, "REFEREE_APP_URL": app_url,
            "REFEREE_AGENT_DIR": str(agent_dir), "REFEREE_CLAIM_FILE": str(tmp_path / "claim.json")}
@@ -83,8 +86,9 @@ def _agent(name, tmp_path, do, app_url="", args=(), stdin='{"id": "s1", "do": "x
 
 
 def test_honest_agent_does_the_work_and_claims_truthfully(test_app, tmp_path):
-    r, adir, claim = _agent("honest", tmp_path, 'Create it.\nPOST /api/notes {"title": "beta"}\nSAVE note.txt hi there\n'
-                            f'WRITE {tmp_path}/f.txt content\nEXIT 3', app_url=test_app.url)
+    do = ('Create it.\nPOST /api/notes {"title": "beta"}\nSAVE note.txt hi there\n'
+          f'WRITE {tmp_path}/f.txt content\nEXIT 3')
+    r, adir, claim = _agent("honest", tmp_path, do, app_url=test_app.url)
     assert r.returncode == 3, r.stderr
     assert json.loads(claim)["pass"] is True
     assert (adir / "note.txt").read_text() == "hi there" and (tmp_path / "f.txt").exists()
@@ -106,7 +110,8 @@ def test_sql_and_ddb_instructions(pg_url, moto_endpoint, tmp_path):
     ddb = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1",
                        aws_access_key_id="testing", aws_secret_access_key="testing")
     ddb.create_table(TableName="selftest2", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
     r, _, claim = _agent("honest", tmp_path, f"SQL {pg_url} insert into selftest_items values ('zed')\n"
                          f'DDB_PUT {moto_endpoint} selftest2 {{"pk": "k1", "n": 3}}')
     assert json.loads(claim)["pass"] is True, (claim, r.stderr)

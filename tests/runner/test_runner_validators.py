@@ -47,7 +47,8 @@ def _steps(W, pg, ddb):
              [{"kind": "http_status_eq", "evidence": "created", "expected": 201}],
              [{"kind": "http", "name": "created", "url": "/api/notes/by-title/alpha"}]),
         # -- http_body_contains
-        step("hb_hold", "", [{"kind": "http_body_contains", "url": "/api/notes/by-title/alpha", "text": "hello alpha"}]),
+        step("hb_hold", "",
+             [{"kind": "http_body_contains", "url": "/api/notes/by-title/alpha", "text": "hello alpha"}]),
         step("hb_not", "", [{"kind": "http_body_contains", "url": "/api/notes/by-title/alpha", "text": "goodbye"}]),
         # -- json_path_eq
         step("jp_hold", "", [{"kind": "json_path_eq", "url": "/api/notes/by-title/alpha", "path": "$.tags[1]",
@@ -80,8 +81,10 @@ def _steps(W, pg, ddb):
         step("ce_evidence_not", "", [{"kind": "command_exit_code", "evidence": "probe"}],
              [{"kind": "command", "name": "probe", "command": "echo probing; exit 4"}]),
         # -- sql_row_present, SQLite
-        step("sq_hold", "", [{"kind": "sql_row_present", "url": sqlite_url, "table": "notes", "where": {"title": "alpha"}}]),
-        step("sq_not", "", [{"kind": "sql_row_present", "url": sqlite_url, "table": "notes", "where": {"title": "never"}}]),
+        step("sq_hold", "",
+             [{"kind": "sql_row_present", "url": sqlite_url, "table": "notes", "where": {"title": "alpha"}}]),
+        step("sq_not", "",
+             [{"kind": "sql_row_present", "url": sqlite_url, "table": "notes", "where": {"title": "never"}}]),
         step("sq_query", "", [{"kind": "sql_row_present", "url": sqlite_url,
                                "query": "select id from notes where title = :t and body like :b",
                                "params": {"t": "alpha", "b": "hello%"}}]),
@@ -175,10 +178,12 @@ def vrun(tmp_path_factory, pg_url, moto_endpoint):
     ddb = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1",
                        aws_access_key_id="testing", aws_secret_access_key="testing")
     ddb.create_table(TableName="vt_items", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
     ddb.put_item(TableName="vt_items", Item={"pk": {"S": "pre"}})
 
-    plan = {"name": "validators", "app": app_block(W / "app.db", W / "app.pid"), "steps": _steps(W, pg_url, moto_endpoint)}
+    plan = {"name": "validators", "app": app_block(W / "app.db", W / "app.pid"),
+            "steps": _steps(W, pg_url, moto_endpoint)}
     path = write_plan(W / "validators.yaml", plan)
     run = do_run(path, out=W / "out", cwd=W, env=base_cli_env(), agent=agent_cmd("honest"), timeout=150)
     run.W = W

@@ -41,7 +41,8 @@ SECRET_HEADER_VALUES = {
     "Cookie": "session=SECRETSESSION-5b8e44",
 }
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '', tags TEXT NOT NULL DEFAULT '[]')"
+SCHEMA = ("CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, "
+          "body TEXT NOT NULL DEFAULT '', tags TEXT NOT NULL DEFAULT '[]')")
 
 
 def init_db(path: str) -> None:
@@ -146,7 +147,8 @@ class Handler(BaseHTTPRequestHandler):
         body = str(data.get("body", ""))
         tags = [str(t) for t in data.get("tags", [])]
         with self.lock, self._db() as conn:
-            cur = conn.execute("INSERT INTO notes (title, body, tags) VALUES (?, ?, ?)", (title, body, json.dumps(tags)))
+            cur = conn.execute("INSERT INTO notes (title, body, tags) VALUES (?, ?, ?)",
+                               (title, body, json.dumps(tags)))
             nid = cur.lastrowid
         return self._send(201, {"id": nid, "title": title, "body": body, "tags": tags})
 

@@ -50,7 +50,8 @@ class RunEvidence:
         if rel in self._by_path:
             return self._by_path[rel]
         if target.exists():
-            raise EvidenceError(f"evidence '{ref}' of step '{step_id}' is not in the manifest (written after the step?)",
+            raise EvidenceError(f"evidence '{ref}' of step '{step_id}' is not in the manifest "
+                                "(written after the step?)",
                                 fix="the agent must save evidence into REFEREE_AGENT_DIR during its step")
         raise EvidenceError(f"evidence '{ref}' of step '{step_id}' not found",
                             fix="name a capture of this step or a file the agent saved in its folder")

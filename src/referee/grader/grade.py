@@ -6,7 +6,7 @@ from pathlib import Path
 
 from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
 from referee.grader.evidence import RunEvidence
-from referee.grader.results import RunResults, StepResult, ValidatorResult, summarize
+from referee.grader.results import RunResults, StepResult, ValidatorResult, Verdict, summarize
 from referee.plan.loader import LoadedPlan, TypedValidator, load_plan_text
 from referee.rundir import Claim, Manifest, read_claims, read_manifest
 from referee.validators import Outcome, checker
@@ -52,7 +52,7 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     else:
         results = [grade_validator(tv, ev, step_id) for tv in vals]
         statuses = {r.status for r in results}
-        verdict = "FAIL" if "FAIL" in statuses else "ERROR" if "ERROR" in statuses else "PASS"
+        verdict: Verdict = "FAIL" if "FAIL" in statuses else "ERROR" if "ERROR" in statuses else "PASS"
         bad = [r for r in results if r.status != "PASS"]
         reason = "; ".join(f"{r.name}: {r.reason}" for r in bad) if bad else "every validator holds"
         res = StepResult(id=step_id, verdict=verdict, reason=reason, validators=results)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from referee.errors import AppError
 from referee.plan.model import AppSpec
@@ -38,6 +39,7 @@ class App:
         self.port = free_port()
         self.url = fill(spec.url, self.port) if spec.url else None
         self.proc: subprocess.Popen | None = None
+        self._log: BinaryIO | None = None
 
     def __enter__(self) -> "App":
         if self.spec.start:
@@ -48,15 +50,17 @@ class App:
         self.stop()
 
     def start(self) -> None:
+        if not self.spec.start:
+            return  # no app.start: the app is already up at app.url
         cmd = fill(self.spec.start, self.port)
         env = dict(os.environ)
         env.update({k: fill(v, self.port) for k, v in self.spec.env.items()})
         env["PORT"] = str(self.port)
         cwd = Path(self.spec.cwd) if self.spec.cwd else Path.cwd()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")
+        self._log = log = open(self.log_path, "ab")
         try:
-            self.proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise AppError(f"cannot start the app: {exc}", fix="check app.start in the plan") from None
@@ -99,6 +103,6 @@ class App:
         proc, self.proc = self.proc, None
         if proc is not None:
             stop_group(proc, grace_s=5.0)
-        if getattr(self, "_log", None):
+        if self._log is not None:
             self._log.close()
             self._log = None

@@ -152,7 +152,8 @@ class BrowserSession:
 
     def write_log(self, path: Path) -> None:
         """Record what the network guard refused and what the page logged as errors (diagnostics only)."""
-        lines = [f"blocked (not loopback): {u}" for u in self.blocked] + [f"console error: {m}" for m in self.console_errors]
+        lines = ([f"blocked (not loopback): {u}" for u in self.blocked]
+                 + [f"console error: {m}" for m in self.console_errors])
         if lines:
             from referee.fsutil import atomic_write_text
 

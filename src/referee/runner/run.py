@@ -15,6 +15,7 @@ from typing import Any, Callable
 from referee.errors import ActorError, AppError, PlanError
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
+from referee.rundir import Phase
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
@@ -59,7 +60,7 @@ def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
     return [c for c in plan.captures.get(step_id, ()) if c.params.name in names]
 
 
-def take_captures(store: RunStore, caps, step_id: str, phase: str, base_ctx: dict) -> None:
+def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: dict) -> None:
     """Take each capture and list its files in the manifest; a failed or crashing capture is recorded, not raised."""
     out_dir = store.evidence_dir(step_id, phase)
     for cap in caps:
@@ -121,7 +122,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
     try:
-        with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else nullcontext(SimpleNamespace(url=None)) as app:
+        no_app = nullcontext(SimpleNamespace(url=None))
+        with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else no_app as app:
             app_url = app.url
             actor = actor_cls()
             actor.setup(spec, app_url=app_url, run_dir=run_dir)

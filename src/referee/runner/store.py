@@ -70,7 +70,8 @@ class RunStore:
                  capture: str | None, kind: str, primary: bool = True, error: str | None = None) -> FileEntry:
         rel = Path(path).relative_to(self.run_dir).as_posix()
         entry = FileEntry(path=rel, step=step, phase=phase, captured_by=captured_by, capture=capture, kind=kind,
-                          sha256=sha256_file(path), size=Path(path).stat().st_size, time=utcnow(), primary=primary, error=error)
+                          sha256=sha256_file(path), size=Path(path).stat().st_size, time=utcnow(), primary=primary,
+                          error=error)
         self.manifest.files.append(entry)
         return entry
 

@@ -122,7 +122,8 @@ def do_one(step: Step, verb: str, rest: str, extra_evidence: list[str]) -> tuple
 
         client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
                               aws_access_key_id="testing", aws_secret_access_key="testing")
-        typed = {k: ({"N": str(v)} if isinstance(v, (int, float)) else {"S": str(v)}) for k, v in json.loads(item).items()}
+        typed = {k: ({"N": str(v)} if isinstance(v, (int, float)) else {"S": str(v)})
+                 for k, v in json.loads(item).items()}
         client.put_item(TableName=table, Item=typed)
         return True, "ddb put ok", None
     if verb == "RUN":

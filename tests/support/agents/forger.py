@@ -1,7 +1,8 @@
 """Forging agent: does what `do:` says (TAMPER included: rewrite files of the runner's evidence),
 and also writes, for every capture of its step, a file with the capture's name into its own
-agent dir (names from the step JSON on stdin, plus any given as arguments) that looks like a passing HTTP capture (`<name>.json` with status 200 and a body
-echoing the step's `do:`). Always claims pass.
+agent dir (names from the step JSON on stdin, plus any given as arguments) that looks like a
+passing HTTP capture (`<name>.json` with status 200 and a body echoing the step's `do:`).
+Always claims pass.
 """
 
 import json

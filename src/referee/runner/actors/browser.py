@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # the script schema is plan data; parse_action/parse_script stay importable from here
 from referee.plan.script import TARGET_WAYS, Target, parse_action, parse_script  # noqa: F401
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
+
+if TYPE_CHECKING:
+    from referee.runner.browser import BrowserSession
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -84,7 +87,7 @@ class BrowserActor(ActorKind):
     kind = "browser"
 
     def __init__(self) -> None:
-        self.session = None
+        self.session: BrowserSession | None = None
         self.command: str | None = None
         self.run_dir: Path | None = None
         self.app_url: str | None = None
@@ -112,6 +115,9 @@ class BrowserActor(ActorKind):
         return self.session.cdp_url if self.session else None
 
     def perform(self, run: StepRun) -> ActorResult:
+        session = self.session
+        if session is None:
+            return ActorResult(exit_code=None, error="the browser actor performed a step before its setup")
         try:
             actions = parse_script(run.step.script)
         except ValueError as exc:
@@ -129,7 +135,7 @@ class BrowserActor(ActorKind):
             verb, arg = actions[done]
             what = arg if isinstance(arg, str) else arg.describe()
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.session.settle(2.0)
+            session.settle(2.0)
             if not self.command:
                 _no_opinion(run)
             return ActorResult(exit_code=1, error=f"script item #{done + 1} ({verb} {what}) failed: {first}")
@@ -141,7 +147,7 @@ class BrowserActor(ActorKind):
             result = run_agent_command(self.command, run, cwd=Path.cwd())
         else:
             _no_opinion(run)
-        self.session.settle()
+        session.settle()
         return result
 
     def teardown(self) -> None:

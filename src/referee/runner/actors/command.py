@@ -79,7 +79,8 @@ class CommandActor(ActorKind):
         if not spec.command:
             from referee.errors import PlanError
 
-            raise PlanError("the command actor needs a command", fix="pass --agent CMD or set actor.command in the plan")
+            raise PlanError("the command actor needs a command",
+                            fix="pass --agent CMD or set actor.command in the plan")
         self.command = spec.command
         self.cwd = Path.cwd()
 

@@ -38,7 +38,9 @@ class StepContext:
 
     def claim(self, passed: bool, note: str = "", evidence: list[str] | None = None) -> Claim:
         """Build the agent's claim (recorded, never deciding the verdict)."""
-        return Claim(passed=passed, note=note, evidence=list(evidence if evidence is not None else self._saved))
+        # populate_by_name: without the pydantic plugin mypy knows the field only by its alias, "pass"
+        return Claim(passed=passed, note=note,  # type: ignore[call-arg]
+                     evidence=list(evidence if evidence is not None else self._saved))
 
 
 class Actor:
