@@ -39,8 +39,8 @@ class LintReport:
     """Everything the lint found. Iterating it yields the too-loose findings only.
 
     >>> r = LintReport(checks=(Finding("s", "ocr_contains#0", "ocr_contains", "home.png", "loose", "read", "shop"),))
-    >>> [str(f) for f in r]
-    ["step 's': ocr_contains#0 holds on control home.png (matched 'shop'); match a string only the correct screen shows"]
+    >>> for f in r: print(f)
+    step 's': ocr_contains#0 holds on control home.png (matched 'shop'); match a string only the correct screen shows
     >>> r.ok
     False
     """
@@ -173,7 +173,8 @@ def resolve_controls(plan, controls: Sequence[str | Path] = ()) -> list[Path]:
     for c in [*(base / c for c in plan.plan.controls), *(Path(c) for c in controls)]:
         if not c.is_file():
             raise UsageError(f"control file not found: {c}", file=str(plan.path),
-                             fix="pass a screenshot, aria snapshot, HTML page or capture JSON of a screen the plan must NOT accept")
+                             fix="pass a screenshot, aria snapshot, HTML page or capture JSON "
+                                 "of a screen the plan must NOT accept")
         if c.resolve() not in [o.resolve() for o in out]:
             out.append(c)
     return out
@@ -230,7 +231,8 @@ def _check_one(tv, view: ControlView, step: str, control: str) -> Finding:
     try:
         out = checker(tv.params.kind).check(tv.params, view, tv.index)
     except EvidenceError as exc:
-        return Finding(step, label, tv.params.kind, control, "not_applicable", f"cannot read the control this way: {exc}")
+        return Finding(step, label, tv.params.kind, control, "not_applicable",
+                       f"cannot read the control this way: {exc}")
     except Exception as exc:  # a validator that cannot read this kind of control says nothing about looseness
         return Finding(step, label, tv.params.kind, control, "not_applicable", f"{type(exc).__name__}: {exc}")
     if out.status == "ERROR":

@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible chat client: JSON answers, a forgiving parser, retries with backoff, bounded concurrency."""
+"""A small OpenAI-compatible chat client: JSON answers, a lenient parser, retries with backoff, bounded concurrency."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ class LLMConfig:
         """Build a config; the key comes from OPENAI_API_KEY, base URL from OPENAI_BASE_URL when not given."""
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
-            raise UsageError("no model endpoint given", fix="pass --base-url (any OpenAI-compatible /v1 URL) or set OPENAI_BASE_URL")
+            raise UsageError("no model endpoint given",
+                             fix="pass --base-url (any OpenAI-compatible /v1 URL) or set OPENAI_BASE_URL")
         if not model:
             raise UsageError("no model name given", fix="pass --model NAME")
         return cls(base_url=base_url, model=model, api_key=os.environ.get("OPENAI_API_KEY"), **kw)
@@ -163,7 +164,8 @@ class LLMClient:
              temperature: float | None = None) -> ChatResult:
         """Send one chat request, retrying 429/5xx/timeouts; parse a JSON object from the answer when asked.
 
-        >>> LLMClient(LLMConfig(base_url="http://127.0.0.1:9", model="m", max_retries=0, timeout_s=0.2)).chat([]).attempts
+        >>> client = LLMClient(LLMConfig(base_url="http://127.0.0.1:9", model="m", max_retries=0, timeout_s=0.2))
+        >>> client.chat([]).attempts
         1
         """
         import httpx

@@ -85,7 +85,7 @@ class Registry(Generic[T]):
     >>> engines.add("bad", dict)
     Traceback (most recent call last):
     ...
-    referee.errors.PluginError: engine 'bad': dict gave dict, not an instance of referee.registry.Engine; register a class or a factory that gives one
+    referee.errors.PluginError: engine 'bad': dict gave dict, not an instance of referee.registry.Engine; register a ...
     """
 
     what: str
@@ -199,7 +199,7 @@ class Registry(Generic[T]):
         >>> backends.create("pair", colour="red")
         Traceback (most recent call last):
         ...
-        referee.errors.PluginError: backend 'pair': its factory cannot be called with colour=...: got an unexpected keyword argument 'colour'; make it take the keyword config it declares (docs/plugins.md)
+        referee.errors.PluginError: backend 'pair': its factory cannot be called with colour=...: got an unexpected ...
         """
         factory: Any = self.get(name)
         try:

@@ -1,4 +1,4 @@
-"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, one Chromium per module, the journey run."""
+"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, a Chromium per module, the journey run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Acceptance: a browser journey over datasette through `referee run` / `referee grade` (real Chromium, Tesseract, RapidOCR)."""
+"""Acceptance: a browser journey over datasette through `referee run` / `referee grade`
+(real Chromium, Tesseract, RapidOCR)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ def _plan(tmp_path, validators, *, script=None, controls=()):
     if script is not None:
         step["script"] = script
     path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump({"name": "lint-me", "controls": [str(c) for c in controls], "steps": [step]}, sort_keys=False))
+    plan = {"name": "lint-me", "controls": [str(c) for c in controls], "steps": [step]}
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
     return path
 
 
@@ -77,6 +78,7 @@ def test_lint_reports_a_broken_script_and_a_missing_control(tmp_path, home_contr
                  script=[{"goto": "/shop/products"}, {"click": {"role": "button", "text": "Apply"}}])
     rc, out, err = run_cli(["lint", plan, "--control", home_control], env=base_cli_env())
     assert rc == 1
-    assert "script item #2 (click): name exactly one of role, text, label, placeholder, selector (got role, text)" in out
+    assert ("script item #2 (click): name exactly one of role, text, label, placeholder, selector "
+            "(got role, text)") in out
     rc, out, err = run_cli(["lint", plan, "--control", tmp_path / "nope.png"], env=base_cli_env())
     assert rc == 2 and "control file not found" in err and len(err.strip().splitlines()) == 1

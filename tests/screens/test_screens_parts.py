@@ -94,7 +94,8 @@ def test_captures_from_the_runners_page(browser, ds_server, tmp_path):
     (aj,) = AriaCapture().take(AriaCapture.Params(kind="aria", name="tree", format="json"), ctx)
     doc = json.loads(aj.read_text())
     assert doc["url"].endswith("/shop/products") and '- cell "Red Gadget"' in doc["yaml"]
-    assert _check('{kind: aria_contains, evidence: tree, role: cell, text: Red Gadget, exact: true}', aj).status == "PASS"
+    aria_check = _check("{kind: aria_contains, evidence: tree, role: cell, text: Red Gadget, exact: true}", aj)
+    assert aria_check.status == "PASS"
     (dom,) = DomCapture().take(DomCapture.Params(kind="dom", name="page"), ctx)
     assert dom.name == "page.html" and "Blue Widget" in dom.read_text()
 
@@ -128,7 +129,8 @@ def test_dom_contains_reads_visible_text_unless_raw(browser, tmp_path):
 @pytest.mark.parametrize("item, message", [
     ({"click": {}}, "name exactly one of role, text, label, placeholder, selector"),
     ({"fill": {"role": "textbox"}}, "Field required at 'value'"),
-    ({"hover": {"text": "x"}}, "unknown action 'hover'; known actions: goto, click, check, fill, press, select, wait_for"),
+    ({"hover": {"text": "x"}},
+     "unknown action 'hover'; known actions: goto, click, check, fill, press, select, wait_for"),
     ({"goto": "/", "click": "x"}, "one action per item"),
     ({"wait_for": {"text": "x", "state": "gone"}}, "at 'state'"),
     ({"click": {"text": "x", "name": "y"}}, "`name` goes with `role`"),

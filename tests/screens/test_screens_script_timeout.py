@@ -12,8 +12,9 @@ from tests.conftest import run_cli
 
 
 def test_the_step_timeout_caps_a_long_wait(tmp_path):
-    plan = {"name": "slow", "app": {"start": f"{sys.executable} -m referee.demo.app --port {{port}} --db {tmp_path}/t.db",
-                                    "url": "http://127.0.0.1:{port}", "ready": "/health"},
+    app = {"start": f"{sys.executable} -m referee.demo.app --port {{port}} --db {tmp_path}/t.db",
+           "url": "http://127.0.0.1:{port}", "ready": "/health"}
+    plan = {"name": "slow", "app": app,
             "actor": {"kind": "browser"},
             "steps": [{"id": "wait", "do": "wait for something that never comes", "timeout_s": 2,
                        "script": [{"goto": "/"}, {"wait_for": {"text": "never shown", "timeout_s": 60}}],

@@ -50,7 +50,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--samples", "--runs", "runs", type=int, default=None,
               help="extraction samples per trace, voted on (default 1 for rules, 5 for llm; --runs is the old name)")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="audit.jsonl to append to (resumable)")
-@click.option("--cache", type=click.Path(path_type=Path), default=None, help="SQLite evidence cache (default OUT.cache.sqlite)")
+@click.option("--cache", type=click.Path(path_type=Path), default=None,
+              help="SQLite evidence cache (default OUT.cache.sqlite)")
 @click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True)
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
@@ -60,8 +61,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
 @click.option("--progress/--no-progress", default=True)
-def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency, timeout,
-          max_retries, gold_out, summary_json, progress):
+def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
+          timeout, max_retries, gold_out, summary_json, progress):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, folders of them, or referee run directories (a folder with manifest.json,
@@ -172,7 +173,8 @@ def _preview_run_dirs(paths) -> bool:
 @click.argument("audit_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--policy", default="causal", show_default=True,
               help="causal | final-state | low-load | unanimous | strict | PATH")
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="write the replayed records here ('-': stdout)")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="write the replayed records here ('-': stdout)")
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="gold labels (JSONL: run_id, completed) to report misreports")
 def replay(audit_file, policy, out, gold):
@@ -193,9 +195,8 @@ def replay(audit_file, policy, out, gold):
                 row = json.loads(line)
                 gold_map[str(row["run_id"])] = bool(row["completed"])
             except (ValueError, KeyError, TypeError):
-                raise GoldError("a gold line needs JSON with run_id and completed", file=str(gold),
-                                place=str(lineno), fix="write one {\"run_id\": ..., \"completed\": true|false} per line") \
-                    from None
+                raise GoldError("a gold line needs JSON with run_id and completed", file=str(gold), place=str(lineno),
+                                fix='write one {"run_id": ..., "completed": true|false} per line') from None
     summary = AuditSummary()
     fh = None
     if out is not None:

@@ -1,4 +1,4 @@
-"""`referee eval`: score audit records against gold labels, with baselines, policies, judges, splits and the intervention."""
+"""`referee eval`: score audit records against gold labels: baselines, policies, judges, splits, the intervention."""
 
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def _client(model, base_url, concurrency):
 @click.option("--gold", "gold_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Gold labels (CSV or JSONL: run_id, completed, optional claim, group, split).")
 @click.option("--policy", "policies", multiple=True,
-              help="Replay the records under this policy (name or YAML file); repeatable. Default: every shipped policy.")
+              help="Replay the records under this policy (name or YAML file); repeatable. "
+                   "Default: every shipped policy.")
 @click.option("--no-policies", is_flag=True, help="Do not replay any policy.")
 @click.option("--baseline", "baseline_names", multiple=True,
               help="Baselines to include (default: trust-claim, flag-all, claim-gate-only).")

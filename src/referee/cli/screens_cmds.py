@@ -11,7 +11,8 @@ import click
 @click.command()
 @click.argument("plan", type=click.Path(dir_okay=False))
 @click.option("--control", "controls", multiple=True, type=click.Path(dir_okay=False),
-              help="A negative control (screenshot, aria snapshot, HTML, capture JSON) the plan must NOT accept. Repeatable.")
+              help="A negative control (screenshot, aria snapshot, HTML, capture JSON) the plan must NOT accept. "
+                   "Repeatable.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Keep OCR of controls here between runs (e.g. .referee-cache).")
 @click.option("--json", "json_mode", is_flag=True, help="Print the findings as JSON.")

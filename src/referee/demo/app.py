@@ -12,7 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS todos (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0)"
+SCHEMA = ("CREATE TABLE IF NOT EXISTS todos "
+          "(id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0)")
+
+
+def _todo(row: sqlite3.Row) -> dict:
+    return dict(row) | {"done": bool(row["done"])}
 
 
 class TodoStore:
@@ -29,18 +34,18 @@ class TodoStore:
 
     def all(self) -> list[dict]:
         with self.conn() as c:
-            return [dict(r) | {"done": bool(r["done"])} for r in c.execute("SELECT * FROM todos ORDER BY id")]
+            return [_todo(r) for r in c.execute("SELECT * FROM todos ORDER BY id")]
 
     def get(self, tid: int) -> dict | None:
         with self.conn() as c:
             r = c.execute("SELECT * FROM todos WHERE id = ?", (tid,)).fetchone()
-        return dict(r) | {"done": bool(r["done"])} if r else None
+        return _todo(r) if r else None
 
     def add(self, title: str) -> dict:
         with self.lock, self.conn() as c:
             cur = c.execute("INSERT INTO todos (title) VALUES (?)", (title,))
-            tid = cur.lastrowid
-        return self.get(tid)
+            # read back in the same transaction: a delete in between cannot make the new todo vanish
+            return _todo(c.execute("SELECT * FROM todos WHERE id = ?", (cur.lastrowid,)).fetchone())
 
     def set_done(self, tid: int) -> bool:
         with self.lock, self.conn() as c:
@@ -52,7 +57,8 @@ class TodoStore:
 
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Todo</title>
-<style>body{{font-family:sans-serif;font-size:22px;margin:2em}} li{{margin:.3em 0}} .done{{text-decoration:line-through}}</style>
+<style>body{{font-family:sans-serif;font-size:22px;margin:2em}} li{{margin:.3em 0}}
+.done{{text-decoration:line-through}}</style>
 </head><body><h1>{heading}</h1>
 <form method="post" action="/add"><label>New todo <input name="title" aria-label="New todo"></label>
 <button type="submit">Add</button></form>
@@ -65,7 +71,10 @@ def make_handler(store: TodoStore, export_dir: Path):
             pass
 
         def send(self, code: int, body, ctype: str = "application/json") -> None:
-            data = body if isinstance(body, bytes) else (json.dumps(body) if ctype == "application/json" else body).encode()
+            if isinstance(body, bytes):
+                data = body
+            else:
+                data = (json.dumps(body) if ctype == "application/json" else body).encode()
             self.send_response(code)
             self.send_header("Content-Type", ctype + ("; charset=utf-8" if "json" in ctype or "html" in ctype else ""))
             self.send_header("Content-Length", str(len(data)))
@@ -88,7 +97,8 @@ def make_handler(store: TodoStore, export_dir: Path):
                 return self.send(200, {"ok": True})
             if parts == [""]:
                 todos = store.all()
-                items = "".join(f'<li class="{"done" if t["done"] else ""}">{html.escape(t["title"])}</li>' for t in todos)
+                items = "".join(f'<li class="{"done" if t["done"] else ""}">{html.escape(t["title"])}</li>'
+                                for t in todos)
                 return self.send(200, PAGE.format(heading="My todos", items=items, count=len(todos)), "text/html")
             if parts[:2] == ["api", "todos"] and len(parts) == 2:
                 todos = store.all()
@@ -147,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--export-dir", type=Path, default=None)
     args = ap.parse_args(argv)
     args.db.parent.mkdir(parents=True, exist_ok=True)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(TodoStore(args.db), args.export_dir or args.db.parent))
+    handler = make_handler(TodoStore(args.db), args.export_dir or args.db.parent)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -56,7 +56,7 @@ def ocr_cached(data: bytes, engine: str, cached: Callable[[str, str, Callable[[]
     >>> ocr_cached(b"garbage", "tesseract", cached)
     Traceback (most recent call last):
     ...
-    referee.errors.EvidenceError: evidence 'image' is not a readable image (cannot identify image file); save a PNG screenshot
+    referee.errors.EvidenceError: evidence 'image' is not a readable image (cannot identify image file); save a PNG ...
     """
     eng = get_engine(engine)
     raw = cached("ocr", cache_key(eng, data), lambda: run_engine(eng, data, ref).to_dict())

@@ -23,6 +23,11 @@ class OcrLine:
     box: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
+def _box(values: Any) -> tuple[int, int, int, int]:
+    x, y, w, h = (int(v) for v in values)
+    return x, y, w, h
+
+
 @dataclass(frozen=True)
 class OcrResult:
     """What an engine read in one image: lines in reading order.
@@ -60,7 +65,7 @@ class OcrResult:
         >>> OcrResult.from_dict(OcrResult("x", (OcrLine("a", 1.0),)).to_dict()).lines[0].text
         'a'
         """
-        lines = tuple(OcrLine(str(ln["text"]), float(ln["confidence"]), tuple(int(v) for v in ln.get("box", (0, 0, 0, 0))))
+        lines = tuple(OcrLine(str(ln["text"]), float(ln["confidence"]), _box(ln.get("box", (0, 0, 0, 0))))
                       for ln in d.get("lines", []))
         return OcrResult(str(d.get("engine", "")), lines, int(d.get("width", 0)), int(d.get("height", 0)),
                          float(d.get("ms", 0.0)))
@@ -72,7 +77,7 @@ def decode_image(data: bytes, ref: str = "image"):
     >>> decode_image(b"not a png", "shot.png")
     Traceback (most recent call last):
     ...
-    referee.errors.EvidenceError: evidence 'shot.png' is not a readable image (cannot identify image file); save a PNG screenshot
+    referee.errors.EvidenceError: evidence 'shot.png' is not a readable image (cannot identify image file); save a ...
     """
     Image = require("PIL.Image", "ocr")
     try:

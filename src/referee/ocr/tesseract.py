@@ -45,11 +45,13 @@ class TesseractEngine(OcrEngine):
 
     @property
     def cache_id(self) -> str:
-        return f"tesseract-{tesseract_version()}-{self.lang}-psm{self.psm}-x{self.scale:g}" + ("-inv" if self.invert else "")
+        inv = "-inv" if self.invert else ""
+        return f"tesseract-{tesseract_version()}-{self.lang}-psm{self.psm}-x{self.scale:g}{inv}"
 
     def available(self) -> str | None:
         if shutil.which("tesseract") is None:
-            return "the tesseract program is not installed; install with: apt-get install tesseract-ocr tesseract-ocr-eng"
+            return ("the tesseract program is not installed; "
+                    "install with: apt-get install tesseract-ocr tesseract-ocr-eng")
         return None
 
     def _tsv(self, gray) -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from referee.grader.results import RunResults
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 STYLE = {"PASS": "bold green", "FAIL": "bold red", "SKIPPED": "yellow", "ERROR": "bold magenta"}
 
@@ -52,7 +55,7 @@ class LiveSteps:
     def __init__(self, console: Console, plan_name: str, step_ids: list[str]) -> None:
         self.console, self.plan_name = console, plan_name
         self.state: dict[str, list[str]] = {sid: ["waiting", ""] for sid in step_ids}
-        self.live = None
+        self.live: Live | None = None
 
     def __rich__(self) -> Table:
         t = Table(title=f"running {self.plan_name}", title_justify="left")
@@ -67,8 +70,8 @@ class LiveSteps:
         if self.console.is_terminal:
             from rich.live import Live
 
-            self.live = Live(self, console=self.console, refresh_per_second=8, transient=True)
-            self.live.__enter__()
+            self.live = live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+            live.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -151,9 +151,11 @@ def _shot_html(s: Shot) -> str:
     caption = f"{s.phase} · {s.captured_by} · {s.label}"
     href = "./" + quote(s.rel)
     if s.problem:
-        return f'<figure><a href="{_e(href)}">{_e(s.label)}</a><figcaption>{_e(caption)}: {_e(s.problem)}</figcaption></figure>'
+        return (f'<figure><a href="{_e(href)}">{_e(s.label)}</a>'
+                f'<figcaption>{_e(caption)}: {_e(s.problem)}</figcaption></figure>')
     if s.data_uri is None:
-        return f'<figure><a href="{_e(href)}">{_e(s.label)} (too big to embed)</a><figcaption>{_e(caption)}</figcaption></figure>'
+        return (f'<figure><a href="{_e(href)}">{_e(s.label)} (too big to embed)</a>'
+                f'<figcaption>{_e(caption)}</figcaption></figure>')
     return (f'<figure><a class="shot" href="{_e(href)}" data-caption="{_e(caption)}">'
             f'<img src="{s.data_uri}" alt="{_e(caption)}"></a><figcaption>{_e(caption)}</figcaption></figure>')
 
@@ -162,8 +164,10 @@ def _claim_html(step: dict) -> str:
     claim = step.get("claim")
     if not isinstance(claim, dict):
         return '<span class="meta">no claim</span>'
-    said = {True: "pass", False: "fail"}.get(claim.get("pass"), "no opinion")
-    over = '<span class="over" title="claimed pass; the verdict is not PASS">OVERCLAIM</span>' if step.get("overclaim") else ""
+    passed = claim.get("pass")
+    said = "pass" if passed is True else "fail" if passed is False else "no opinion"
+    over = ('<span class="over" title="claimed pass; the verdict is not PASS">OVERCLAIM</span>'
+            if step.get("overclaim") else "")
     ev = claim.get("evidence") or []
     ev_html = f'<div class="meta">evidence: {_e(", ".join(map(str, ev)))}</div>' if ev else ""
     return f'<b>{_e(said)}</b>{over}<div class="note">{_e(claim.get("note", ""))}</div>{ev_html}'
