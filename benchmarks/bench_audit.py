@@ -1,4 +1,5 @@
-"""Auditor benchmarks: rules audit records/s on tau-bench, replay records/s, llm concurrency speed-up (loopback, 200 ms).
+"""Auditor benchmarks: rules audit records/s on tau-bench, replay records/s, llm concurrency speed-up
+(loopback, 200 ms per call).
 
 Run: python benchmarks/bench_audit.py [--corpus PATH] [--llm-traces 40] [--latency 0.2] [--json OUT]
 """
@@ -27,7 +28,8 @@ from referee.audit.replay import replay_file  # noqa: E402
 from referee.llm import LLMClient, LLMConfig  # noqa: E402
 from tests.support.llm_stub import LLMStub  # noqa: E402
 
-TAU = Path(os.environ.get("REFEREE_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
+SHARED = Path(os.environ.get("REFEREE_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+TAU = SHARED / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
 GOOD = {f: {"value": "yes", "support": [0]} for f in ("action", "target_id", "transition", "committed",
                                                       "final_supports_goal")}
 
@@ -41,7 +43,8 @@ def bench_rules(corpus: Path, tmp: Path, repeat: int) -> tuple[dict, Path]:
         t0 = time.perf_counter()
         stats = audit_files([corpus], a, out)
         rates.append(stats.written / (time.perf_counter() - t0))
-    return {"records": stats.written, "records_per_s_best": max(rates), "records_per_s_median": sorted(rates)[len(rates) // 2]}, out
+    return {"records": stats.written, "records_per_s_best": max(rates),
+            "records_per_s_median": sorted(rates)[len(rates) // 2]}, out
 
 
 def bench_replay(audit_jsonl: Path, repeat: int) -> dict:

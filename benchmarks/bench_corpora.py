@@ -75,10 +75,10 @@ def measure(name: str, src: Path, stem: str, work: Path, policy: str) -> dict:
         cmd += ["--gold-out", str(gold)]
     run(cmd)
     secs = time.perf_counter() - t0
-    blind = {json.loads(l)["run_id"]: json.loads(l)["claim"] for l in open(CLAIMS / f"{stem}.blind.jsonl")}
-    recs = [json.loads(l) for l in open(out)]
+    blind = {row["run_id"]: row["claim"] for row in map(json.loads, open(CLAIMS / f"{stem}.blind.jsonl"))}
+    recs = [json.loads(line) for line in open(out)]
     acc = sum(blind.get(r["run_id"]) == r["claim"]["label"] for r in recs) / len(recs)
-    rows = [json.loads(l) for l in open(gold)]
+    rows = [json.loads(line) for line in open(gold)]
     labelled = work / f"{name}.gold+claims.jsonl"
     with open(labelled, "w") as fh:
         for row in rows:

@@ -44,8 +44,8 @@ def start_datasette(tmp: Path) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(db), "-p", str(port), "--host", "127.0.0.1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "datasette", "serve", str(db), "-p", str(port), "--host", "127.0.0.1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -75,16 +75,16 @@ def bench_browser(url: str, tmp: Path, steps: int) -> tuple[dict, list[Path]]:
         for i in range(steps):
             page = PAGES[i % len(PAGES)]
             step = Step(id=f"s{i}", script=[{"goto": page}, {"wait_for": {"selector": "footer"}}])
-            run = StepRun(step=step, plan_name="bench", app_url=url, agent_dir=tmp / "agent", claim_file=tmp / f"c{i}.json",
-                          timeout_s=60)
+            run = StepRun(step=step, plan_name="bench", app_url=url, agent_dir=tmp / "agent",
+                          claim_file=tmp / f"c{i}.json", timeout_s=60)
             (tmp / "agent").mkdir(exist_ok=True)
             out = tmp / "ev" / f"s{i}"
             out.mkdir(parents=True)
             t0 = time.perf_counter()
             result = actor.perform(run)
             t1 = time.perf_counter()
-            files = ScreenshotCapture().take(ScreenshotCapture.Params(kind="screenshot", name="shot"),
-                                             CaptureContext(step_id=step.id, phase="after", out_dir=out, page=actor.page))
+            ctx = CaptureContext(step_id=step.id, phase="after", out_dir=out, page=actor.page)
+            files = ScreenshotCapture().take(ScreenshotCapture.Params(kind="screenshot", name="shot"), ctx)
             t2 = time.perf_counter()
             if result.error or files[0].suffix != ".png":
                 raise SystemExit(f"step {i} failed: {result.error or files[0].read_text()}")
@@ -150,11 +150,13 @@ def main() -> int:
     b = report["browser"]
     print(f"machine: {report['machine']['cpus']} CPUs, load {report['machine']['loadavg_1m']}")
     print(f"chromium launch: {b['chromium_launch_ms']:.0f} ms")
-    print(f"browser step (goto + wait_for) with screenshot: median {b['step_with_screenshot']['median_ms']:.0f} ms, "
-          f"p90 {b['step_with_screenshot']['p90_ms']:.0f} ms (screenshot alone {b['screenshot_only']['median_ms']:.0f} ms)")
+    step, shot = b["step_with_screenshot"], b["screenshot_only"]
+    print(f"browser step (goto + wait_for) with screenshot: median {step['median_ms']:.0f} ms, "
+          f"p90 {step['p90_ms']:.0f} ms (screenshot alone {shot['median_ms']:.0f} ms)")
     for e, r in report["ocr"].items():
         print(f"OCR {e}: cold {r['cold']['median_ms']:.0f} ms/screenshot (median of {r['cold']['n']}), "
-              f"cached {r['cached']['median_ms']:.1f} ms, first call in process {r['first_call_in_process_ms']:.0f} ms, "
+              f"cached {r['cached']['median_ms']:.1f} ms, "
+              f"first call in process {r['first_call_in_process_ms']:.0f} ms, "
               f"engine calls {r['engine_calls_total']} for {r['engine_calls_cold']} images")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
