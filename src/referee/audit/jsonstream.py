@@ -61,6 +61,13 @@ _SEP = re.compile(r"[ \t\r\n,]*")
 # stops it), inside a record, or at its top level where a comma ends a broken scalar
 _SKIP_IN = re.compile(r'(?:[^"\[\]{}]++|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+")*+')  # possessive: no backtracking
 _SKIP_TOP = re.compile(r'(?:[^"\[\]{},]++|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+")*+')
+def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where a pattern that always matches (it may match nothing) stops, from `pos`."""
+    m = pattern.match(text, pos)
+    assert m is not None  # every pattern given here matches the empty string
+    return m.end()
+
+
 _KEY = re.compile(r'("[^"\\\n]*(?:\\.[^"\\\n]*)*")[ \t\r\n]*:')
 _CLOSE = {"[": "]", "{": "}"}
 
@@ -151,7 +158,7 @@ def _scan(buf: str, i: int, stack: list[str], lo: int) -> tuple[str, int]:
     """
     n = len(buf)
     while True:
-        i = (_SKIP_IN if stack else _SKIP_TOP).match(buf, i).end()  # strings and plain text, in C
+        i = _end(_SKIP_IN if stack else _SKIP_TOP, buf, i)  # strings and plain text, in C
         if i >= n:
             return "more", n
         c = buf[i]
@@ -204,7 +211,7 @@ class _Reader:
         """Move the cursor past `pattern`; the next character, or "" at the end of the file."""
         w = self.w
         while True:
-            j = pattern.match(w.buf, self.pos).end()
+            j = _end(pattern, w.buf, self.pos)
             self._goto(j)
             if j < len(w.buf):
                 return w.buf[j]
@@ -239,7 +246,7 @@ class _Reader:
             _, end = _DECODE(buf[self.pos:nl])
         except ValueError:
             return False
-        j = _WS.match(buf, self.pos + end).end()
+        j = _end(_WS, buf, self.pos + end)
         return j > nl and j < len(buf) and buf[j] in "[{"
 
     def _step(self) -> Iterator[JsonValue]:
@@ -304,7 +311,7 @@ class _Reader:
         gap, gap_nl, lay = None, 0, ref  # the text between records: the same as last time means the same layout
         try:
             while True:
-                j = sep(buf, pos).end()
+                j = sep(buf, pos).end()  # type: ignore[union-attr]  # _SEP matches the empty string: never None
                 if j >= end_ok or buf[j] != opener:
                     return  # the window's end, the array's, or a record that does not start like the last
                 if gap is None or j - pos != len(gap) or not buf.startswith(gap, pos):
@@ -478,7 +485,7 @@ class _Reader:
             return j
         k, c = self._peek_at(j)
         if c == ",":
-            k = _SEP.match(w.buf, k).end()
+            k = _end(_SEP, w.buf, k)
             k, c = self._peek_at(k)
             if c in ("", "]"):
                 return j if self._follows(k) or c == "" else None
@@ -490,7 +497,7 @@ class _Reader:
         """The first non-blank character from buf[i] on and where it is; ("", end of window) at EOF."""
         w = self.w
         while True:
-            j = _WS.match(w.buf, i).end()
+            j = _end(_WS, w.buf, i)
             if j < len(w.buf):
                 return j, w.buf[j]
             if not w.grow():
@@ -581,7 +588,7 @@ class _Reader:
             else:
                 c = buf.find(",", i)
                 if c >= 0:
-                    c = _WS.match(buf, c + 1).end()
+                    c = _end(_WS, buf, c + 1)
             if c >= 0:
                 return c
             if w.eof:
