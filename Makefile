@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PKGS := postgresql chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core
 
-.PHONY: demo test setup sysdeps bench clean
+.PHONY: demo test setup sysdeps bench clean check
 
 sysdeps:
 	@missing=""; \
@@ -28,7 +28,13 @@ setup: sysdeps $(STAMP)
 demo: setup
 	$(VENV)/bin/referee demo
 
-test: setup
+# the walls of DESIGN.md (import-linter contracts in pyproject.toml), lint and types, then the suite
+check: setup
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy src/referee
+
+test: check
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: setup
