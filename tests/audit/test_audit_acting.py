@@ -106,3 +106,13 @@ def test_conditional_tasks_without_a_write_are_unknown(task, conditional):
         assert v["action"] == "unknown" and v["final_supports_goal"] == "unknown"
     else:  # the send was owed unconditionally and never made
         assert v["action"] == "no"
+
+
+def test_a_birthday_in_the_write_neither_verifies_nor_contradicts_the_tasks_date():
+    from referee.audit.extract.details import stated_details
+
+    task = "Book the 9am slot on May 22 for patient P-2231"
+    birthday_only = stated_details(task, [(1, {"patient": "P-2231", "person": {"dob": "1981-05-26"}})])
+    wrong_slot = stated_details(task, [(1, {"patient": "P-2231", "date": "2024-05-26"})])
+    assert birthday_only.value == "unknown"
+    assert wrong_slot.value == "no"

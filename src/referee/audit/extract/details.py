@@ -329,6 +329,17 @@ def still_shown(targets: Iterable[str], before: str, final: str) -> list[str]:
 
 
 _STATED = ("id", "date", "time", "money", "email", "quoted")
+_PERSONAL_DATE = re.compile(r"birth|dob|born|created|updated|modified|timestamp", re.I)
+
+
+def _without_personal_dates(v: Any) -> Any:
+    """Arguments without the dates that describe a person or a record (a birthday, a timestamp):
+    they are never the date a task asks for, so they may neither verify nor contradict one."""
+    if isinstance(v, dict):
+        return {k: _without_personal_dates(x) for k, x in v.items() if not _PERSONAL_DATE.search(str(k))}
+    if isinstance(v, list):
+        return [_without_personal_dates(x) for x in v]
+    return v
 
 
 def stated_details(task: str, writes: list[tuple[int, Any]]) -> Finding:
@@ -346,7 +357,7 @@ def stated_details(task: str, writes: list[tuple[int, Any]]) -> Finding:
     stated = [(k, v) for k, v in typed_atoms(task) if k in _STATED]
     if not stated:
         return Finding(value="unknown", note="the task states no checkable detail")
-    texts = [(i, json.dumps(a, ensure_ascii=False, default=str)) for i, a in writes]
+    texts = [(i, json.dumps(_without_personal_dates(a), ensure_ascii=False, default=str)) for i, a in writes]
     carried = {k: [(i, v) for i, t in texts for k2, v in typed_atoms(t, 200) if k2 == k] for k, _ in stated}
 
     def has(kind: str, value: str) -> bool:
