@@ -41,3 +41,12 @@ def test_the_record_keeps_the_atoms_of_the_report():
 def test_an_offer_of_more_help_beside_a_result_is_still_success_but_a_confirmation_is_not():
     assert read_claim_rules("I renamed the file. Would you like me to also archive it?").label == "success"
     assert read_claim_rules("I have the draft ready. Shall I proceed and send it?").label == "unclear"
+
+
+def test_a_huge_or_degenerate_report_is_read_quickly():
+    import time
+
+    t0 = time.perf_counter()
+    for report in ("a" * 500_000 + '"' + "b" * 500_000, "I could not. " * 100_000, "(" * 100_000 + "x"):
+        read_claim_rules(report)
+    assert time.perf_counter() - t0 < 5  # each took minutes or seconds before (quadratic atoms and emails)

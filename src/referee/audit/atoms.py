@@ -12,7 +12,7 @@ from referee.audit.extract.lexicon import is_id
 
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _PATTERNS = (
-    ("email", re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")),
+    ("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(\.[\w-]+)+")),  # starts at a word edge: linear
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
                         rf"\b{_MONTH} \d{{1,2}}(st|nd|rd|th)?(,? \d{{4}})?\b|\b\d{{1,2}} {_MONTH}( \d{{4}})?\b", re.I)),
     ("time", re.compile(r"\b\d{1,2}:\d{2}(:\d{2})?(\s?[ap]\.?m\.?)?\b|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I)),
@@ -49,17 +49,20 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
     if not text:
         return []
     found: list[tuple[int, int, str, str]] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # which characters an earlier, more specific atom already covers
 
     def free(a: int, b: int) -> bool:
-        return all(b <= s or a >= e for s, e in taken)
+        return not any(taken[a:b])
+
+    def take(a: int, b: int) -> None:
+        taken[a:b] = b"\x01" * (b - a)
 
     for kind, pat in _PATTERNS:
         if kind == "number":  # ids before bare numbers: ORD-7731 is one atom, not 7731
             for m in _TOKEN.finditer(text):
                 if is_id(m.group(0)) and free(*m.span()) and not _NUM.fullmatch(m.group(0)):
                     found.append((m.start(), m.end(), "id", m.group(0)))
-                    taken.append(m.span())
+                    take(*m.span())
         for m in pat.finditer(text):
             a, b = (m.span(1) if m.group(1) is not None else m.span(2)) if kind == "quoted" else m.span()
             val = text[a:b].strip()
@@ -67,7 +70,7 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
                 continue
             if val and free(a, b):
                 found.append((a, b, kind, val))
-                taken.append((a, b))
+                take(a, b)
     out: list[tuple[str, str]] = []
     for _, _, kind, v in sorted(found):
         if all(v != o for _, o in out):
@@ -119,7 +122,7 @@ def norm_number(s: str) -> str | None:
 
 @lru_cache(maxsize=256)
 def _haystack_numbers(hay: str) -> frozenset[str]:
-    return frozenset(n for t in _NUM.findall(hay) if (n := norm_number(t)) is not None)
+    return frozenset(n for t in set(_NUM.findall(hay)) if (n := norm_number(t)) is not None)
 
 
 _DATE_RE = dict(_PATTERNS)["date"]
@@ -153,6 +156,7 @@ def time_key(s: str) -> tuple[int, int] | None:
     return (h, mi) if h < 24 and mi < 60 else None
 
 
+@lru_cache(maxsize=16)  # the same haystack is folded once for all of a report's atoms
 def _fold(s: str) -> str:
     return re.sub(r"\s+", " ", s.lower().replace("*", "")).strip()
 

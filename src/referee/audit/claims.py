@@ -14,6 +14,7 @@ from referee.audit.records import ClaimReading
 from referee.registry import FACTORY, Registry
 
 CLAIM_PROMPT_VERSION = "2"  # 2: cue families
+MAX_REPORT_CHARS = 20_000   # longer reports are read on their first 5,000 and last 15,000 characters
 
 # holds factories; referee.audit.backends builds one per audit with the keyword config it declares
 claim_readers: Registry[Callable[..., Any]] = Registry("claim reader backend", "referee.claim_readers", item=FACTORY)
@@ -124,6 +125,8 @@ def read_claim_rules(report: str | None) -> ClaimReading:
     """
     if report is None or not report.strip():
         return _reading("empty", "empty report", None)
+    if len(report) > MAX_REPORT_CHARS:  # a report is read for its claim: its opening and its last word
+        report = report[:MAX_REPORT_CHARS // 4] + "\n…\n" + report[-(MAX_REPORT_CHARS * 3 // 4):]
     return _terminal(report) or _structured(report) or _read_text(report)
 
 
