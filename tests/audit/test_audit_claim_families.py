@@ -43,10 +43,9 @@ def test_an_offer_of_more_help_beside_a_result_is_still_success_but_a_confirmati
     assert read_claim_rules("I have the draft ready. Shall I proceed and send it?").label == "unclear"
 
 
-def test_a_huge_or_degenerate_report_is_read_quickly():
-    import time
-
-    t0 = time.perf_counter()
-    for report in ("a" * 500_000 + '"' + "b" * 500_000, "I could not. " * 100_000, "(" * 100_000 + "x"):
-        read_claim_rules(report)
-    assert time.perf_counter() - t0 < 5  # each took minutes or seconds before (quadratic atoms and emails)
+def test_a_huge_report_is_read_on_its_opening_and_its_last_word():
+    # (these inputs took minutes before: atoms and the email pattern were quadratic; pytest-timeout guards it)
+    middle = "filler text " * 50_000 + "I could not log in at first. " + "filler text " * 50_000
+    assert read_claim_rules("Here is my log. " + middle + "In the end the order was placed.").family == "completion"
+    assert read_claim_rules("a" * 500_000 + '"' + "b" * 500_000).family == "no_status"
+    assert len(read_claim_rules("Order ORD-1 " * 100_000).atoms) <= 40
