@@ -36,7 +36,6 @@ class CaptureSpec:
     kind: str
     Params: type[CaptureParams]
     summary: str
-    needs_page: bool = False  # taken from the runner's browser page (a `browser` actor)
 
 
 def _is_spec(obj: object) -> bool:
@@ -55,11 +54,11 @@ BUILTIN_SPECS: dict[str, CaptureSpec] = {}
 """The built-in kinds, by name; the runner's capture classes take their Params and summary from here."""
 
 
-def spec(kind: str, summary: str, *, needs_page: bool = False):
+def spec(kind: str, summary: str):
     """Class decorator: declare a CaptureParams subclass as the parameters of built-in capture kind `kind`."""
 
     def deco(cls: type[CaptureParams]) -> type[CaptureParams]:
-        BUILTIN_SPECS[kind] = CaptureSpec(kind, cls, summary, needs_page)
+        BUILTIN_SPECS[kind] = CaptureSpec(kind, cls, summary)
         capture_specs.add(kind, BUILTIN_SPECS[kind])
         return cls
 
@@ -111,21 +110,19 @@ class FileParams(CaptureParams):
     path: str
 
 
-@spec("screenshot", "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)",
-      needs_page=True)
+@spec("screenshot", "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)")
 class ScreenshotParams(CaptureParams):
     full_page: bool = False
     selector: str | None = None
 
 
-@spec("aria", "the page's accessibility snapshot (roles, names, states) as YAML or JSON", needs_page=True)
+@spec("aria", "the page's accessibility snapshot (roles, names, states) as YAML or JSON")
 class AriaParams(CaptureParams):
     selector: str = "body"
     format: Literal["yaml", "json"] = "yaml"
 
 
-@spec("dom", "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML",
-      needs_page=True)
+@spec("dom", "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML")
 class DomParams(CaptureParams):
     selector: str | None = None
 

@@ -74,7 +74,6 @@ class CaptureKind:
     kind: ClassVar[str] = ""
     Params: ClassVar[type[CaptureParams]] = CaptureParams
     summary: ClassVar[str] = ""
-    needs_page: ClassVar[bool] = False
 
     def take(self, params: CaptureParams, ctx: CaptureContext) -> list[Path]:
         raise NotImplementedError
@@ -95,7 +94,7 @@ def register(kind: str):
         cls.kind = kind
         builtin = BUILTIN_SPECS.get(kind)
         if builtin is not None:
-            cls.Params, cls.summary, cls.needs_page = builtin.Params, builtin.summary, builtin.needs_page
+            cls.Params, cls.summary = builtin.Params, builtin.summary
         else:
             capture_specs.add(kind, cls)
         captures.add(kind, cls)

@@ -26,7 +26,6 @@ def _settle(page, timeout_s: float) -> None:
 class PageCapture(CaptureKind):
     """A capture from the runner's page: no page, or a page that fails, is a failed capture."""
 
-    needs_page = True
     what = "screen capture"
 
     def take(self, params, ctx):
