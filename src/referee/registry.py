@@ -164,6 +164,8 @@ class Registry(Generic[T]):
         return sorted(self._items)
 
     def __contains__(self, name: object) -> bool:
+        if name in self._items:  # built-ins never wait on (or break with) an unrelated plugin
+            return True
         self._load_entry_points()
         return name in self._items
 
@@ -183,6 +185,8 @@ class Registry(Generic[T]):
                                 **where)
 
     def get(self, name: str, **where) -> T:
+        if name in self._items:  # entry points load only for a name no built-in has
+            return self._items[name]
         self._load_entry_points()
         try:
             return self._items[name]

@@ -163,7 +163,7 @@ class FileRecord(_Record):
 
     kind: Literal["file"] = "file"
     path: str
-    resolved: str
+    resolved: str = ""  # absent in records written before it existed: the checker falls back to `path`
     exists: bool
     size: int = 0
     copy_: str | None = Field(default=None, alias="copy")
@@ -218,11 +218,11 @@ def is_record(entry: FileEntry) -> bool:
     if entry.captured_by != "runner" or entry.capture is None:
         return False
     path = PurePosixPath(entry.path)
-    if path.parent != PurePosixPath("evidence", entry.step, entry.phase):
-        return False
-    if path.name == entry.capture + FAILURE_SUFFIX:
+    phase_dir = PurePosixPath("evidence", entry.step, entry.phase)
+    # the whole path, not just its last part: a capture may be named `api/order`
+    if path == phase_dir / (entry.capture + FAILURE_SUFFIX):
         return True
-    return entry.kind in RECORD_MODELS and path.name == record_file(entry.capture, entry.kind)
+    return entry.kind in RECORD_MODELS and path == phase_dir / record_file(entry.capture, entry.kind)
 
 
 def _upgrade(doc: dict[str, Any], kind: str | None) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def grade(run_dir: str | Path) -> RunResults:
     except OSError:
         raise EvidenceError("plan.yaml is missing from the run directory", file=str(run_dir)) from None
     try:
-        plan = load_plan_text(text, str(plan_path))
+        plan = load_plan_text(text, str(plan_path), frozen=True)
     except PlanError as exc:
         raise RefereeError(f"the frozen plan no longer loads: {exc}", file=str(plan_path)) from None
     claims = read_claims(run_dir)

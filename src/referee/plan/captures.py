@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from referee.registry import Item, Registry
 
@@ -27,6 +27,23 @@ class CaptureParams(BaseModel):
 
     kind: str
     name: str
+
+    @field_validator("name")
+    @classmethod
+    def _stays_inside(cls, v: str) -> str:
+        return inside_run_dir(v, "a capture name")
+
+
+def inside_run_dir(v: str, what: str) -> str:
+    """A name that becomes a path under the run directory: relative, no `..`, no backslash.
+
+    >>> inside_run_dir("api/order", "a capture name")
+    'api/order'
+    """
+    parts = v.replace("\\", "/").split("/")
+    if not v or v.startswith("/") or "\\" in v or ".." in parts or (len(v) > 1 and v[1] == ":"):
+        raise ValueError(f"{what} must be a relative path inside the run directory, without '..' ({v!r})")
+    return v
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,11 @@ class CommandParams(CaptureParams):
     command: str
     timeout_s: float = 60.0
     stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
+
+    @field_validator("stdout_as")
+    @classmethod
+    def _file_inside(cls, v: str | None) -> str | None:
+        return None if v is None else inside_run_dir(v, "stdout_as")
 
 
 @spec("sql", "rows of a SQL query (any SQLAlchemy URL; `${VAR}` reads the runner's environment)")

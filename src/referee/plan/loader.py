@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from referee.errors import PlanError, RefereeError
-from referee.plan.captures import CaptureParams, CaptureSpec, capture_specs
+from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
 from referee.plan.model import Plan, Step
 from referee.plan.validators import ValidatorParams, ValidatorSpec, validator_specs
 
@@ -157,10 +157,14 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
     return [n for n in current.model_fields if n != "kind"] if current else []
 
 
-def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
+def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> LoadedPlan:
     """Parse and validate plan text. Capture and validator kinds are plan data (`referee.plan.captures`,
     `referee.plan.validators`): loading a plan imports neither the runner nor the validators' checks,
     so the grader loads the frozen plan like any other.
+
+    `frozen`: the plan a run directory holds. Its captures were taken already and lie on disk, so a
+    capture kind from a plugin is kept as written (the grader needs only its name): grading imports
+    no capture plugin, and a run stays gradeable after the plugin that captured it is gone.
 
     >>> lp = load_plan_text("- id: a\\n  do: nothing\\n", "p.yaml")
     >>> (lp.name, [s.id for s in lp.plan.steps])
@@ -205,7 +209,10 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
         names: set[str] = set()
         for ci, raw in enumerate(step.capture):
             loc = ("steps", si, "capture", ci)
-            ck, params = _typed(where, capture_specs, raw, loc, "capture")
+            if frozen and isinstance(raw, dict) and str(raw.get("kind")) not in BUILTIN_SPECS:
+                ck, params = _kept(raw)
+            else:
+                ck, params = _typed(where, capture_specs, raw, loc, "capture")
             _check_url(where, plan, params, loc)
             if params.name in names:
                 raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
@@ -234,6 +241,16 @@ def load_plan_text(text: str, file: str = "<plan>") -> LoadedPlan:
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
     return LoadedPlan(Path(file), text, plan, typed_v, typed_c)
+
+
+class _KeptParams(CaptureParams):
+    model_config = ConfigDict(extra="allow")
+
+
+def _kept(raw: dict[str, Any]) -> tuple[CaptureSpec, CaptureParams]:
+    kind = str(raw.get("kind"))
+    spec = CaptureSpec(kind, _KeptParams, "a capture kind not installed here, kept as the run wrote it")
+    return spec, _KeptParams.model_validate(raw)
 
 
 def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str) -> tuple[Any, Any]:

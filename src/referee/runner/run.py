@@ -74,9 +74,23 @@ def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: d
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             files = [write_failure(out_dir, cap.params, error)]
+        else:
+            error = _reported_failure(files)
         for i, path in enumerate(files):
             store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
                            kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
+
+
+def _reported_failure(files: list[Path]) -> str | None:
+    """A failure a capture wrote instead of raising CaptureFailed: `{"capture_error": ...}` in its
+    first `.json` file (the contract before CaptureFailed; plugins written against it still do this)."""
+    if not files or files[0].suffix != ".json" or files[0].stat().st_size > 1_000_000:
+        return None
+    try:
+        doc = json.loads(files[0].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return str(doc["capture_error"]) if isinstance(doc, dict) and doc.get("capture_error") else None
 
 
 def read_claim(claim_file: Path) -> tuple[dict | None, str | None]:

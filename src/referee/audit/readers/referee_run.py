@@ -283,7 +283,7 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
         manifest = read_manifest(run_dir)
         info = describe_run_dir(run_dir, manifest)
         text = plan_file.read_text(encoding="utf-8")
-        plan = load_plan_text(text, str(plan_file))
+        plan = load_plan_text(text, str(plan_file), frozen=True)
     except (RefereeError, OSError) as exc:
         yield TraceItem(file=str(run_dir), line=None, run_id=None,
                         error=record_error(f"not an auditable run directory: {exc}", file=str(run_dir), line=None))
