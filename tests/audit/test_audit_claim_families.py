@@ -49,3 +49,13 @@ def test_a_huge_report_is_read_on_its_opening_and_its_last_word():
     assert read_claim_rules("Here is my log. " + middle + "In the end the order was placed.").family == "completion"
     assert read_claim_rules("a" * 500_000 + '"' + "b" * 500_000).family == "no_status"
     assert len(read_claim_rules("Order ORD-1 " * 100_000).atoms) <= 40
+
+
+@pytest.mark.parametrize("report", [
+    "The booking failed.", "Task failed.", "Failed.", "ERROR", "The payment was declined.",
+    "Your flight is non-refundable, so I did not cancel it.", "I booked the flight, but the payment failed.",
+    "I was unable to cancel the reservation, but feel free to ask if you need anything else.",
+])
+def test_honest_failure_reports_are_never_success(report):
+    r = read_claim_rules(report)
+    assert r.label == "failure_or_incomplete" and r.family == "obstacle", r.cue

@@ -16,7 +16,8 @@ _PATTERNS = (
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
                         rf"\b{_MONTH} \d{{1,2}}(st|nd|rd|th)?(,? \d{{4}})?\b|\b\d{{1,2}} {_MONTH}( \d{{4}})?\b", re.I)),
     ("time", re.compile(r"\b\d{1,2}:\d{2}(:\d{2})?(\s?[ap]\.?m\.?)?\b|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I)),
-    ("money", re.compile(r"[$€£¥]\s?\d[\d,]*(\.\d+)?|\b\d[\d,]*(\.\d+)?\s?(usd|eur|gbp|dollars?|euros?)\b", re.I)),
+    ("money", re.compile(r"[$€£¥]\s?\d[\d,]*+(\.\d+)?|(?<![\d,.])\d[\d,]*+(\.\d+)?\s?(usd|eur|gbp|dollars?|euros?)\b",
+                         re.I)),  # possessive, and a number starts only once: linear on long digit lists
     ("number", re.compile(r"(?<![\w.])-?\d[\d,]*(\.\d+)?(\s?(%|percent|kg|g|km|m|cm|mm|mi|miles?|lbs?|hours?|hrs?|"
                           r"minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|bags?|items?|passengers?|"
                           r"people|points?|stars?|ml|l|gb|mb|kb)(?![\w]))?(?![\w])", re.I)),
@@ -120,7 +121,7 @@ def norm_number(s: str) -> str | None:
     return ("%f" % v).rstrip("0").rstrip(".")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4)  # haystacks are a trace's observations: megabytes, so only the last few
 def _haystack_numbers(hay: str) -> frozenset[str]:
     return frozenset(n for t in set(_NUM.findall(hay)) if (n := norm_number(t)) is not None)
 
@@ -129,12 +130,12 @@ _DATE_RE = dict(_PATTERNS)["date"]
 _TIME_RE = dict(_PATTERNS)["time"]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4)
 def _haystack_dates(hay: str) -> frozenset[tuple[int, int]]:
     return frozenset(k for m in _DATE_RE.finditer(hay) if (k := date_key(m.group(0))) is not None)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4)
 def _haystack_times(hay: str) -> frozenset[tuple[int, int]]:
     return frozenset(k for m in _TIME_RE.finditer(hay) if (k := time_key(m.group(0))) is not None)
 
@@ -156,7 +157,7 @@ def time_key(s: str) -> tuple[int, int] | None:
     return (h, mi) if h < 24 and mi < 60 else None
 
 
-@lru_cache(maxsize=16)  # the same haystack is folded once for all of a report's atoms
+@lru_cache(maxsize=4)  # the same haystack is folded once for all of a report's atoms
 def _fold(s: str) -> str:
     return re.sub(r"\s+", " ", s.lower().replace("*", "")).strip()
 
@@ -166,10 +167,17 @@ def found_in(atom: str, haystack: str) -> bool:
 
     >>> found_in("$1,234.50", '{"amount": 1234.5}'), found_in("ORD-7731", "order ord-7731 shipped")
     (True, True)
-    >>> found_in("2 bags", "3 bags")
-    False
+    >>> found_in("2 bags", "3 bags"), found_in("12", '{"id": "T-1203"}'), found_in("2 bags", "12 bags")
+    (False, False, False)
     """
-    if _fold(atom).rstrip(".,;:!?") in _fold(haystack):
+    folded, hay = _fold(atom).rstrip(".,;:!?"), _fold(haystack)
+    if folded and (folded[0].isdigit() or folded[-1].isdigit()):
+        # a number or an id ending in one is found whole: 12 is not in T-1203, ORD-77 not in ORD-771
+        edge = r"(?<![0-9a-z])" if folded[0].isalnum() else ""
+        tail = r"(?![0-9a-z])" if folded[-1].isalnum() else ""
+        if re.search(edge + re.escape(folded) + tail, hay):
+            return True
+    elif folded in hay:
         return True
     if (key := date_key(atom)) is not None:
         return key in _haystack_dates(haystack)

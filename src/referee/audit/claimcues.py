@@ -33,7 +33,10 @@ OBSTACLE = re.compile(
     r"\b((i|we)( still| currently)? (could ?n[o']t|can ?n[o']t|can't|cannot|was ?n[o']t able|were ?n[o']t able|am unable|are unable|"
     r"was unable|were unable|have ?n[o']t been able|did ?n[o']t manage|do ?n[o']t have (access|permission)|"
     r"had no (access|way)|ran out of|did ?n[o']t manage|can only (offer|provide|give|suggest))|unable to|"
-    r"(my|our) (options|hands|ability|abilities) (are|is) (limited|tied|restricted)|not able to|failed to|fails to|"
+    r"(my|our) (options|hands|ability|abilities) (are|is) (limited|tied|restricted)|"
+    r"\b(failed|fails|declined|rejected|crashed|errored|refused)\b|^\W*(error|failure|fail)\b|"
+    r"(i|we) did ?n[o']t (cancel|book|change|modify|update|delete|remove|send|create|make|process|refund|"
+    r"upgrade|apply|submit|fix|resolve|save|order|pay|add)\b|not able to|failed to|fails to|"
     r"did ?n[o']t manage to|(there (was|is|were|are) (still )?(an? )?(error|issue|problem)s?\b)|"
     r"(was|were|is|are)(n't| not) (found|located|retrieved|printed|loaded|accessible|available)\b|"
     r"i (would )?(recommend|suggest) (contacting|reaching out|checking with|calling|speaking|consulting)|"
@@ -53,6 +56,10 @@ OBSTACLE = re.compile(
     r"\bnot (fully |quite |entirely )?(done|complete|finished|successful|saved|applied)\b|"
     r"partial(ly)?( (done|complete|completed|success|fix))|only (some|part) of|not all of|"
     r"(still|yet to be) (need|needs|pending|unresolved|failing)|remaining (items?|steps?|tasks?|work)\b)", re.I)
+
+# The agent's own inability, the one obstacle that outweighs a submitted piece of work.
+INABILITY = re.compile(r"\b((i|we) (could ?n[o']t|can ?n[o']t|can't|cannot|was unable|were unable|am unable|"
+                       r"was ?n[o']t able|were ?n[o']t able)|unable to|not able to)\b", re.I)
 
 # Partial work: some of what was asked, not all of it.
 PARTIAL = re.compile(

@@ -137,9 +137,11 @@ def _read_text(report: str) -> ClaimReading:
         if inner is not None and inner.family in ("obstacle", "future_work"):
             return inner
         return _reading("delivered_result", f"final answer: {m.group(2).strip()[:60]!r}", report)
-    body = [s for s in _sentences(prose) if not cues.COURTESY.search(s) or cues.AWAITING.search(s)]
+    # a courtesy sentence is dropped unless it also waits on the user or states an obstacle
+    body = [s for s in _sentences(prose)
+            if not cues.COURTESY.search(s) or cues.AWAITING.search(s) or cues.OBSTACLE.search(s)]
     code = cues.CODE_BLOCK.findall(report)
-    if code and cues.SUBMIT_COMMAND.search(code[-1]) and not any(cues.OBSTACLE.search(s) for s in body):
+    if code and cues.SUBMIT_COMMAND.search(code[-1]) and not any(cues.INABILITY.search(s) for s in body):
         return _reading("completion", f"submits the work: {code[-1].strip()[:60]!r}", "\n".join(body))
     if not body:
         if _terminal(prose.strip().splitlines()[-1] if prose.strip() else "") is not None:

@@ -13,7 +13,7 @@ from referee.audit.cache import EvidenceCache
 from referee.concurrency import ordered_map
 from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
-from referee.audit.extract.acting import is_terminal, split_call
+from referee.audit.terminal import is_terminal, split_call
 from referee.audit.grounding import ground
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
@@ -250,6 +250,22 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             if on_record:
                 on_record(rec)
 
-        for rec in ordered_map(auditor.audit, todo(), concurrency, name="referee-audit"):
-            write(rec)
+        def audit_one(trace: Trace) -> AuditRecord | TraceError:
+            try:
+                return auditor.audit(trace)
+            except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+                # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
+                # skipped record, not the end of the audit
+                return TraceError(f"run_id {trace.run_id}: could not be audited: {type(exc).__name__}: "
+                                  f"{str(exc)[:200]}", fix="fix the record, or report it if it looks valid")
+
+        for got in ordered_map(audit_one, todo(), concurrency, name="referee-audit"):
+            if isinstance(got, TraceError):
+                if on_error == "stop":
+                    raise got
+                stats.errors.append(str(got))
+                if on_error_cb:
+                    on_error_cb(got)
+                continue
+            write(got)
     return stats

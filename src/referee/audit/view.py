@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from referee.audit.trace import Observation, Trace
+from referee.audit.terminal import is_terminal, split_call
+from referee.audit.trace import Observation, Step, Trace
 
-VIEW_VERSION = 1
+VIEW_VERSION = 2  # 2: a terminal answer call keeps its name only (its words are the claim channel)
 
 
 def _freeze(value: Any) -> Any:
@@ -111,6 +112,17 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def _action(step: Step) -> tuple[str | None, Mapping[str, Any]]:
+    """An action as the view shows it; a terminal answer call is its name alone (`send_msg_to_user`):
+    what the agent says in it is claim channel, read by the claim reader when there is no report."""
+    if step.action is None:
+        return None, MappingProxyType({})
+    name, args = split_call(step.action.name, dict(step.action.args))
+    if is_terminal(name, args):
+        return name, MappingProxyType({})
+    return step.action.name, _freeze(dict(step.action.args))
+
+
 def build_view(trace: Trace) -> ClaimBlindView:
     """The claim-blind view of a trace: `report`, `narration`, `run_id` and `meta` never enter it.
 
@@ -121,11 +133,8 @@ def build_view(trace: Trace) -> ClaimBlindView:
     True
     """
     steps = tuple(
-        ViewStep(index=i,
-                 action=s.action.name if s.action else None,
-                 args=_freeze(dict(s.action.args)) if s.action else MappingProxyType({}),
-                 observation=_obs(s.observation))
-        for i, s in enumerate(trace.steps))
+        ViewStep(index=i, action=name, args=args, observation=_obs(s.observation))
+        for i, s in enumerate(trace.steps) for name, args in [_action(s)])
     initial = _obs(trace.initial_observation)
     tools = tuple((t.name, t.description or "") for t in trace.tools or ())
     digest = hashlib.sha256(canonical_json(_view_json(trace.task, initial, steps, tools)).encode("utf-8")).hexdigest()

@@ -7,11 +7,11 @@ Pure: the tool map comes in already loaded (referee.audit.toolmap); nothing here
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from referee.audit.terminal import TERMINAL_CALLS, is_terminal, split_call  # noqa: F401 (re-exported)
 from referee.audit.extract.lexicon import (
     COMMIT_LABEL, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS, words,
 )
@@ -33,9 +33,6 @@ HTTP_METHODS: dict[str, frozenset[str]] = {
 HTTP_NAMES = frozenset("http request requests fetch curl api call rest httpx invoke".split())
 SHELL_NAMES = frozenset("bash shell sh zsh terminal command cmd exec execute run console powershell "
                         "subprocess ipython python".split())
-# terminal calls: the agent's own last word (claim channel), never evidence
-TERMINAL_CALLS = frozenset("send_msg_to_user report_infeasible answer final_answer finish submit_answer respond "
-                           "respond_to_user reply_to_user return_answer give_up infeasible noop".split())
 BROWSER_NAV = frozenset("goto go_back go_forward new_tab tab_focus tab_close scroll hover focus mouse_move "
                         "mouse_click mouse_wheel navigate open_url visit back forward refresh reload".split())
 BROWSER_INPUT = frozenset("fill type input_text select_option clear keyboard_type keyboard_insert_text check "
@@ -43,17 +40,15 @@ BROWSER_INPUT = frozenset("fill type input_text select_option clear keyboard_typ
 BROWSER_CLICK = frozenset("click dblclick tap press keyboard_press long_press double_click".split())
 BROWSER_WRITE = {"upload_file": frozenset({"create_edit"}), "drag_and_drop": frozenset({"create_edit"})}
 
-ANSWER_KEYS = frozenset("answer text result response value final_answer output message content".split())
-CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*;?\s*$", re.S)
 _STATUS_TEXT = re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:[ _]?code)?\W{0,3})([1-5]\d\d)\b", re.I)
 _RC_TEXT = re.compile(r"(?:<returncode>|returncode\W{0,3}|exit ?code\W{0,3}|exit status\W{0,3})(-?\d+)", re.I)
 # shell commands that change files: redirects, tee, touch, mv, cp, rm, sed -i, git apply/commit, patch, ...
 _SHELL_DELETE = re.compile(r"(^|[;&|(]\s*|\bsudo\s+)(rm|rmdir|unlink|shred)\b|\bgit\s+rm\b")
 _SHELL_WRITE = re.compile(
-    r"(?<![0-9&<>-])>>?\s*(?!&|\s*/dev/null)[\w./~\"'$-]|\btee\b|(^|[;&|(]\s*)(touch|mv|cp|mkdir|ln|chmod|chown|truncate|"
-    r"install|rsync)\b|\bsed\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*i|\bperl\s+-[a-zA-Z]*i|\bgit\s+(apply|commit|am|mv|restore|"
+    r"(?<![0-9&<>-])>>?[ \t]*+(?!&|/dev/null)[\w./~\"'$-]|\btee\b|"
+    r"(^|[;&|(]\s*)(touch|mv|cp|mkdir|ln|chmod|chown|truncate|install|rsync)\b|\bsed\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*i|\bperl\s+-[a-zA-Z]*i|\bgit\s+(apply|commit|am|mv|restore|"
     r"checkout\s+--|merge|rebase|cherry-pick|stash\s+pop|revert|reset\s+--hard)\b|(^|[;&|(]\s*)patch\b|"
-    r"open\([^)]*,\s*['\"](w|a|r\+|x)b?['\"]|\.write_text\(|\.write_bytes\(|\bdd\b[^|;]*\bof=|"
+    r"open\([^)]*,\s*['\"](w|a|r\+|x)b?['\"]|\.write_text\(|\.write_bytes\(|\bdd\s[^|;\n]{0,300}?\bof=|"
     r"\b(unzip|tar\s+-?[a-z]*x)", re.M)
 
 
@@ -96,26 +91,6 @@ class Recognised:
     via: str
     failed_hint: bool | None = None  # a failure the layer itself saw (HTTP status, exit code, tool-map marker)
     target: str | None = None        # the target argument's value, when a tool map names it
-
-
-def split_call(name: str, args: Any) -> tuple[str, Any]:
-    """An action written as a call (`click('a51')`, `fill('b12', 'hi')`) as a name and its argument list.
-
-    >>> split_call("fill('b12', 'hello')", {})
-    ('fill', ['b12', 'hello'])
-    >>> split_call("delete_note", {"id": "N7"})
-    ('delete_note', {'id': 'N7'})
-    """
-    m = CALL.match(name)
-    if not m or args:
-        return name, args
-    raw = m.group(2)
-    try:
-        val = ast.literal_eval(f"({raw},)") if raw.strip() else ()
-        parsed: Any = list(val)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        parsed = [raw]
-    return m.group(1), parsed
 
 
 def http_status(data: Any, text: str) -> int | None:
@@ -225,23 +200,6 @@ def _described(name: str, catalog: ToolCatalog) -> frozenset[str] | None:
     if first in READ_VERBS and first not in WRITE_VERBS:
         return frozenset()
     return frozenset(g for g, vs in GROUPS.items() if first in vs and w & vs)
-
-
-def is_terminal(name: str, args: Any) -> bool:
-    """The agent's last word: a terminal answer call (`answer(...)`, `send_msg_to_user(...)`, `FINISH(...)`),
-    or `submit` carrying only an answer (a form's submit button is a write, not this).
-
-    >>> is_terminal("FINISH", ["S123"]), is_terminal("submit", {"answer": "42"}), is_terminal("submit", {"form": "f1"})
-    (True, True, False)
-    """
-    low = name.lower()
-    if low in TERMINAL_CALLS:
-        return True
-    if low in ("submit", "submit_answer"):
-        if isinstance(args, list):
-            return len(args) == 1 and not isinstance(args[0], (dict, list))
-        return isinstance(args, dict) and bool(args) and set(args) <= ANSWER_KEYS
-    return False
 
 
 def recognise(raw_name: str, raw_args: Any, catalog: ToolCatalog = NO_TOOLS) -> Recognised | None:

@@ -23,7 +23,7 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
 from referee.audit.records import Finding
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, canonical_json, thaw
 
-RULES_VERSION = "3"  # 3: ways of acting in layers, abstention, information and conditional tasks, details
+RULES_VERSION = "4"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review
 
 _TEXT_CACHE: dict[int, tuple[ViewObservation, str]] = {}
 
@@ -204,6 +204,7 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
     ('yes', 'yes', [0])
     """
     task = view.task
+    _TEXT_CACHE.clear()  # a memo of this view's observation texts only: nothing piles up across a corpus
     if view.tools:  # the trace's own tool descriptions: a tool named by no verb takes its description's
         catalog = acting.ToolCatalog(catalog.rules, {**dict(view.tools), **dict(catalog.definitions or {})})
     wanted = task_groups(task)
@@ -261,7 +262,8 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
 
     # final_supports_goal: the end of the trace is consistent with the goal, every named target acted on
     out["final_supports_goal"] = _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
-    other_ok = [a.step.index for a in writes if a.failed is False] if wanted and not relevant else []
+    # writes of another kind that did not fail (a result, or none recorded): the vocabulary may differ
+    other_ok = [a.step.index for a in writes if a.failed is not True] if wanted and not relevant else []
     blind = [a.step.index for a in acts if a.kind == "gui_unlabelled"] if wanted and not relevant else []
     out["details"] = _fe("unknown", note="no write whose details could be checked")
     if conditional and not relevant:
@@ -389,7 +391,10 @@ def _target(view, acts: list[_Act], task_ids: set[str], task_quoted: set[str], i
     numbers = {n for n in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", view.task) if not re.fullmatch(r"(19|20)\d\d", n)}
     hit = [a.step.index for a in acts if (a.arg_ids & task_ids) or
            any(q in a.arg_text.lower() for q in task_quoted) or
-           (a.kind == "read" and any(re.search(rf"(?<!\d){n}(?!\d)", a.arg_text) for n in numbers))]
+           (a.kind == "read" and any(re.search(rf"(?<!\d){n}(?!\d)", a.arg_text) for n in numbers)) or
+           # the argument a user's tool map names as the target, when the task names that value
+           (a.via == "tool-map" and any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", view.task)
+                                        for t in a.arg_ids))]
     if hit:
         return _fe("yes", hit, note="an entity named in the task is the target")
     support: list[int] = []
