@@ -57,11 +57,19 @@ def cut_partial_line(path: Path) -> int:
     if not path.exists() or path.stat().st_size == 0:
         return 0
     with open(path, "rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
         fh.seek(-1, os.SEEK_END)
         if fh.read(1) == b"\n":
             return 0
-        size = fh.seek(0, os.SEEK_END)
-        keep = path.read_bytes().rfind(b"\n") + 1
+        keep, pos = 0, size
+        while pos > 0:  # back from the end in blocks: a big audit file is never read whole
+            start = max(0, pos - (1 << 16))
+            fh.seek(start)
+            nl = fh.read(pos - start).rfind(b"\n")
+            if nl >= 0:
+                keep = start + nl + 1
+                break
+            pos = start
         fh.truncate(keep)
         return size - keep
 

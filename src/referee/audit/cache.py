@@ -1,4 +1,4 @@
-"""The evidence cache: one SQLite file, keyed by (backend, model, prompt version, view hash, run index)."""
+"""The evidence cache: one SQLite file, keyed by (backend, model, prompt version, view hash, sample)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from referee.audit.records import Finding
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evidence (
   backend TEXT NOT NULL, model TEXT NOT NULL, prompt_version TEXT NOT NULL,
-  view_sha256 TEXT NOT NULL, sample INTEGER NOT NULL, fields TEXT NOT NULL,
-  PRIMARY KEY (backend, model, prompt_version, view_sha256, sample));
+  view_sha256 TEXT NOT NULL, run_index INTEGER NOT NULL, fields TEXT NOT NULL,
+  PRIMARY KEY (backend, model, prompt_version, view_sha256, run_index));  -- run_index: the sample (version-1 name)
 CREATE TABLE IF NOT EXISTS claims (
   backend TEXT NOT NULL, model TEXT NOT NULL, prompt_version TEXT NOT NULL,
   report_sha256 TEXT NOT NULL, reading TEXT NOT NULL,
@@ -56,7 +56,7 @@ class EvidenceCache:
         with self._lock:
             row = self._db.execute(
                 "SELECT fields FROM evidence WHERE backend=? AND model=? AND prompt_version=? AND view_sha256=? "
-                "AND sample=?", (backend, model or "", prompt_version, view_sha256, sample)).fetchone()
+                "AND run_index=?", (backend, model or "", prompt_version, view_sha256, sample)).fetchone()
             if row is None:
                 self.misses += 1
                 return None

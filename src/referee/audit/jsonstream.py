@@ -404,6 +404,8 @@ class _Reader:
             buf = w.buf
             try:
                 value, end = _DECODE(buf, start)
+            except RecursionError:  # nested deeper than Python decodes: this record is lost, not the file
+                return "bad", start + 1, "nesting too deep"
             except json.JSONDecodeError as exc:
                 if w.eof or (exc.pos < len(buf) - _MARGIN and not exc.msg.startswith("Unterminated string")):
                     return "bad", exc.pos, exc.msg
@@ -628,6 +630,10 @@ class _Reader:
             pass
         try:
             value, end = _DECODE(w.buf, 0)
+        except RecursionError:
+            yield JsonValue(line=line, error=f"invalid JSON: nesting too deep at line {line}")
+            self._goto(min(n, len(w.buf)))
+            return
         except json.JSONDecodeError as exc:
             yield JsonValue(line=line, error=self._message(0, line, exc.pos, exc.msg))
             self._goto(min(n, len(w.buf)))

@@ -169,6 +169,16 @@ def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | None, 
     return record_error(f"{what}: {loc}: {err['msg']}", file=file, line=line, run_id=run_id)
 
 
+# what converting a record of an unexpected shape can raise: one bad record, never the whole file
+SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError)
+
+
+def shape_error(exc: BaseException, what: str, *, file: str, line: int | None, run_id: Any = None) -> TraceError:
+    """A record a reader could not convert, as a one-line TraceError (no traceback for a user's file)."""
+    detail = "nesting too deep" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {str(exc)[:160]}"
+    return record_error(f"{what}: a record of an unexpected shape ({detail})", file=file, line=line, run_id=run_id)
+
+
 def record_error(msg: str, *, file: str, line: int | None, run_id: Any = None) -> TraceError:
     """A TraceError for one record: `file:line: run_id X: msg; fix`."""
     who = f"run_id {run_id}: " if run_id not in (None, "") else ""

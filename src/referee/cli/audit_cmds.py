@@ -146,6 +146,7 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
 def _preview_run_dirs(paths) -> bool:
     """Say, per run directory given, what is graded and what will be audited; False when nothing will be."""
     from referee.audit.pipeline import run_dirs_under
+    from referee.audit.readers import is_trajectory_file
     from referee.audit.readers.referee_run import describe_run_dir, is_run_dir
     from referee.errors import RefereeError
 
@@ -153,8 +154,9 @@ def _preview_run_dirs(paths) -> bool:
     for p in paths:
         dirs = list(run_dirs_under(p)) if Path(p).is_dir() else []
         if not is_run_dir(p) and Path(p).is_dir() and any(
-                c.is_file() and c.suffix in (".json", ".jsonl") for c in Path(p).iterdir()):
-            anything = True  # a folder of trace files too
+                (c.is_file() and (c.suffix in (".json", ".jsonl") or is_trajectory_file(c)))
+                or (c.is_dir() and any(is_trajectory_file(t) for t in c.iterdir())) for c in Path(p).iterdir()):
+            anything = True  # a folder of trace files (or of trajectories) too
         if not dirs:
             anything = anything or not is_run_dir(p)
             continue

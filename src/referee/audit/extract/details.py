@@ -23,12 +23,12 @@ apply; the caller turns a finding into `final_supports_goal: no`.
 
 from __future__ import annotations
 
+from referee.audit.extract.lexicon import text_cache
 from referee.audit.records import Finding
 
 import json
 
 import re
-from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -72,12 +72,12 @@ def _dicts(v: Any) -> Iterator[dict]:
 _SEP = re.compile(r"[\s_\-]+")
 
 
-@lru_cache(maxsize=1 << 16)
+@text_cache(1 << 16)
 def _norm(s: str) -> str:
     return _SEP.sub(" ", s.strip().lower())
 
 
-@lru_cache(maxsize=1 << 16)
+@text_cache(1 << 16)
 def _is_word_str(v: str) -> bool:
     n = _norm(v)
     return bool(WORD_VALUE.match(v)) and n not in STOP_VALUES and len(n.split()) <= 3

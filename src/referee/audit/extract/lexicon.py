@@ -7,7 +7,10 @@ look like in any tool-calling or GUI trace.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, wraps
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 GROUPS: dict[str, frozenset[str]] = {
     "delete": frozenset("delete remove cancel erase clear drop destroy uninstall discard trash unsubscribe revoke "
@@ -74,7 +77,21 @@ def is_id(tok: str) -> bool:
     return len(tok) >= 5 and tok.isalnum() and tok.isupper() and has_a
 
 
-@lru_cache(maxsize=8192)
+def text_cache(many: int, few: int = 8, short: int = 256) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """Memoise a function of one string, bounded in bytes as well as in entries: `many` short strings,
+    but only the last `few` long ones (an observation can be megabytes; a corpus must not pile up)."""
+    def deco(fn: Callable[[str], T]) -> Callable[[str], T]:
+        small, large = lru_cache(maxsize=many)(fn), lru_cache(maxsize=few)(fn)
+
+        @wraps(fn)
+        def cached(text: str) -> T:
+            return small(text) if len(text) <= short else large(text)
+
+        return cached
+    return deco
+
+
+@text_cache(8192)
 def _ids_in(text: str) -> frozenset[str]:
     return frozenset(t for t in ID_RE.findall(text) if is_id(t))
 

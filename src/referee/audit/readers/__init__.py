@@ -51,7 +51,11 @@ def sniff_format(path: Path) -> str:
     """
     if Path(path).is_dir() and (Path(path) / "manifest.json").is_file():
         return "referee-run"
-    for item in iter_json_values(path):
+    for n, item in enumerate(iter_json_values(path)):
+        if item.error is not None:  # a broken first record says nothing of the format: look at the next
+            if n < 20:
+                continue
+            break
         v = item.value
         if isinstance(v, dict):
             if "trace_version" in v or "steps" in v:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from referee.audit.jsonstream import iter_json_values
 from referee.audit.readers import trace_readers
-from referee.audit.trace import Gold, Trace, TraceItem, record_error, trace_error
+from referee.audit.trace import SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, trace_error
 
 MAX_OBSERVATION_CHARS = 20_000  # one observation's text; longer outputs keep head and tail around a note
 
@@ -256,7 +256,11 @@ def find_gold(traj: Path, run_id: str) -> Gold | None:
     """
     name = f"{run_id}.report.json"
     for candidate in (traj.parent / name, traj.parent.parent / "reports" / name):
-        if candidate.is_file():
+        try:
+            found = candidate.is_file()
+        except OSError:  # a run_id no file system can name (too long, odd bytes): no gold, no crash
+            found = False
+        if found:
             resolved = _resolved(candidate, run_id)
             if resolved is not None:
                 return Gold(completed=resolved, source="swe-bench report")
@@ -286,6 +290,19 @@ def _meta(obj: dict, run_id: str, source: str) -> dict:
 _NOT_A_TRAJECTORY = "mini-swe-agent: expected a trajectory with 'messages' (mini-swe-agent) or 'trajectory' (SWE-agent)"
 
 
+def _to_trace_dict(obj: dict[str, Any], rid: str) -> dict[str, Any] | str:
+    """A trajectory as a trace v1 dict, or why it is not one."""
+    if isinstance(obj.get("messages"), list):
+        if not any(isinstance(m, dict) and m.get("role") == "assistant" for m in obj["messages"]):
+            return "mini-swe-agent: no assistant turn in 'messages'"
+        return mini_to_trace(obj["messages"], run_id=rid, meta=_meta(obj, rid, "mini-swe-agent"))
+    if isinstance(obj.get("trajectory"), list):
+        if not obj["trajectory"]:
+            return "swe-agent: empty 'trajectory'"
+        return sweagent_to_trace(obj, run_id=rid, meta=_meta(obj, rid, "swe-agent"))
+    return _NOT_A_TRAJECTORY
+
+
 @trace_readers.register("mini-swe-agent")
 def read_mini_swe_agent(path: Path) -> Iterator[TraceItem]:
     """Yield one trace per trajectory in the file (mini-swe-agent `messages` or SWE-agent `trajectory`)."""
@@ -302,21 +319,15 @@ def read_mini_swe_agent(path: Path) -> Iterator[TraceItem]:
                 _NOT_A_TRAJECTORY, file=file, line=jv.line, run_id=None))
             continue
         rid = str(obj.get("instance_id") or (stem if n == 0 else f"{stem}-{n}"))
-        if isinstance(obj.get("messages"), list):
-            if not any(isinstance(m, dict) and m.get("role") == "assistant" for m in obj["messages"]):
-                yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(
-                    "mini-swe-agent: no assistant turn in 'messages'", file=file, line=jv.line, run_id=rid))
-                continue
-            raw = mini_to_trace(obj["messages"], run_id=rid, meta=_meta(obj, rid, "mini-swe-agent"))
-        elif isinstance(obj.get("trajectory"), list):
-            if not obj["trajectory"]:
-                yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(
-                    "swe-agent: empty 'trajectory'", file=file, line=jv.line, run_id=rid))
-                continue
-            raw = sweagent_to_trace(obj, run_id=rid, meta=_meta(obj, rid, "swe-agent"))
-        else:
+        try:
+            raw = _to_trace_dict(obj, rid)
+        except SHAPE_ERRORS as exc:
+            yield TraceItem(file=file, line=jv.line, run_id=rid,
+                            error=shape_error(exc, "mini-swe-agent", file=file, line=jv.line, run_id=rid))
+            continue
+        if isinstance(raw, str):
             yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(
-                _NOT_A_TRAJECTORY, file=file, line=jv.line, run_id=rid))
+                raw, file=file, line=jv.line, run_id=rid))
             continue
         if not raw["task"].strip():
             yield TraceItem(file=file, line=jv.line, run_id=rid, error=record_error(

@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from referee.audit.jsonstream import iter_json_values
 from referee.audit.readers import trace_readers
-from referee.audit.trace import Gold, Trace, TraceItem, record_error, tool_defs, trace_error
+from referee.audit.trace import (SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, tool_defs,
+                                 trace_error)
 
 NARRATION_TOOLS = frozenset({"think", "thought", "thinking", "reason", "reasoning", "scratchpad", "note_to_self",
                              "reflect", "plan"})
@@ -258,7 +259,12 @@ def read_openai_chat(path: Path) -> Iterator[TraceItem]:
         g = obj.get("gold")
         if isinstance(g, dict) and isinstance(g.get("completed"), bool):
             gold = Gold(completed=g["completed"], source="record")
-        raw = messages_to_trace(obj["messages"], run_id=run_id, task=obj.get("task"), meta=obj.get("meta"))
+        try:
+            raw = messages_to_trace(obj["messages"], run_id=run_id, task=obj.get("task"), meta=obj.get("meta"))
+        except SHAPE_ERRORS as exc:
+            yield TraceItem(file=file, line=jv.line, run_id=run_id,
+                            error=shape_error(exc, "openai-chat", file=file, line=jv.line, run_id=run_id))
+            continue
         if (tools := tool_defs(obj.get("tools"))) is not None:
             raw["tools"] = tools
         try:

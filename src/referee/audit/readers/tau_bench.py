@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from referee.audit.jsonstream import iter_json_values
 from referee.audit.readers import trace_readers
 from referee.audit.readers.openai_chat import messages_to_trace
-from referee.audit.trace import Gold, Trace, TraceItem, record_error, trace_error
+from referee.audit.trace import SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, trace_error
 
 
 def tau_run_id(obj: dict, n: int) -> str:
@@ -51,7 +51,12 @@ def read_tau_bench(path: Path) -> Iterator[TraceItem]:
             continue
         meta = {"source": "tau-bench", "group": str(obj.get("task_id", "")), "task_id": obj.get("task_id"),
                 "trial": obj.get("trial")}
-        raw = messages_to_trace(obj["traj"], run_id=run_id, task=instruction, meta=meta)
+        try:
+            raw = messages_to_trace(obj["traj"], run_id=run_id, task=instruction, meta=meta)
+        except SHAPE_ERRORS as exc:
+            yield TraceItem(file=file, line=jv.line, run_id=run_id,
+                            error=shape_error(exc, "tau-bench", file=file, line=jv.line, run_id=run_id))
+            continue
         try:
             trace = Trace.model_validate(raw)
         except ValidationError as exc:
