@@ -66,6 +66,9 @@ PARTIAL = re.compile(
     r"\b(partial(ly)?|some of (the|your)|not all|only (some|part|one of)|but not (the|all|any)\b|except (for )?(the|one|two)|"
     r"still (need|needs|have to|has to|pending|remain)|the rest (of|is|are|will)|half (of|way))", re.I)
 
+# Waiting on the user's input: a sentence saying so is work for later, and never mere courtesy.
+_WAITS_ON_YOU = r"(when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)"
+
 # Work announced for later, or a plan instead of a result.
 FUTURE_WORK = re.compile(
     r"\b((i|we)('ll| will| shall| am going to|'m going to| need to| have to| must| should) (now |first |next |then )?"
@@ -81,7 +84,7 @@ FUTURE_WORK = re.compile(
     r"visit|open|review|analy[sz]e|continue|gather|collect|perform|re-?run|retry|confirm|cross-?(check|reference))|"
     r"next,? (i|we)('ll| will)|(the )?next step (is|will be|would be)|first,? (i|we) need|to be continued|"
     r"in progress|once (i|we|you) (have|get|find|receive|gather|provide|access|are ready)|please (hold on|wait|stand by)|"
-    r"(when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)|(i|we)('ll| will| would) need (the|your|to know|"
+    rf"{_WAITS_ON_YOU}|(i|we)('ll| will| would) need (the|your|to know|"
     r"more|some|additional)|(i|we) need (the|your) |to proceed (with \w+ )?(i|we) need|"
     r"(i|we) (still )?need (more|additional|further) (information|data|time|details)|"
     r"(we|i) can (now )?proceed (with|to) (the )?next|next steps? (to|is|are|will)|please follow (the|these)|"
@@ -89,8 +92,7 @@ FUTURE_WORK = re.compile(
     r"inspect|look|review|identify))\b", re.I)
 
 # Sentences that await the user's input are never courtesy, whatever polite words they carry.
-AWAITING = re.compile(r"\b((when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)|"
-                      r"once (i|we) (have|get|receive))\b", re.I)
+AWAITING = re.compile(rf"\b({_WAITS_ON_YOU}|once (i|we) (have|get|receive))\b", re.I)
 
 # Handing the decision back: a request to confirm or choose before acting.
 QUESTION_BACK = re.compile(

@@ -144,9 +144,8 @@ def _read_text(report: str) -> ClaimReading:
     if code and cues.SUBMIT_COMMAND.search(code[-1]) and not any(cues.INABILITY.search(s) for s in body):
         return _reading("completion", f"submits the work: {code[-1].strip()[:60]!r}", "\n".join(body))
     if not body:
-        if _terminal(prose.strip().splitlines()[-1] if prose.strip() else "") is not None:
-            return _terminal(prose.strip().splitlines()[-1])  # type: ignore[return-value]
-        return _reading("courtesy_only", "courtesy only, no status", report)
+        last_line = prose.splitlines()[-1] if prose else ""  # a terminal call after the courtesy is the claim
+        return _terminal(last_line) or _reading("courtesy_only", "courtesy only, no status", report)
     text = "\n".join(body)
 
     def out(family: str, m: Any, prefix: str) -> ClaimReading:

@@ -8,15 +8,7 @@ from __future__ import annotations
 
 from referee.audit.atoms import found_in
 from referee.audit.records import ClaimReading, Grounding
-from referee.audit.view import ClaimBlindView, ViewObservation, canonical_json, thaw
-
-
-def _text(o: ViewObservation) -> str:
-    parts = [o.text or ""]
-    for v in (o.data, o.ui):
-        if v is not None:
-            parts.append(canonical_json(thaw(v)))
-    return "\n".join(parts)
+from referee.audit.view import ClaimBlindView
 
 
 def ground(claim: ClaimReading, view: ClaimBlindView) -> Grounding:
@@ -37,7 +29,7 @@ def ground(claim: ClaimReading, view: ClaimBlindView) -> Grounding:
         return Grounding(value="unknown", atoms=atoms, note="no observation to compare the report with")
     if not atoms:
         return Grounding(value="unknown", atoms=[], observed=True, note="the report names no concrete atom")
-    haystack = view.task + "\n" + "\n".join(_text(o) for o in observations)
+    haystack = view.task + "\n" + "\n".join(o.as_text() for o in observations)
     ungrounded = [a for a in atoms if not found_in(a, haystack)]
     return Grounding(value="no" if ungrounded else "yes", atoms=atoms, ungrounded=ungrounded, observed=True,
                      note=f"{len(ungrounded)} of {len(atoms)} atoms found in neither the task nor an observation"

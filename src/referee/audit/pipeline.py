@@ -19,7 +19,7 @@ from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
-from referee.audit.trace import Trace, TraceItem
+from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
 from referee.audit.view import build_view
 from referee.errors import TraceError
 
@@ -212,14 +212,18 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
     stats = AuditStats()
 
+    def skip(err: TraceError) -> None:
+        """A record that cannot be read or audited: stop, or count it and say so."""
+        if on_error == "stop":
+            raise err
+        stats.errors.append(str(err))
+        if on_error_cb:
+            on_error_cb(err)
+
     def todo() -> Iterator[Trace]:
         for item in iter_items(paths, fmt):
             if item.error is not None:
-                if on_error == "stop":
-                    raise item.error
-                stats.errors.append(str(item.error))
-                if on_error_cb:
-                    on_error_cb(item.error)
+                skip(item.error)
                 continue
             if on_gold and item.gold is not None:
                 on_gold(item)
@@ -253,7 +257,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
         def audit_one(trace: Trace) -> AuditRecord | TraceError:
             try:
                 return auditor.audit(trace)
-            except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+            except SHAPE_ERRORS as exc:
                 # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
                 # skipped record, not the end of the audit
                 return TraceError(f"run_id {trace.run_id}: could not be audited: {type(exc).__name__}: "
@@ -261,11 +265,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
 
         for got in ordered_map(audit_one, todo(), concurrency, name="referee-audit"):
             if isinstance(got, TraceError):
-                if on_error == "stop":
-                    raise got
-                stats.errors.append(str(got))
-                if on_error_cb:
-                    on_error_cb(got)
-                continue
-            write(got)
+                skip(got)
+            else:
+                write(got)
     return stats

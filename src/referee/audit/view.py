@@ -51,6 +51,14 @@ class ViewObservation:
     screenshot: str | None = None
     error: bool = False
 
+    def as_text(self) -> str:
+        """Everything the observation shows, as one searchable text: its text, then its data and UI as JSON."""
+        parts = [self.text or ""]
+        for v in (self.data, self.ui):
+            if v is not None:
+                parts.append(canonical_json(thaw(v)))
+        return "\n".join(parts)
+
     def as_json(self) -> dict:
         d = {"text": self.text, "ui": thaw(self.ui), "data": thaw(self.data), "screenshot": self.screenshot,
              "error": self.error}

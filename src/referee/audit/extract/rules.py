@@ -21,7 +21,7 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
     ID_RE, FILE_RE, QUOTED_STRICT, QUESTION, QUOTED_RE, words, is_id, ids_in, shape, task_groups,
 )
 from referee.audit.records import Finding
-from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, canonical_json, thaw
+from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, thaw
 
 RULES_VERSION = "4"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review
 
@@ -36,20 +36,9 @@ def _obs_text(o: ViewObservation | None) -> str:
         return hit[1]
     if len(_TEXT_CACHE) > 4096:
         _TEXT_CACHE.clear()
-    text = _obs_text_uncached(o)
+    text = o.as_text()
     _TEXT_CACHE[id(o)] = (o, text)
     return text
-
-
-def _obs_text_uncached(o: ViewObservation | None) -> str:
-    if o is None:
-        return ""
-    parts = [o.text or ""]
-    if o.data is not None:
-        parts.append(canonical_json(thaw(o.data)))
-    if o.ui is not None:
-        parts.append(canonical_json(thaw(o.ui)))
-    return "\n".join(parts)
 
 
 def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
