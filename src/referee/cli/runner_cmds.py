@@ -120,13 +120,14 @@ def check(plans):
 @click.option("--actions", is_flag=True, help="list the ways of acting the auditor recognises instead")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False), default=None,
               help="with --actions: also list the entries of this tool map")
-@click.option("--readers", "readers_", is_flag=True, help="list the auditor's trace readers instead (`referee readers`)")
+@click.option("--readers", "readers_", is_flag=True,
+              help="list the auditor's trace readers instead (`referee readers`)")
 def kinds(json_mode, actions, tools, readers_):
     """List validator and capture kinds with their parameters (--actions: the auditor's ways of acting)."""
     if readers_:
         from referee.cli.audit_cmds import readers
 
-        return readers.callback(json_mode)  # type: ignore[misc]
+        return readers.callback(json_mode)
     if actions or tools:
         return _action_kinds(json_mode, tools)
     from referee.plan.captures import capture_specs
