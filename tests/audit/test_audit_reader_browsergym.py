@@ -110,6 +110,20 @@ def test_crashed_experiment_ends_with_an_error_observation(experiments):
     last = item.trace.steps[-1]
     assert last.action is None and last.observation.error
     assert "RuntimeError" in last.observation.text and item.gold.completed is False
+    # the agent never sent a message: BrowserGym's own greeting in the chat is not taken for its report
+    assert item.trace.report is None
+
+
+def test_a_message_only_in_the_chat_is_the_report(experiments, tmp_path):
+    from referee.audit.readers.browsergym import _Entry, entries_to_trace
+
+    greeting = {"role": "assistant", "message": "Hi! I am your UI assistant."}
+    first = {"goal": "g", "chat_messages": [greeting]}
+    last = {"goal": "g", "chat_messages": [greeting, {"role": "user", "message": "g"},
+                                           {"role": "infeasible", "message": "No such page."}]}
+    raw = entries_to_trace([_Entry(0, first, "noop()"), _Entry(1, last)], run_id="r", task="g", meta={})
+    assert raw["report"] == 'report_infeasible("No such page.")'
+    assert "No such page" not in json.dumps(raw["steps"]) and "user: g" in raw["steps"][0]["observation"]["text"]
 
 
 def test_audit_cli_walks_a_study_folder_with_no_format(experiments, tmp_path, capsys):

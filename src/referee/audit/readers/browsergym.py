@@ -243,13 +243,20 @@ def observe(obs: dict, seen_user: int, screenshot: str | None) -> tuple[dict, in
     return out, max(seen_user, len(users))
 
 
-def _report_from_chat(obs: dict | None) -> str | None:
-    """The agent's last chat message, as the call that sent it, when no action string shows one."""
-    for m in reversed(list((obs or {}).get("chat_messages") or ())):
-        if isinstance(m, dict) and m.get("role") in ("assistant", "infeasible") and isinstance(m.get("message"), str):
-            name = "send_msg_to_user" if m["role"] == "assistant" else "report_infeasible"
-            return f"{name}({json.dumps(m['message'], ensure_ascii=False)})"
-    return None
+def _agent_chat(obs: dict | None) -> list[dict]:
+    return [m for m in (obs or {}).get("chat_messages") or () if isinstance(m, dict)
+            and m.get("role") in ("assistant", "infeasible") and isinstance(m.get("message"), str)]
+
+
+def _report_from_chat(first: dict | None, last: dict | None) -> str | None:
+    """The agent's last chat message, as the call that sent it, when no action string shows one. Messages
+    already in the first observation are the environment's greeting, not the agent's."""
+    said = _agent_chat(last)[len(_agent_chat(first)):]
+    if not said:
+        return None
+    m = said[-1]
+    name = "send_msg_to_user" if m["role"] == "assistant" else "report_infeasible"
+    return f"{name}({json.dumps(m['message'], ensure_ascii=False)})"
 
 
 def entries_to_trace(entries: list[_Entry], *, run_id: str, task: str, meta: dict,
@@ -279,7 +286,7 @@ def entries_to_trace(entries: list[_Entry], *, run_id: str, task: str, meta: dic
             if _call_name(call) in REPORT_CALLS:
                 report = call
     if report is None and entries:
-        report = _report_from_chat(entries[-1].obs)
+        report = _report_from_chat(entries[0].obs, entries[-1].obs)
     if err_msg:
         first = err_msg.strip().splitlines()
         steps.append({"observation": {"text": "the experiment ended with an error: " + " ".join(first[:3])[:500],
