@@ -178,7 +178,7 @@ def _preview_run_dirs(paths) -> bool:
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="write the replayed records here ('-': stdout)")
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="gold labels (JSONL: run_id, completed) to report misreports")
+              help="gold labels (CSV or JSONL: run_id, completed), as for `referee eval`, to report misreports")
 def replay(audit_file, policy, out, gold):
     """Recompute trace states and dispositions under another policy, from cached evidence only (no model)."""
     from referee.audit.policyfile import load_policy
@@ -188,17 +188,9 @@ def replay(audit_file, policy, out, gold):
     lp = load_policy(policy)
     gold_map: dict[str, bool] = {}
     if gold:
-        from referee.fsutil import iter_jsonl
+        from referee.evaluation.gold import load_gold
 
-        from referee.errors import GoldError
-
-        for lineno, line in iter_jsonl(gold):
-            try:
-                row = json.loads(line)
-                gold_map[str(row["run_id"])] = bool(row["completed"])
-            except (ValueError, KeyError, TypeError):
-                raise GoldError("a gold line needs JSON with run_id and completed", file=str(gold), place=str(lineno),
-                                fix='write one {"run_id": ..., "completed": true|false} per line') from None
+        gold_map = {rid: g.completed for rid, g in load_gold(gold).items()}
     summary = AuditSummary()
     fh = None
     if out is not None:

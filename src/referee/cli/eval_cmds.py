@@ -176,7 +176,7 @@ def intervention_cmd(traces, gold_path, audit, resamples, seed, level, fmt, mode
 
     rep = run_intervention_cmd(traces=traces, gold=gold_path, audit=audit, fmt=fmt, model=model, base_url=base_url,
                                votes=votes, k=k, concurrency=concurrency, cache_dir=cache_dir,
-                               spec=_spec(max(resamples, 1), seed, level))
+                               spec=_spec(resamples, seed, level))
     if as_json:
         _emit(rep.model_dump_json(indent=2), output)
         return
