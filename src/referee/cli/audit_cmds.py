@@ -52,15 +52,17 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="audit.jsonl to append to (resumable)")
 @click.option("--cache", type=click.Path(path_type=Path), default=None,
               help="SQLite evidence cache (default OUT.cache.sqlite)")
-@click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True)
+@click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True,
+              help="A bad trace record: skip it (listed in the summary) or stop at it.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per model call")
-@click.option("--max-retries", type=int, default=4, show_default=True)
+@click.option("--max-retries", type=int, default=4, show_default=True,
+              help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
-@click.option("--progress/--no-progress", default=True)
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on a terminal.")
 def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
           timeout, max_retries, gold_out, summary_json, progress):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.

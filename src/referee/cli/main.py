@@ -24,7 +24,7 @@ def _add_commands() -> None:
 
     for cmd in runner_cmds.COMMANDS:
         cli.add_command(cmd)
-    for modname in ("screens_cmds", "audit_cmds", "eval_cmds"):
+    for modname in ("screens_cmds", "audit_cmds", "eval_cmds", "schema_cmds"):
         try:
             mod = __import__(f"referee.cli.{modname}", fromlist=["COMMANDS"])
         except ModuleNotFoundError as exc:  # a half of the tool not built in this checkout
