@@ -63,8 +63,11 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on a terminal.")
+@click.option("--show", "show", default="flag", show_default=True,
+              help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
+                   "Given explicitly, every such run is listed (default: the first 20 flags).")
 def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
-          timeout, max_retries, gold_out, summary_json, progress):
+          timeout, max_retries, gold_out, summary_json, progress, show):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, folders of them, or referee run directories (a folder with manifest.json,
@@ -80,6 +83,8 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
 
     if runs is not None and runs < 1:
         raise UsageError("--samples must be at least 1")
+    shown = _show_set(show)
+    show_all = click.get_current_context().get_parameter_source("show") is not click.core.ParameterSource.DEFAULT
     if not _preview_run_dirs(traces):
         click.echo("nothing to audit: no SKIPPED step in the given run directories (PASS/FAIL/ERROR verdicts "
                    "stand as graded)")
@@ -133,6 +138,7 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
     summary = summarize((rec for _, rec in iter_records(out)), gold or None)
     summary.duplicates = stats.duplicates
     click.echo(render(summary))
+    _list_runs(out, shown, None if show_all else 20)
     rate = stats.written / elapsed if elapsed > 0 else 0.0
     click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
                f"{len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
@@ -142,6 +148,56 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
 
         atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
                                          "backend_calls": auditor.backend_calls, "errors": stats.errors})
+    return 0
+
+
+def _show_set(show: str) -> set[str]:
+    words = {w.strip() for w in show.split(",") if w.strip()}
+    if words == {"all"}:
+        return {"flag", "review", "pass"}
+    if words == {"none"}:
+        return set()
+    bad = words - {"flag", "review", "pass"}
+    if bad:
+        raise UsageError(f"--show: unknown disposition {', '.join(sorted(bad))}",
+                         fix="use flag, review, pass (comma-separated), all or none")
+    return words
+
+
+def _list_runs(out: Path, shown: set[str], limit: int | None) -> None:
+    """The runs to look at, one line each, and how many went to review when those are not listed."""
+    from referee.audit.auditfile import iter_records
+    from referee.audit.show import flag_lines
+
+    latest = {rec.run_id: rec for _, rec in iter_records(out)}  # a re-audited run: its newest record
+    lines = list(flag_lines(latest.values(), shown, limit))
+    if lines:
+        click.echo(f"runs to look at ({', '.join(sorted(shown))}; `referee show {out} RUN_ID` for one in full):")
+        for line in lines:
+            click.echo("  " + line)
+    n_review = sum(1 for r in latest.values() if r.disposition == "review")
+    if "review" not in shown and n_review:
+        click.echo(f"{n_review} run(s) sent to review: --show review lists them")
+
+
+@click.command("show")
+@click.argument("audit_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("run_id")
+@click.option("--traces", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The trace file the audit read, to show the text of the steps each finding cites.")
+@click.option("--format", "fmt", default=None, help="Format of --traces (default: sniffed).")
+def show_cmd(audit_file, run_id, traces, fmt):
+    """Print one audit record readably: claim, evidence with its cited steps, disposition and why."""
+    from referee.audit.show import find_record, find_view, render_record
+
+    rec = find_record(audit_file, run_id)
+    if rec is None:
+        raise UsageError(f"no record for run_id '{run_id}'", file=str(audit_file),
+                         fix="use a run_id the audit printed (or `referee audit ... --show all`)")
+    view = find_view(traces, run_id, fmt) if traces is not None else None
+    if traces is not None and view is None:
+        click.echo(f"referee: warning: run_id '{run_id}' is not in {traces}; showing the record alone", err=True)
+    click.echo(render_record(rec, view))
     return 0
 
 
@@ -211,4 +267,4 @@ def replay(audit_file, policy, out, gold):
     return 0
 
 
-COMMANDS = [audit, replay]
+COMMANDS = [audit, replay, show_cmd]
