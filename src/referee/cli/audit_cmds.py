@@ -53,7 +53,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--cache", type=click.Path(path_type=Path), default=None,
               help="SQLite evidence cache (default OUT.cache.sqlite)")
 @click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True,
-              help="A bad trace record: skip it (listed in the summary) or stop at it.")
+              help="A bad trace record: skip it (listed at the end) or stop at it. By default bad records are "
+                   "skipped but the exit code is 1; --on-error skip given explicitly accepts them (exit 0).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
@@ -84,7 +85,9 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
     if runs is not None and runs < 1:
         raise UsageError("--samples must be at least 1")
     shown = _show_set(show)
-    show_all = click.get_current_context().get_parameter_source("show") is not click.core.ParameterSource.DEFAULT
+    ctx = click.get_current_context()
+    show_all = ctx.get_parameter_source("show") is not click.core.ParameterSource.DEFAULT
+    skip_explicit = ctx.get_parameter_source("on_error") is not click.core.ParameterSource.DEFAULT
     if not _preview_run_dirs(traces):
         click.echo("nothing to audit: no SKIPPED step in the given run directories (PASS/FAIL/ERROR verdicts "
                    "stand as graded)")
@@ -148,6 +151,18 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
 
         atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
                                          "backend_calls": auditor.backend_calls, "errors": stats.errors})
+    if stats.errors:
+        click.echo(f"skipped {len(stats.errors)} bad record(s):", err=True)
+        for e in stats.errors[:20]:
+            click.echo(f"  {e}", err=True)
+        if len(stats.errors) > 20:
+            click.echo(f"  ... and {len(stats.errors) - 20} more" + (f" (all in {summary_json})" if summary_json
+                                                                      else " (--summary-json FILE lists all)"),
+                       err=True)
+        # bad input is not a success unless the user said skipping is fine
+        if not skip_explicit:
+            click.echo("referee: exit 1 because records were skipped; pass --on-error skip to accept that", err=True)
+            return 1
     return 0
 
 
