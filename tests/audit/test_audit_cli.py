@@ -122,7 +122,8 @@ def test_replay_makes_zero_backend_calls(traces_dir, tmp_path, monkeypatch, caps
 
 def test_replay_under_final_state_changes_the_vacuous_delete(traces_dir, tmp_path):
     out = tmp_path / "a.jsonl"
-    assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress", "--on-error", "skip"]) == 0
+    assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress",
+                 "--on-error", "skip"]) == 0
     assert main(["replay", str(out), "--policy", "final-state", "--out", str(tmp_path / "f.jsonl")]) == 0
     recs = {r["run_id"]: r for r in records(tmp_path / "f.jsonl")}
     assert recs["del-ok"]["disposition"] == "pass"

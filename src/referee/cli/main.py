@@ -67,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # a bug in referee, not the user's mistake
         if os.environ.get("REFEREE_DEBUG"):
             raise
+        if isinstance(err, OSError) and err.filename is not None:
+            # a path the user gave that cannot be made, read or written (no such folder, /proc, read-only, full disk)
+            click.echo(f"referee: error: {err.filename}: {err.strerror or err}; check the path and that you may "
+                       "write there", err=True)
+            return 2
         click.echo(f"referee: internal error: {type(err).__name__}: {err} "
                    "(set REFEREE_DEBUG=1 for a traceback, and please report it)", err=True)
         return EXIT_INTERNAL
