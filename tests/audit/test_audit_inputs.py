@@ -86,15 +86,20 @@ def test_format_reads_files_and_leaves_out_other_run_folders(tree, tmp_path, cap
     out = tmp_path / "a.jsonl"
     rc = main(["audit", str(tree), "--format", "openhands", "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err
-    assert rc == 0 and "left out 1 run folder(s) of another format" in err and "delete_3 (browsergym)" in err
+    # the chat files read as openhands are bad items (listed: exit 1); the browsergym folder is left out, named
+    assert rc == 1 and "left out 1 run folder(s) of another format" in err and "delete_3 (browsergym)" in err
+    assert "a.json" in err and json.loads(out.read_text().splitlines()[0])["run_id"] == "conv-1"
 
 
 def test_cli_quoted_glob_and_bad_items_listed(tree, tmp_path, capsys):
     out = tmp_path / "a.jsonl"
     rc = main(["audit", str(tree / "chats" / "[ab]*.json*"), "--out", str(out), "--no-progress"])
     captured = capsys.readouterr()
-    assert rc == 0 and len(out.read_text().splitlines()) == 2
+    assert rc == 1 and len(out.read_text().splitlines()) == 2  # a bad item is listed and makes the exit code 1
     assert "broken.json" in captured.err and "1 bad records skipped" in captured.out
+    assert main(["audit", str(tree / "chats" / "[ab]*.json*"), "--out", str(out), "--on-error", "skip",
+                 "--no-progress"]) == 0
+    capsys.readouterr()
     rc = main(["audit", str(tree / "nothing-*.json"), "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "no file or folder matches" in err and "\n" not in err

@@ -98,7 +98,7 @@ def test_an_unreadable_event_fails_the_session_not_the_audit(sessions, tmp_path,
     items = list(read_traces(sessions / "conv-fixed"))
     assert items[0].trace is None and "4.json" in str(items[0].error)
     out = tmp_path / "a.jsonl"
-    assert main(["audit", str(sessions), "--out", str(out), "--no-progress"]) == 0
+    assert main(["audit", str(sessions), "--out", str(out), "--no-progress"]) == 1  # listed, exit 1
     assert len(out.read_text().splitlines()) == 2
     captured = capsys.readouterr()
     assert "4.json" in captured.err and "1 bad records skipped" in captured.out
