@@ -36,10 +36,15 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 
 
 @click.command("audit")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", default=None,
-              help="referee | openai-chat | tau-bench | mini-swe-agent | a plugin (default: sniffed per file; "
-                   "a run directory is referee-run)")
+              help="A reader from `referee readers` (default: sniffed per file and per run folder). In a walked "
+                   "folder it reads every file and leaves out run folders of another format.")
+@click.option("--include", "include", multiple=True, metavar="GLOB",
+              help="In walked folders, audit only the files and run folders whose path or name matches (repeatable).")
+@click.option("--allow-pickle", is_flag=True,
+              help="Read pickled logs (BrowserGym step_*.pkl.gz) with referee's restricted unpickler: loading a "
+                   "pickle can run code, so this is off by default.")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
 @click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm | a plugin")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -67,14 +72,29 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--show", "show", default="flag", show_default=True,
               help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
                    "Given explicitly, every such run is listed (default: the first 20 flags).")
-def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
-          timeout, max_retries, gold_out, summary_json, progress, show):
+def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
+          model, concurrency, timeout, max_retries, gold_out, summary_json, progress, show):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
-    TRACES are trace files, folders of them, or referee run directories (a folder with manifest.json,
-    or runs/ above them): there only the SKIPPED steps are audited, as advisory records.
+    TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
+    records; a BrowserGym/AgentLab experiment folder; an OpenHands session), folders walked for them,
+    or quoted globs. `referee readers` lists the formats.
     """
     import time
+
+    from referee.audit.inputs import InputOptions, expand_args, pickle_only_folders
+
+    traces = expand_args(traces)
+    refused = [] if allow_pickle else pickle_only_folders(traces, fmt)
+    if refused:
+        raise UsageError(f"{refused[0]}: a BrowserGym experiment whose steps are only in pickles (step_*.pkl.gz), "
+                         "and loading a pickle can run code" + (f" ({len(refused)} such folders)" if len(refused) > 1
+                                                               else ""),
+                         fix="pass --allow-pickle to read them with referee's restricted unpickler (data classes "
+                             "only), or export a JSON tape (tape.json)")
+    left_out: list[str] = []
+    inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
+                          on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"))
 
     from referee.audit.cache import EvidenceCache
     from referee.audit.auditfile import iter_records
@@ -129,11 +149,14 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored)
+                                on_ignored=on_ignored, inputs=inputs)
         finally:
             cache_db.close()
             backends.close()
     elapsed = time.perf_counter() - t0
+    if left_out:
+        click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
+                   f"{', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}", err=True)
     if gold_out:
         from referee.fsutil import atomic_write_text
 
@@ -282,4 +305,22 @@ def replay(audit_file, policy, out, gold):
     return 0
 
 
-COMMANDS = [audit, replay, show_cmd]
+@click.command("readers")
+@click.option("--json", "json_mode", is_flag=True, help="Print the table as JSON.")
+def readers(json_mode):
+    """List the trace readers: the format name for --format, what each needs, and how it is sniffed."""
+    from referee.audit.readers import reader_infos
+
+    rows = reader_infos()
+    if json_mode:
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    click.echo("trace readers (--format NAME; without it each file and run folder is sniffed):")
+    for r in rows:
+        click.echo(f"  {r.name}: {r.summary}")
+        click.echo(f"      sniffed: {r.sniffs}")
+        click.echo(f"      needs: {r.needs}")
+    return 0
+
+
+COMMANDS = [audit, replay, show_cmd, readers]

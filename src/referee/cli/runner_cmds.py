@@ -120,9 +120,15 @@ def check(plans):
 @click.option("--actions", is_flag=True, help="List the ways of acting the auditor recognises instead.")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False), default=None,
               help="With --actions: also list the entries of this tool map.")
-def kinds(json_mode, actions, tools):
+@click.option("--readers", "readers_", is_flag=True,
+              help="List the auditor's trace readers instead (`referee readers`).")
+def kinds(json_mode, actions, tools, readers_):
     """List what a plan can name: validators, captures, actors, browser `script:` actions, `app:` and
-    `actor:` fields (--actions: the auditor's ways of acting instead)."""
+    `actor:` fields (--actions: the auditor's ways of acting instead; --readers: its trace readers)."""
+    if readers_:
+        from referee.cli.audit_cmds import readers
+
+        return readers.callback(json_mode)
     if actions or tools:
         return _action_kinds(json_mode, tools)
     from referee.plan.captures import capture_specs

@@ -181,11 +181,11 @@ def gold_from_traces(path: Path, fmt: str | None = None) -> tuple[list[GoldLabel
 
     The group is the trace's `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task.
     """
-    from referee.audit.readers import read_traces
+    from referee.audit.inputs import iter_inputs
 
     labels: list[GoldLabel] = []
     without = 0
-    for item in read_traces(Path(path), fmt):
+    for item in iter_inputs([Path(path)], fmt):  # a file, a run folder, or a folder of them
         if item.error is not None:
             raise item.error
         if item.gold is None or item.trace is None:  # a reader gives gold only beside a trace
