@@ -19,7 +19,7 @@ from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
-from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
+from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import build_view
 from referee.errors import TraceError
 
@@ -141,6 +141,7 @@ class AuditStats:
     skipped_done: int = 0
     duplicates: int = 0  # records whose run_id came earlier in the same input: warned about, audited once
     errors: list[str] = field(default_factory=list)
+    scorers: set[str] = field(default_factory=set)  # scores the runs carry when none is named gold (a hint)
 
 
 def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
@@ -156,8 +157,9 @@ def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
 def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
     """TraceItems of trace files, of folders of them, and of run directories (found up to two levels down).
 
-    Trajectory files (`*.traj`, `*.traj.json`) are also read one folder down (a corpus root's
-    `trajs/`); SWE-bench reports (`*.report.json`) are not traces and are skipped.
+    Inspect AI `.eval` logs are read beside `.json`/`.jsonl` files. Trajectory files (`*.traj`, `*.traj.json`)
+    are also read one folder down (a corpus root's `trajs/`); SWE-bench reports (`*.report.json`) are not
+    traces and are skipped.
     """
     from referee.audit.readers import is_trajectory_file
 
@@ -167,7 +169,7 @@ def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
             yield from read_traces(p, "referee-run")
         elif p.is_dir():
             for child in sorted(p.iterdir()):
-                if ((child.suffix in (".json", ".jsonl") or is_trajectory_file(child))
+                if ((child.suffix in (".json", ".jsonl", ".eval") or is_trajectory_file(child))
                         and not child.name.endswith(".report.json") and child.is_file()):
                     yield from read_traces(child, fmt)
                 elif child.is_dir():
@@ -196,8 +198,12 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_error_cb: Callable[[TraceError], None] | None = None,
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
-                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None) -> AuditStats:
+                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
+                gold_scorer: GoldScorer | None = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
+
+    `gold_scorer` takes gold from a score the runs carry (an Inspect AI scorer); a run whose scores lack it
+    raises GoldError naming the scorers there. Gold only reaches `on_gold`, never the audit.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
     `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
@@ -225,6 +231,10 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             if item.error is not None:
                 skip(item.error)
                 continue
+            if gold_scorer is not None:
+                item = gold_scorer.pick(item)
+            elif item.scores:
+                stats.scorers.update(item.scores)
             if on_gold and item.gold is not None:
                 on_gold(item)
             if item.ignored and on_ignored:

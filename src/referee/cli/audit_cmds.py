@@ -38,8 +38,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.command("audit")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", default=None,
-              help="referee | openai-chat | tau-bench | mini-swe-agent | a plugin (default: sniffed per file; "
-                   "a run directory is referee-run)")
+              help="referee | openai-chat | anthropic-messages | inspect-ai | tau-bench | mini-swe-agent | a plugin "
+                   "(default: sniffed per file; a run directory is referee-run)")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
 @click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm | a plugin")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -59,10 +59,15 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per model call")
 @click.option("--max-retries", type=int, default=4, show_default=True)
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
+@click.option("--gold-scorer", default=None, metavar="NAME",
+              help="take gold from this scorer of an Inspect AI log (C/I, 1/0, a number; NAME/KEY for one value "
+                   "of several); name one that checks the state, not the answer")
+@click.option("--gold-threshold", type=float, default=1.0, show_default=True,
+              help="a --gold-scorer value at least this is completed")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
 @click.option("--progress/--no-progress", default=True)
 def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
-          timeout, max_retries, gold_out, summary_json, progress):
+          timeout, max_retries, gold_out, gold_scorer, gold_threshold, summary_json, progress):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, folders of them, or referee run directories (a folder with manifest.json,
@@ -75,6 +80,7 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
     from referee.audit.pipeline import Auditor, audit_files
     from referee.audit.policyfile import load_policy
     from referee.audit.summary import render, summarize
+    from referee.audit.trace import GoldScorer
 
     if runs is not None and runs < 1:
         raise UsageError("--samples must be at least 1")
@@ -119,11 +125,16 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored)
+                                on_ignored=on_ignored,
+                                gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None)
         finally:
             cache_db.close()
             backends.close()
     elapsed = time.perf_counter() - t0
+    if stats.scorers:
+        click.echo(f"referee: note: the runs carry scores ({', '.join(sorted(stats.scorers))}); to use one as gold, "
+                   "pass --gold-scorer NAME (one that checks the state the run left, not the agent's answer)",
+                   err=True)
     if gold_out:
         from referee.fsutil import atomic_write_text
 
@@ -154,7 +165,7 @@ def _preview_run_dirs(paths) -> bool:
     for p in paths:
         dirs = list(run_dirs_under(p)) if Path(p).is_dir() else []
         if not is_run_dir(p) and Path(p).is_dir() and any(
-                (c.is_file() and (c.suffix in (".json", ".jsonl") or is_trajectory_file(c)))
+                (c.is_file() and (c.suffix in (".json", ".jsonl", ".eval") or is_trajectory_file(c)))
                 or (c.is_dir() and any(is_trajectory_file(t) for t in c.iterdir())) for c in Path(p).iterdir()):
             anything = True  # a folder of trace files (or of trajectories) too
         if not dirs:
