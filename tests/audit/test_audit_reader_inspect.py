@@ -225,3 +225,11 @@ def test_zstd_members_without_the_extra_say_what_to_install(logs, monkeypatch):
     with pytest.raises(MissingExtraError, match=r"referee\[inspect\]"):
         list(read_traces(logs["eval"]))
     assert len(_items(logs["json"])) == 4  # a .json log needs no extra
+
+
+def test_a_json_log_with_its_fields_reordered_is_still_sniffed(logs, tmp_path):
+    body = json.loads(logs["json"].read_text())
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps({"samples": body["samples"], "eval": body["eval"]}))
+    assert sniff_format(moved) == "inspect-ai"
+    assert len(_items(moved)) == 4

@@ -72,6 +72,8 @@ def sniff_format(path: Path) -> str:
                 return "referee"
             if "traj" in v and ("reward" in v or "task_id" in v):
                 return "tau-bench"
+            if isinstance(v.get("eval"), dict) and ("samples" in v or "status" in v):
+                return "inspect-ai"  # a JSON log whose fields are in another order than Inspect writes them
             info = v.get("info")
             if ("messages" in v and isinstance(info, dict) and "exit_status" in info) or \
                     isinstance(v.get("trajectory"), list):

@@ -113,14 +113,15 @@ def to_chat(messages: list, task: str) -> list[dict]:
     """
     out: list[dict] = []
     terminal_ids: set[str] = set()
+    answered = False  # an assistant turn came: user turns from here on are not the task
     for m in messages:
         if not isinstance(m, dict):
             raise ValueError("a message must be an object")
         role = m.get("role")
-        if role == "user" and task.strip() and not any(x.get("role") == "assistant" for x in out) and \
-                _text(m.get("content")).strip() == task.strip():
+        if role == "user" and not answered and task.strip() and _text(m.get("content")).strip() == task.strip():
             continue  # the task itself
         if role == "assistant":
+            answered = True
             calls = list(m.get("tool_calls") or [])
             server_calls, server_results = _server_tool_uses(m.get("content"))
             for call in calls:
