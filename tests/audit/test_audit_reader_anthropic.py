@@ -117,8 +117,9 @@ def test_malformed_tool_calls_are_one_bad_record_each(tmp_path):
     assert [i.run_id for i in items if i.error is not None] == [f"bad{n}" for n in range(len(bad_calls))]
     out = tmp_path / "a.jsonl"
     run = referee("audit", path, "--format", "openai-chat", "--out", out, "--no-progress")
-    assert run.returncode == 0 and "Traceback" not in run.stderr and "internal error" not in run.stderr
-    assert run.stderr.count("skipped record") == len(bad_calls) and len(out.read_text().splitlines()) == 1
+    # the good record is audited; each bad one is a warning, and skipping them makes the exit code 1
+    assert run.returncode == 1 and "Traceback" not in run.stderr and "internal error" not in run.stderr
+    assert run.stderr.count("warning: skipped record") == len(bad_calls) and len(out.read_text().splitlines()) == 1
     stop = referee("audit", path, "--format", "openai-chat", "--out", tmp_path / "b.jsonl", "--on-error", "stop",
                    "--no-progress")
     assert stop.returncode == 2 and "tool_calls must be a list" in stop.stderr and "Traceback" not in stop.stderr

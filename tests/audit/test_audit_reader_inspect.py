@@ -164,7 +164,7 @@ def test_gold_scorer_values_and_threshold():
 
 def test_with_format_openai_chat_the_log_is_one_bad_record_with_a_hint(logs, tmp_path):
     run = referee("audit", logs["json"], "--format", "openai-chat", "--out", tmp_path / "a.jsonl", "--no-progress")
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr  # one record skipped, and the user did not say skipping is fine
     assert "this is an Inspect AI log" in run.stderr and "Traceback" not in run.stderr
 
 
