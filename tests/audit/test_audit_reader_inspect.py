@@ -233,3 +233,17 @@ def test_a_json_log_with_its_fields_reordered_is_still_sniffed(logs, tmp_path):
     moved.write_text(json.dumps({"samples": body["samples"], "eval": body["eval"]}))
     assert sniff_format(moved) == "inspect-ai"
     assert len(_items(moved)) == 4
+
+
+def test_an_older_eval_with_deflate_members_reads_without_zstd(logs, tmp_path, monkeypatch):
+    from referee.audit.readers.inspect_files import _member
+
+    old = tmp_path / "old.eval"
+    with open(logs["eval"], "rb") as fh, zipfile.ZipFile(fh) as src, \
+            zipfile.ZipFile(old, "w", compression=zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, json.dumps(_member(fh, src, info)))
+    want = {rid: i.trace for rid, i in _items(logs["eval"]).items()}
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # deflate needs no extra
+    assert sniff_format(old) == "inspect-ai"
+    assert {rid: i.trace for rid, i in _items(old).items()} == want
