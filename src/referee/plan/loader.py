@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any
 
@@ -77,18 +77,34 @@ class LoadedPlan:
     plan: Plan
     validators: dict[str, tuple[TypedValidator, ...]]
     captures: dict[str, tuple[TypedCapture, ...]]
+    where: "_Where | None" = dc_field(default=None, repr=False, compare=False)  # YAML positions, for later checks
 
     @property
     def name(self) -> str:
         return self.plan.name
+
+    def error(self, msg: str, loc: tuple, fix: str | None = None) -> PlanError:
+        """A PlanError at `loc` (a path into the plan, e.g. ("steps", 0, "capture", 1)) with its file:line:col."""
+        if self.where is None:
+            return PlanError(msg, file=str(self.path), fix=fix)
+        return self.where.error(msg, loc, fix)
 
     def step(self, step_id: str) -> Step:
         return next(s for s in self.plan.steps if s.id == step_id)
 
 
 class _Where:
-    def __init__(self, file: str, positions: dict[tuple, Pos], data: Any) -> None:
+    def __init__(self, file: str, positions: dict[tuple, Pos], data: Any,
+                 sink: list[PlanError] | None = None) -> None:
         self.file, self.positions, self.data = file, positions, data
+        self.sink = sink  # collect-all mode (`referee check`): errors are gathered here, not raised
+
+    def report(self, err: PlanError) -> None:
+        """Raise `err`, or in collect-all mode note it so loading goes on to find the next one."""
+        if self.sink is None:
+            raise err
+        if not any(str(e) == str(err) for e in self.sink):
+            self.sink.append(err)
 
     def place(self, loc: tuple) -> str | None:
         loc = tuple(loc)
@@ -116,10 +132,22 @@ class _Where:
 
 def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = (),
                     model: type[BaseModel] | None = None) -> PlanError:
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a typo explains a "missing"
+    return _one_error(where, errors[0], base, model)
+
+
+def _pydantic_errors(where: _Where, exc: ValidationError, base: tuple = (),
+                     model: type[BaseModel] | None = None) -> list[PlanError]:
+    """Every error of a validation, one PlanError each; a "missing" beside an unknown field (a typo) is left out."""
+    errors = exc.errors()
+    typo_at = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
+    return [_one_error(where, e, base, model) for e in errors
+            if not (e["type"] == "missing" and tuple(e["loc"][:-1]) in typo_at)]
+
+
+def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | None) -> PlanError:
     import difflib
 
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a typo explains a "missing"
-    err = errors[0]
     loc = base + tuple(err["loc"])
     names = [str(p) for p in err["loc"] if isinstance(p, str)]
     field = names[-1] if names else "value"
@@ -157,7 +185,8 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
     return [n for n in current.model_fields if n != "kind"] if current else []
 
 
-def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> LoadedPlan:
+def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
+                   errors: list[PlanError] | None = None) -> LoadedPlan:
     """Parse and validate plan text. Capture and validator kinds are plan data (`referee.plan.captures`,
     `referee.plan.validators`): loading a plan imports neither the runner nor the validators' checks,
     so the grader loads the frozen plan like any other.
@@ -165,6 +194,10 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> 
     `frozen`: the plan a run directory holds. Its captures were taken already and lie on disk, so a
     capture kind from a plugin is kept as written (the grader needs only its name): grading imports
     no capture plugin, and a run stays gradeable after the plugin that captured it is gone.
+
+    `errors`: collect-all mode (`referee check`). Each error found is added to this list and
+    loading goes on past it (the step, capture or validator at fault is left out), so one pass
+    finds them all; only a plan that is not YAML, or not a plan at all, still raises.
 
     >>> lp = load_plan_text("- id: a\\n  do: nothing\\n", "p.yaml")
     >>> (lp.name, [s.id for s in lp.plan.steps])
@@ -189,58 +222,100 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> 
     if not isinstance(data, dict):
         raise PlanError("a plan must be a mapping with `steps:` or a list of steps", file=file, place="1:1",
                         fix="see DESIGN.md, plan v1")
-    where = _Where(file, positions, data)
+    where = _Where(file, positions, data, errors)
     stem = Path(file).stem if file != "<plan>" else "plan"
     data.setdefault("name", stem)
     try:
         plan = Plan.model_validate(data)
+        indexed = list(enumerate(plan.steps))
     except ValidationError as exc:
-        raise _pydantic_error(where, exc, (), Plan) from None
+        if errors is None:
+            raise _pydantic_error(where, exc, (), Plan) from None
+        for err in _pydantic_errors(where, exc, (), Plan):
+            where.report(err)
+        plan, indexed = _salvage(data)
 
     seen: dict[str, int] = {}
     typed_v: dict[str, tuple[TypedValidator, ...]] = {}
     typed_c: dict[str, tuple[TypedCapture, ...]] = {}
-    for si, step in enumerate(plan.steps):
+    for si, step in indexed:
         if step.id in seen:
-            raise where.error(f"duplicate step id '{step.id}' (first at step #{seen[step.id] + 1})",
-                              ("steps", si, "id"), fix="give every step its own id")
+            where.report(where.error(f"duplicate step id '{step.id}' (first at step #{seen[step.id] + 1})",
+                                     ("steps", si, "id"), fix="give every step its own id"))
+            continue
         seen[step.id] = si
         caps: list[TypedCapture] = []
         names: set[str] = set()
         for ci, raw in enumerate(step.capture):
             loc = ("steps", si, "capture", ci)
-            if frozen and isinstance(raw, dict) and str(raw.get("kind")) not in BUILTIN_SPECS:
-                ck, params = _kept(raw)
-            else:
-                ck, params = _typed(where, capture_specs, raw, loc, "capture")
-            _check_url(where, plan, params, loc)
+            try:
+                if frozen and isinstance(raw, dict) and str(raw.get("kind")) not in BUILTIN_SPECS:
+                    ck, params = _kept(raw)
+                else:
+                    ck, params = _typed(where, capture_specs, raw, loc, "capture")
+            except PlanError as exc:
+                where.report(exc)
+                continue
+            try:
+                _check_url(where, plan, params, loc)
+            except PlanError as exc:
+                where.report(exc)
             if params.name in names:
-                raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
-                                  fix="give each capture its own name")
+                where.report(where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
+                                         fix="give each capture its own name"))
+                continue
             names.add(params.name)
             caps.append(TypedCapture(ck, params))
         vals: list[TypedValidator] = []
         for vi, raw in enumerate(step.validators):
             loc = ("steps", si, "validators", vi)
-            vs, params = _typed(where, validator_specs, raw, loc, "validator")
+            try:
+                vs, params = _typed(where, validator_specs, raw, loc, "validator")
+            except PlanError as exc:
+                where.report(exc)
+                continue
             tv = TypedValidator(vi, vs, params)
-            for req in vs.captures(params, vi):
-                if req.name in names:
-                    continue
-                ck = capture_specs.get(req.kind)
-                try:
-                    cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params})
-                except ValidationError as exc:
-                    raise _pydantic_error(where, exc, loc) from None
-                _check_url(where, plan, cparams, loc)
-                names.add(req.name)
-                caps.append(TypedCapture(ck, cparams))
-            for ref in vs.evidence_refs(params, vi):
-                _check_ref(where, loc, ref)
+            try:
+                for req in vs.captures(params, vi):
+                    if req.name in names:
+                        continue
+                    ck = capture_specs.get(req.kind)
+                    try:
+                        cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params})
+                    except ValidationError as exc:
+                        raise _pydantic_error(where, exc, loc) from None
+                    _check_url(where, plan, cparams, loc)
+                    names.add(req.name)
+                    caps.append(TypedCapture(ck, cparams))
+                for ref in vs.evidence_refs(params, vi):
+                    _check_ref(where, loc, ref)
+            except PlanError as exc:
+                where.report(exc)
+                continue
             vals.append(tv)
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
-    return LoadedPlan(Path(file), text, plan, typed_v, typed_c)
+    return LoadedPlan(Path(file), text, plan, typed_v, typed_c, where=where)
+
+
+def _salvage(data: dict[str, Any]) -> tuple[Plan, list[tuple[int, Step]]]:
+    """The parts of a plan that do validate, with each step's index in the file (collect-all mode)."""
+    from referee.plan.model import ActorSpec, AppSpec
+
+    def valid(model: type[BaseModel], raw: Any) -> Any:
+        try:
+            return model.model_validate(raw) if raw is not None else None
+        except ValidationError:
+            return None
+
+    raw_steps = data.get("steps")
+    indexed = [(i, st) for i, raw in enumerate(raw_steps if isinstance(raw_steps, list) else [])
+               if (st := valid(Step, raw)) is not None]
+    name = data.get("name")
+    plan = Plan.model_construct(version=1, name=name if isinstance(name, str) else "plan",
+                                app=valid(AppSpec, data.get("app")), actor=valid(ActorSpec, data.get("actor")),
+                                controls=[], steps=[st for _, st in indexed])
+    return plan, indexed
 
 
 class _KeptParams(CaptureParams):
@@ -264,7 +339,12 @@ def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str) -> tuple[An
     try:
         return kind, kind.Params.model_validate(raw)
     except ValidationError as exc:
-        raise _pydantic_error(where, exc, loc, kind.Params) from None
+        if where.sink is None:
+            raise _pydantic_error(where, exc, loc, kind.Params) from None
+        first, *more = _pydantic_errors(where, exc, loc, kind.Params)
+        for err in more:
+            where.report(err)
+        raise first from None
 
 
 def _check_url(where: _Where, plan: Plan, params: Any, loc: tuple) -> None:
