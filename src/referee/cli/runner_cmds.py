@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+from rich.text import Text
 
 from referee.errors import RefereeError
 
@@ -38,21 +39,33 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 @click.option("--agent", help="Command that performs each step (the command actor).")
 @click.option("--out", default="runs", show_default=True, type=click.Path(file_okay=False),
               help="Where run directories go: OUT/<plan>/<UTC timestamp>/.")
-@click.option("--strict", is_flag=True, help="SKIPPED steps also fail the run (exit 1).")
+@click.option("--strict", is_flag=True, help="SKIPPED and FLAKY steps also fail the run (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print one JSON object with every run's verdicts.")
-def run(plans, agent, out, strict, json_mode):
+@click.option("--only", "only", multiple=True, metavar="STEP[,STEP]",
+              help="Perform only these steps (in plan order); the others are not run and say so.")
+@click.option("-k", "keyword", metavar="EXPR",
+              help="Perform only the steps whose id matches EXPR: words (substrings, any case) with and/or/not.")
+@click.option("--fail-fast", is_flag=True, help="Stop after the first step that FAILs or is an ERROR.")
+@click.option("--retries", type=click.IntRange(0, 100), default=0, show_default=True,
+              help="Perform a step that FAILs or is an ERROR again, up to N more times; a pass after a "
+                   "failure is FLAKY.")
+def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
-    from referee.plan import load_plan
+    from referee.plan.selection import check_selection, split_ids
     from referee.report.console import LiveSteps, summary_line, verdict_table
+    from referee.rundir import RunOptions
     from referee.runner.run import run_plan
 
     console = _console(json_mode)
-    loaded = [load_plan(p) for p in plans]  # every plan validates before anything runs
+    loaded = _load_checked(plans, console)  # every plan validates before anything runs
+    ids = split_ids(only)
+    check_selection([s.id for lp in loaded for s in lp.plan.steps], ids, keyword)
+    options = RunOptions(only=ids, keyword=keyword, fail_fast=fail_fast, retries=retries)
     exit_code, payload = 0, []
     for lp in loaded:
         _lint_warnings(lp, console, Path(out) / ".lint-cache")
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
-            outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event)
+            outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event, options=options)
         res = outcome.results
         console.print(verdict_table(res))
         console.print(summary_line(res))
@@ -76,14 +89,18 @@ def run(plans, agent, out, strict, json_mode):
 @click.option("--strict", is_flag=True, help="SKIPPED steps also fail (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print the verdicts as JSON.")
 def grade(run_dirs, strict, json_mode):
-    """Re-grade RUN_DIRS from their persisted evidence alone (the app may be gone)."""
+    """Re-grade RUN_DIRS from their persisted evidence alone (the app may be gone).
+
+    A plan's runs folder (`runs/<plan>`) stands for its latest run."""
     from referee.grader import grade as grade_run
     from referee.report.outputs import write_outputs
+    from referee.runfolders import resolve_run_dir
     from referee.report.console import summary_line, verdict_table
 
     console = _console(json_mode)
     exit_code, payload = 0, []
-    for d in run_dirs:
+    for given in run_dirs:
+        d = resolve_run_dir(given)  # a plan's runs folder: its latest run
         res = grade_run(Path(d))
         try:
             write_outputs(Path(d), res)
@@ -100,19 +117,71 @@ def grade(run_dirs, strict, json_mode):
     return exit_code
 
 
+def _finding_line(err, level: str) -> str:
+    """`file:line:col: warning: message; fix`, the form editors and CI problem matchers read."""
+    where = f"{err.file}:{err.place}: " if err.file and err.place else f"{err.file}: " if err.file else ""
+    return f"{where}{level}: {err.message}" + (f"; {err.fix}" if err.fix else "")
+
+
+def _load_checked(plans, console) -> list:
+    """Every plan loaded and checked before anything runs; all their errors at once (then exit 2)."""
+    from referee.plan.preflight import check_plan_file
+
+    loaded, errors = [], []
+    for p in plans:
+        lp, found = check_plan_file(p)
+        errors += found.errors
+        for w in found.warnings:
+            console.print(Text(_finding_line(w, "warning"), style="yellow"), highlight=False)
+        if lp is not None:
+            loaded.append(lp)
+    if errors:
+        for err in errors[:-1]:
+            click.echo(f"referee: error: {err}", err=True)
+        raise errors[-1]
+    return loaded
+
+
 @click.command()
 @click.argument("plans", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def check(plans):
-    """Validate PLANS without running anything."""
-    from referee.plan import load_plan
+@click.option("--json", "json_mode", is_flag=True,
+              help="Print {plan: {ok, errors: [{file, line, column, message, fix}], warnings}} for editors and CI.")
+def check(plans, json_mode):
+    """Validate PLANS without running anything: every error of every plan in one pass (exit 2 if any).
 
+    Besides the plan's own schema, what would fail at run time: screen captures or `script:` without
+    the browser actor, a python actor target that cannot be found, evidence that names no capture of
+    its step, and `${VAR}` that is not set."""
+    from referee.plan.preflight import check_plan_file, finding_json
+
+    code, report = 0, {}
     for p in plans:
-        lp = load_plan(p)
-        nval = sum(len(v) for v in lp.validators.values())
-        skipped = [s.id for s in lp.plan.steps if not lp.validators.get(s.id)]
-        click.echo(f"{p}: ok ({len(lp.plan.steps)} steps, {nval} validators"
-                   + (f"; no validator, will be SKIPPED: {', '.join(skipped)}" if skipped else "") + ")")
-    return 0
+        lp, found = check_plan_file(p)
+        code = 2 if found.errors else code
+        summary = None
+        if lp is not None:
+            nval = sum(len(v) for v in lp.validators.values())
+            skipped = [s.id for s in lp.plan.steps if not lp.validators.get(s.id)]
+            summary = {"steps": len(lp.plan.steps), "validators": nval, "skipped": skipped}
+        report[p] = {"ok": not found.errors, "errors": [finding_json(e) for e in found.errors],
+                     "warnings": [finding_json(w) for w in found.warnings], **(summary or {})}
+        if json_mode:
+            continue
+        for err in found.errors:  # the form every referee error has: `referee: error: file:line:col: ...; fix`
+            click.echo(f"referee: error: {err}", err=True)
+        for w in found.warnings:
+            click.echo(_finding_line(w, "warning"))
+        if found.errors:
+            n, m = len(found.errors), len(found.warnings)
+            more = f", {m} warning{'s' if m != 1 else ''}" if m else ""
+            click.echo(f"{p}: {n} error{'s' if n != 1 else ''}{more}")
+        elif summary is not None:
+            skipped = summary["skipped"]
+            click.echo(f"{p}: ok ({summary['steps']} steps, {summary['validators']} validators"
+                       + (f"; no validator, will be SKIPPED: {', '.join(skipped)}" if skipped else "") + ")")
+    if json_mode:
+        click.echo(json.dumps(report, indent=2))
+    return code
 
 
 @click.command()

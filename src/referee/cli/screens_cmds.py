@@ -66,11 +66,13 @@ def _shown(value, *, quote: bool = True, limit: int = 160) -> str:
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
 def report(run_dirs):
-    """Regenerate report.html in each RUN_DIR from results.json and manifest.json."""
+    """Regenerate report.html in each RUN_DIR from results.json and manifest.json (a plan's runs folder,
+    `runs/<plan>`, stands for its latest run)."""
     from referee.report.html import write_report
+    from referee.runfolders import resolve_run_dir
 
     for d in run_dirs:
-        click.echo(str(write_report(Path(d))))
+        click.echo(str(write_report(resolve_run_dir(d))))
     return 0
 
 

@@ -1,15 +1,32 @@
-"""junit.xml for CI systems: FAIL -> failure, ERROR -> error, SKIPPED -> skipped."""
+"""junit.xml for CI systems: FAIL -> failure, ERROR -> error, SKIPPED -> skipped, FLAKY -> a pass with
+`flakyFailure`/`flakyError` (Maven Surefire's reruns); `time` per step; the agent's output in
+`system-out`/`system-err`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 from xml.etree import ElementTree as ET
 
 from referee.fsutil import atomic_write_bytes
-from referee.grader.results import RunResults
+from referee.grader.results import RunResults, StepResult
+from referee.report.agentout import Tail, printable
 
 
-def junit_xml(results: RunResults) -> bytes:
+def _time(seconds: float | None) -> str:
+    return f"{seconds or 0:.3f}"
+
+
+def _agent_err(step: StepResult, tails: list[Tail]) -> str | None:
+    """system-err: how the agent's run ended, then the tail of its stderr."""
+    if step.agent is None:
+        return None
+    lines = [f"agent: {step.agent.status()}" + (f" ({step.agent.error})" if step.agent.error else "")]
+    lines += [t.text if not t.problem else f"({t.name}: {t.problem})" for t in tails if t.name == "stderr.txt"]
+    return printable("\n".join(x for x in lines if x))
+
+
+def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = None) -> bytes:
     """Render results as a JUnit testsuite, one testcase per step.
 
     >>> from referee.grader.results import StepResult
@@ -21,24 +38,39 @@ def junit_xml(results: RunResults) -> bytes:
     s = results.summary
     suite = ET.Element("testsuite", name=f"referee.{results.plan}", tests=str(len(results.steps)),
                        failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
+    suite.set("time", _time(sum(st.duration_s or 0 for st in results.steps)))
     for step in results.steps:
-        case = ET.SubElement(suite, "testcase", classname=f"referee.{results.plan}", name=step.id)
+        case = ET.SubElement(suite, "testcase", classname=f"referee.{results.plan}", name=step.id,
+                             time=_time(step.duration_s))
+        reason = printable(step.reason)
         if step.verdict == "FAIL":
-            ET.SubElement(case, "failure", message=step.reason[:500]).text = step.reason
+            ET.SubElement(case, "failure", message=reason[:500]).text = reason
         elif step.verdict == "ERROR":
-            ET.SubElement(case, "error", message=step.reason[:500]).text = step.reason
+            ET.SubElement(case, "error", message=reason[:500]).text = reason
         elif step.verdict == "SKIPPED":
-            ET.SubElement(case, "skipped", message=step.reason)
+            ET.SubElement(case, "skipped", message=reason)
+        # earlier attempts as Maven Surefire writes reruns: flaky* in a passing case, rerun* in a failing one
+        for a in step.attempts:
+            tag = ("flaky" if step.verdict == "FLAKY" else "rerun") + ("Failure" if a.verdict == "FAIL" else "Error")
+            why = printable(f"attempt {a.attempt}: {a.verdict}: {a.reason}")
+            ET.SubElement(case, tag, message=why[:500], type=a.verdict).text = why
+        tails = (outputs or {}).get(step.id, [])
+        out = []
         if step.claim is not None:
             claim = step.claim
             note = f"agent claimed pass={claim.get('pass')}: {claim.get('note', '')}"
             if step.overclaim:
                 note = "OVERCLAIM " + note
-            ET.SubElement(case, "system-out").text = note
+            out.append(note)
+        out += [t.text for t in tails if t.name == "stdout.txt" and t.text]
+        if out:
+            ET.SubElement(case, "system-out").text = printable("\n".join(out))
+        if (err := _agent_err(step, tails)) is not None:
+            ET.SubElement(case, "system-err").text = err
     suites = ET.Element("testsuites")
     suites.append(suite)
     return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
 
 
-def write_junit(results: RunResults, path: Path) -> None:
-    atomic_write_bytes(path, junit_xml(results))
+def write_junit(results: RunResults, path: Path, outputs: Mapping[str, list[Tail]] | None = None) -> None:
+    atomic_write_bytes(path, junit_xml(results, outputs))

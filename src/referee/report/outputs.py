@@ -6,6 +6,7 @@ from pathlib import Path
 
 from referee.fsutil import atomic_write_json
 from referee.grader import RunResults, grade
+from referee.report.agentout import Tail, step_tails
 from referee.report.html import write_report
 from referee.report.junit import write_junit
 
@@ -17,8 +18,19 @@ def write_outputs(run_dir: str | Path, results: RunResults) -> None:
     """
     run_dir = Path(run_dir)
     atomic_write_json(run_dir / "results.json", results.model_dump(mode="json"))
-    write_junit(results, run_dir / "junit.xml")
+    write_junit(results, run_dir / "junit.xml", agent_outputs(run_dir, results))
     write_report(run_dir)  # reads the results.json just written
+
+
+def agent_outputs(run_dir: Path, results: RunResults) -> dict[str, list[Tail]]:
+    """Each step's stdout/stderr tails, for junit.xml (none for an unreadable manifest)."""
+    import json
+
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return {s.id: step_tails(run_dir, manifest, s.id) for s in results.steps if s.agent is not None}
 
 
 def grade_to_disk(run_dir: str | Path) -> RunResults:

@@ -15,15 +15,19 @@ from typing import Any, Callable
 from referee.errors import ActorError, AppError, PlanError
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
-from referee.rundir import Phase
+from referee.grader.outcome import seconds
+from referee.rundir import Phase, RunOptions
+from referee.runfolders import update_latest
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
 from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
+from referee.runner.schedule import StepSchedule
 from referee.runner.store import RunStore, new_run_dir
 
-Event = Callable[[str, str, dict], None]  # (event, step_id, data): "start" | "acted" | "done"
+# (event, step_id, data): "start" | "acted" | "done" | "graded" | "retry" | "not_run"
+Event = Callable[[str, str, dict], None]
 
 
 @dataclass(frozen=True)
@@ -115,8 +119,12 @@ class _Terminated(BaseException):
     """SIGTERM turned into an exception so the app is stopped and the run stays gradeable."""
 
 
-def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event: Event = _noop) -> RunOutcome:
+def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event: Event = _noop,
+             options: RunOptions | None = None) -> RunOutcome:
     """Run one plan and grade it; the run directory is complete and gradeable even if interrupted.
+
+    `options`: which steps to perform (`only`, `keyword`), `retries` for a step that fails, and
+    `fail_fast` (see `referee.runner.schedule`).
 
     >>> run_plan(load_plan("smoke.yaml"), out=Path("runs"), agent="python my_agent.py")  # doctest: +SKIP
     """
@@ -130,8 +138,11 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     run_dir = new_run_dir(out, plan.name)
     store = RunStore(run_dir, plan.name)
     store.manifest.actor = spec.command or spec.target or spec.kind
+    if options is not None and options != RunOptions():
+        store.manifest.options = options
     store.save_plan(plan.text)
     store.flush()
+    update_latest(run_dir)
     interrupted = False
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
@@ -140,9 +151,11 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
         with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else no_app as app:
             app_url = app.url
             actor = actor_cls()
+            actor.search_path = (str(plan.path.resolve().parent),)
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": dict(os.environ)}
-            for step in plan.plan.steps:
+            schedule = StepSchedule(plan, store, options, on_event)
+            for step in schedule:  # the steps --only/-k keep, each again for a retry
                 on_event("start", step.id, {})
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page
@@ -156,14 +169,20 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 claim, why = read_claim(claim_file)
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
-                                            "timed_out": result.timed_out})
+                                            "timed_out": result.timed_out, "started": result.started})
+                store.add_agent_output(step.id, result.stdout, result.stderr)
                 refused = store.add_agent_files(step.id)
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
-                errors = [e for e in (result.error, why if claim is None else None, *refused) if e]
+                errors = [e for e in (result.error, why if claim is None and result.started else None, *refused) if e]
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
-                                error="; ".join(errors) or None)
-                on_event("done", step.id, {})
+                                error="; ".join(errors) or None, started=result.started,
+                                stdout_bytes=result.stdout_bytes, stderr_bytes=result.stderr_bytes)
+                on_event("done", step.id, {"exit_code": result.exit_code, "timed_out": result.timed_out,
+                                           "started": result.started, "error": result.error,
+                                           "seconds": seconds(store.manifest.steps[step.id].started,
+                                                              store.manifest.steps[step.id].finished)})
+                schedule.done(step.id)
     except (KeyboardInterrupt, _Terminated):
         interrupted = True
         store.manifest.error = "interrupted"

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError
 from referee.fsutil import atomic_write_bytes, atomic_write_text, sha256_file
 from referee.rundir import Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
+
+OUTPUT_FILES = ("stdout.txt", "stderr.txt")
 
 
 def new_run_dir(out: Path, plan_name: str) -> Path:
@@ -57,13 +60,23 @@ class RunStore:
                            durable=durable)
 
     def step_started(self, step_id: str) -> None:
-        self.manifest.steps[step_id] = StepRecord(started=utcnow())
+        old = self.manifest.steps.get(step_id)
+        # a step performed again (--retries) keeps the record of its earlier attempts
+        self.manifest.steps[step_id] = StepRecord(started=utcnow(), attempts=old.attempts if old else [])
         self.flush()
 
-    def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None) -> None:
+    def step_not_run(self, step_id: str, why: Literal["deselected", "fail_fast"], note: str | None = None) -> None:
+        """Record a step the run leaves out: the grader makes it SKIPPED with `note` as the reason."""
+        self.manifest.steps[step_id] = StepRecord(status="not_run", not_run=why, note=note)
+        self.flush()
+
+    def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None,
+                  started: bool = True, stdout_bytes: int | None = None, stderr_bytes: int | None = None) -> None:
         rec = self.manifest.steps[step_id]
         rec.status, rec.finished = "done", utcnow()
         rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, error
+        rec.actor_started = started
+        rec.stdout_bytes, rec.stderr_bytes = stdout_bytes, stderr_bytes
         self.flush()
 
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
@@ -75,18 +88,37 @@ class RunStore:
         self.manifest.files.append(entry)
         return entry
 
+    def add_agent_output(self, step_id: str, stdout: bytes | None, stderr: bytes | None) -> None:
+        """Write the agent's stdout and stderr (their last 1 MB, as the runner kept them) into its folder
+        as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names."""
+        root = self.agent_dir(step_id)
+        for name, data, kind in ((OUTPUT_FILES[0], stdout, "agent_stdout"), (OUTPUT_FILES[1], stderr, "agent_stderr")):
+            if data is None:
+                continue
+            path = root / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.is_symlink() or path.exists():
+                os.unlink(path)
+            atomic_write_bytes(path, data, durable=False)
+            # the agent's words, so `agent`: the auditor never reads them as the runner's observation
+            self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
+
     def add_agent_files(self, step_id: str) -> list[str]:
         """Hash every regular file the agent left in its folder; links and escapes are refused, not followed.
 
         Returns the refusals, one line each, so the runner can record them.
         """
         root = self.agent_dir(step_id)
+        listed = {e.path for e in self.manifest.files}
         refused: list[str] = []
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             for fn in sorted(filenames):
                 p = Path(dirpath) / fn
                 rel = p.relative_to(root).as_posix()
                 if fn.startswith(".") and fn.endswith(".tmp"):
+                    continue
+                if p.relative_to(self.run_dir).as_posix() in listed:  # stdout.txt, stderr.txt
                     continue
                 if p.is_symlink() or not p.is_file():
                     refused.append(f"agent/{step_id}/{rel}: a link or special file; not taken as evidence")

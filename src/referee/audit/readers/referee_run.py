@@ -64,7 +64,9 @@ class RunDirInfo:
 
     def line(self) -> str:
         """One line for humans: counts by verdict and what will be audited."""
-        counts = {v: sum(1 for x in self.verdicts.values() if x == v) for v in ("PASS", "FAIL", "SKIPPED", "ERROR")}
+        counts = {v: sum(1 for x in self.verdicts.values() if x == v)
+                  for v in ("PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY")}
+        counts = {v: n for v, n in counts.items() if n or v != "FLAKY"}
         graded = ", ".join(f"{n} {v}" for v, n in counts.items())
         if not self.skipped:
             return (f"{self.run_dir}: plan {self.plan}: {graded} ({self.source}); no SKIPPED step: every step has a "
@@ -86,7 +88,8 @@ def load_verdicts(run_dir: Path) -> tuple[dict[str, str], str]:
 
         res = grade(run_dir)
         source = "graded now"
-    return {s.id: s.verdict for s in res.steps}, source
+    # a step the run left out (--only/-k, --fail-fast) has no evidence to audit
+    return {s.id: s.verdict for s in res.steps if not s.not_run}, source
 
 
 def describe_run_dir(run_dir: Path, manifest: Manifest | None = None) -> RunDirInfo:

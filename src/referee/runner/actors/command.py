@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -39,8 +40,28 @@ def agent_env(run: StepRun, extra: dict[str, str] | None = None) -> dict[str, st
     return env
 
 
+OUTPUT_KEEP = 1 << 20  # bytes of stdout and of stderr kept in agent/<step>/
+_SHELL_CANNOT = re.compile(r"^(/bin/)?sh: .*(not found|Permission denied|No such file or directory|cannot execute)")
+
+
 def _tail(data: bytes | None, n: int = 4000) -> str:
     return (data or b"")[-n:].decode("utf-8", errors="replace")
+
+
+def _could_not_start(code: int | None, stderr: bytes) -> str | None:
+    """Why the agent never ran: the shell found no such program, or could not execute it (126/127)."""
+    lines = stderr.decode("utf-8", errors="replace").strip().splitlines()
+    last = lines[-1] if lines else ""
+    if code in (126, 127) and _SHELL_CANNOT.match(last):
+        return f"the agent could not be started: {last}"
+    return None
+
+
+def _result(code: int | None, out: bytes, err: bytes, *, timed_out: bool, error: str | None) -> ActorResult:
+    why = None if timed_out else _could_not_start(code, err)
+    return ActorResult(exit_code=code, timed_out=timed_out, error=why or error, stdout_tail=_tail(out),
+                       stderr_tail=_tail(err), started=why is None, stdout=out[-OUTPUT_KEEP:],
+                       stderr=err[-OUTPUT_KEEP:], stdout_bytes=len(out), stderr_bytes=len(err))
 
 
 def run_agent_command(command: str, run: StepRun, *, cwd: Path | None = None,
@@ -56,15 +77,14 @@ def run_agent_command(command: str, run: StepRun, *, cwd: Path | None = None,
         proc = subprocess.Popen(command, shell=True, cwd=cwd, env=agent_env(run, extra_env), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
-        return ActorResult(exit_code=None, error=f"cannot start the agent: {exc}")
+        return ActorResult(exit_code=None, started=False, error=f"the agent could not be started: {exc}")
     try:
         out, err = proc.communicate(payload, timeout=run.timeout_s)
-        return ActorResult(exit_code=proc.returncode, stdout_tail=_tail(out), stderr_tail=_tail(err))
+        return _result(proc.returncode, out, err, timed_out=False, error=None)
     except subprocess.TimeoutExpired:
         stop_group(proc)
         out, err = proc.communicate()
-        return ActorResult(exit_code=proc.returncode, timed_out=True, error=f"timed out after {run.timeout_s:g}s",
-                           stdout_tail=_tail(out), stderr_tail=_tail(err))
+        return _result(proc.returncode, out, err, timed_out=True, error=f"timed out after {run.timeout_s:g}s")
     except BaseException:
         stop_group(proc)
         raise

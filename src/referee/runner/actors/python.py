@@ -56,13 +56,16 @@ class Actor:
         pass
 
 
-def load_target(target: str) -> type:
-    """Import `module:ClassName` (the plan's actor.target); the run's cwd is importable."""
+def load_target(target: str, search: tuple[str, ...] = ()) -> type:
+    """Import `module:ClassName` (the plan's actor.target), looked for in `search` (the plan's folder),
+    then the run's working directory, then PYTHONPATH (`referee check` looks in the same places)."""
     if ":" not in target:
         raise PlanError(f"actor target '{target}' is not 'module:ClassName'", fix="e.g. target: my_agent:MyAgent")
     mod_name, _, cls_name = target.partition(":")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
+    for folder in reversed((*search, str(Path.cwd()))):
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
     try:
         mod = importlib.import_module(mod_name)
         cls = getattr(mod, cls_name)
@@ -79,7 +82,7 @@ class PythonActor(ActorKind):
     def setup(self, spec, *, app_url, run_dir):
         if not spec.target:
             raise PlanError("the python actor needs `target: module:ClassName`")
-        self.agent = load_target(spec.target)()
+        self.agent = load_target(spec.target, self.search_path)()
         self.agent.setup(app_url)
 
     def perform(self, run: StepRun) -> ActorResult:
@@ -87,8 +90,9 @@ class PythonActor(ActorKind):
         try:
             claim = self.agent.act(ctx)
         except Exception as exc:
-            return ActorResult(exit_code=1, error=f"{type(exc).__name__}: {exc}",
-                               stderr_tail=traceback.format_exc()[-4000:])
+            trace = traceback.format_exc()
+            return ActorResult(exit_code=1, error=f"{type(exc).__name__}: {exc}", stderr_tail=trace[-4000:],
+                               stderr=trace.encode("utf-8", errors="replace")[-(1 << 20):])
         if claim is not None:
             data = claim.dump() if isinstance(claim, Claim) else claim
             atomic_write_json(run.claim_file, data)
