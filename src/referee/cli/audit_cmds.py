@@ -61,13 +61,25 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
 @click.option("--progress/--no-progress", default=True)
+@click.option("--allow-unsigned", is_flag=True,
+              help="read run directories without a seal this machine can check, marked unverified")
 def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
-          timeout, max_retries, gold_out, summary_json, progress):
+          timeout, max_retries, gold_out, summary_json, progress, allow_unsigned):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, folders of them, or referee run directories (a folder with manifest.json,
-    or runs/ above them): there only the SKIPPED steps are audited, as advisory records.
+    or runs/ above them): there only the SKIPPED steps are audited, as advisory records, after the
+    run directory's seal is checked and it is graded again.
     """
+    from referee.audit.readers.referee_run import allowing_unsigned
+
+    with allowing_unsigned(allow_unsigned):
+        return _audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model,
+                      concurrency, timeout, max_retries, gold_out, summary_json, progress)
+
+
+def _audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
+           timeout, max_retries, gold_out, summary_json, progress):
     import time
 
     from referee.audit.cache import EvidenceCache
@@ -167,7 +179,7 @@ def _preview_run_dirs(paths) -> bool:
                 anything = True  # the reader reports it as a bad record
                 continue
             click.echo(info.line())
-            anything = anything or bool(info.skipped)
+            anything = anything or bool(info.skipped) or info.refused  # a refused run: the reader says why
     return anything
 
 
