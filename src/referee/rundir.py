@@ -70,7 +70,7 @@ def utcnow() -> str:
 
 
 def read_manifest_bytes(run_dir: Path) -> bytes:
-    """manifest.json's bytes; a missing one is a UsageError (not a run directory), an unreadable one an EvidenceError."""
+    """manifest.json's bytes; missing: UsageError (not a run directory); unreadable: EvidenceError."""
     path = Path(run_dir) / "manifest.json"
     try:
         return path.read_bytes()

@@ -111,16 +111,17 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
     chk = check_seal(run_dir, key, manifest=manifest_bytes, plan=plan_bytes, claims=claims_bytes,
                      key_problem=key_problem)
     seal = chk.seal
-    ids = {"key_id": seal.key_id if seal else None, "run_id": seal.run_id if seal else None}
+    key_id, run_id = (seal.key_id, seal.run_id) if seal else (None, None)
     if chk.status == "verified":
-        integrity = Integrity(status="verified", **ids)
+        integrity = Integrity(status="verified", key_id=key_id, run_id=run_id)
     elif chk.status in ("unsigned", "foreign") and allow_unsigned:
-        integrity = Integrity(status="unverified", reason=f"{chk.reason}; graded with --allow-unsigned", **ids)
+        integrity = Integrity(status="unverified", reason=f"{chk.reason}; graded with --allow-unsigned",
+                              key_id=key_id, run_id=run_id)
     else:
         fix = _unverified_fix(chk.status) if chk.status in ("unsigned", "foreign") else ""
         manifest, plan = _best_effort(run_dir, manifest_bytes, plan_bytes)
-        return OpenedRun(run_dir, Integrity(status="failed", reason=chk.reason + fix, **ids), manifest, plan,
-                         Claims({}), None)
+        failed = Integrity(status="failed", reason=chk.reason + fix, key_id=key_id, run_id=run_id)
+        return OpenedRun(run_dir, failed, manifest, plan, Claims({}), None)
     manifest = parse_manifest(manifest_bytes, str(run_dir / "manifest.json"))
     problems = manifest_problems(run_dir, manifest)
     if problems:
