@@ -63,20 +63,25 @@ def key_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def _create(path: Path) -> None:
-    """Write a fresh key with O_EXCL (two runners starting at once: one creates, both read the same key)."""
+    """Write a fresh key beside `path`, then link it into place, never over an existing one: two runners
+    starting at once both end up reading the one key that got there first, never a half-written file."""
     if not path.parent.exists():
         os.makedirs(path.parent, mode=0o700, exist_ok=True)
         os.chmod(path.parent, 0o700)  # whatever the umask
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except FileExistsError:
-        return
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         os.fchmod(fd, 0o600)  # whatever the umask
         os.write(fd, (secrets.token_hex(KEY_BYTES) + "\n").encode())
         os.fsync(fd)
     finally:
         os.close(fd)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
 
 
 def load_key(create: bool = True, path: Path | None = None) -> SigningKey:

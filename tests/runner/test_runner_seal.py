@@ -201,6 +201,7 @@ TAMPER = {
     "plan": (lambda d: (d / "plan.yaml").write_text((d / "plan.yaml").read_text() + "# edited\n"),
              "plan.yaml differs from the plan the runner loaded"),
     "plan-deleted": (lambda d: (d / "plan.yaml").unlink(), "plan.yaml is missing"),
+    "plan-folder": (lambda d: ((d / "plan.yaml").unlink(), (d / "plan.yaml").mkdir()), "plan.yaml is unreadable"),
     "manifest": (lambda d: _edit_json(d / "manifest.json", lambda m: m["steps"]["s1"].update(actor_exit=7)),
                  "manifest.json: sha256 differs from the signed manifest"),
     "claims": (lambda d: _edit_json(d / "claims.json", lambda c: c.update(s1={"pass": False, "note": "",
@@ -343,6 +344,24 @@ def test_an_exposed_key_file_is_refused_in_one_line(copy, tmp_path, how, words):
                            env=env, cwd=tmp_path)
     assert words in assert_one_line_error(rc, out, err)
     assert not (tmp_path / "new-runs").exists() or not list((tmp_path / "new-runs").rglob("manifest.json"))
+
+
+def test_the_agent_is_not_told_where_the_key_is(run_plan, signing_key):
+    run = run_plan({"name": "env", "steps": [{"id": "a", "do": "nothing"}]}, agent=agent_cmd("envdump"))
+    env = json.loads((run.run_dir / "agent" / "a" / "env.json").read_text())
+    assert "REFEREE_KEY_FILE" not in env and str(signing_key) not in json.dumps(env)
+
+
+def test_runners_starting_at_once_make_one_key(tmp_path):
+    key = tmp_path / "fresh" / "key"
+    code = "from referee.keys import load_key; print(load_key().key_id)"
+    env = {**base_cli_env(), "REFEREE_KEY_FILE": str(key)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(6)]
+    ids = {p.communicate(timeout=60)[0].strip() for p in procs}
+    assert len(ids) == 1 and len(ids.pop()) == 16
+    assert sorted(p.name for p in key.parent.iterdir()) == ["key"]  # no temp file left behind
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
 
 
 # ------------------------------------------------------------ report and audit re-grade

@@ -20,7 +20,7 @@ from referee.grader.results import Integrity
 from referee.keys import KEY_ENV, SigningKey, existing_key, key_path
 from referee.plan.loader import LoadedPlan, load_plan_text
 from referee.rundir import Claims, Manifest, parse_claims, parse_manifest, read_manifest_bytes
-from referee.seal import check_seal
+from referee.seal import SealCheck, check_seal
 
 EVIDENCE_TOPS = ("evidence", "agent")  # the only folders the runner lists files from
 
@@ -38,13 +38,14 @@ class OpenedRun:
     key: SigningKey | None  # signs and checks cache entries; None: nothing cached on disk is trusted
 
 
-def _read_optional(path: Path) -> bytes | None:
+def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
+    """(bytes, None), (None, None) when missing, or (None, why) when it cannot be read (a folder, no permission)."""
     try:
-        return path.read_bytes()
+        return path.read_bytes(), None
     except FileNotFoundError:
-        return None
+        return None, None
     except OSError as exc:
-        raise EvidenceError(f"{path.name} is unreadable: {exc.strerror or exc}", file=str(path)) from None
+        return None, f"{path.name} is unreadable ({exc.strerror or exc})"
 
 
 def manifest_problems(run_dir: Path, manifest: Manifest) -> list[str]:
@@ -105,11 +106,13 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
     if not run_dir.is_dir():
         raise UsageError("not a directory", file=str(run_dir), fix="pass the run directory `referee run` printed")
     manifest_bytes = read_manifest_bytes(run_dir)
-    plan_bytes = _read_optional(run_dir / "plan.yaml")
-    claims_bytes = _read_optional(run_dir / "claims.json")
+    plan_bytes, plan_problem = _read_optional(run_dir / "plan.yaml")
+    claims_bytes, claims_problem = _read_optional(run_dir / "claims.json")
     key, key_problem = _key()
     chk = check_seal(run_dir, key, manifest=manifest_bytes, plan=plan_bytes, claims=claims_bytes,
                      key_problem=key_problem)
+    if plan_problem or claims_problem:
+        chk = SealCheck("failed", plan_problem or claims_problem or "", chk.seal)
     seal = chk.seal
     key_id, run_id = (seal.key_id, seal.run_id) if seal else (None, None)
     if chk.status == "verified":
