@@ -285,6 +285,7 @@ def test_an_unsigned_run_is_refused_unless_allowed_and_then_marked_unverified_ev
     assert "UNVERIFIED" in err
     assert json.loads((copy / "results.json").read_text())["integrity"]["status"] == "unverified"
     assert "UNVERIFIED" in (copy / "report.html").read_text()
+    assert '<property name="referee.integrity" value="unverified"' in (copy / "junit.xml").read_text()
     # report: refused (exit 1) by default, unverified with the opt-out
     rc, out, err = run_cli(["report", str(copy)], env=base_cli_env())
     assert rc == 1 and "SEAL CHECK FAILED" in (copy / "report.html").read_text() and "unsigned" in err
