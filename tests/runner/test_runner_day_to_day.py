@@ -121,7 +121,7 @@ def test_a_run_dir_without_output_files_still_shows_what_the_manifest_has(tmp_pa
     from tests.runner.old_run_dir import write_old_run_dir
 
     run_dir = write_old_run_dir(tmp_path / "runs" / "legacy" / "20260101T000000Z")
-    rc, out, err = referee_cli("grade", str(run_dir), "--json", cwd=tmp_path)
+    rc, out, err = referee_cli("grade", str(run_dir), "--json", "--allow-unsigned", cwd=tmp_path)
     assert rc in (0, 1) and "Traceback" not in err, err
     step = next(s for s in json.loads(out)["runs"][0]["steps"] if s["id"] == "web")
     assert step["agent"]["exit_code"] == 0 and step["agent"]["stderr_tail"] == []

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from referee.errors import EvidenceError
 from referee.fsutil import atomic_write_text
+from referee.grader.results import RunResults
 from referee.report.agentout import step_tails
 from referee.report.html_steps import CSS as STEP_CSS, agent_block, verdict_extra
 
@@ -60,6 +61,8 @@ ul.vals{margin:0;padding-left:16px}ul.vals li{margin-bottom:3px}
 justify-content:center;cursor:zoom-out}
 #lightbox[hidden]{display:none}#lightbox img{max-width:95vw;max-height:88vh;background:#fff}
 #lightbox .cap{color:#fff;margin-top:8px}
+.seal{padding:8px 12px;margin:8px 0;border-radius:4px;color:#fff;overflow-wrap:anywhere}
+.seal-unverified{background:#8a4b00}.seal-failed{background:#b3261e}
 """
 
 
@@ -187,13 +190,32 @@ def _validators_html(step: dict) -> str:
     return f'<ul class="vals">{"".join(items)}</ul>'
 
 
-def render_report(run_dir: str | Path) -> str:
-    """The HTML text of a run's report (see `write_report`)."""
+def _integrity_html(results: dict) -> str:
+    """A banner unless the seal was verified: unverified (graded with --allow-unsigned) or failed."""
+    integrity = results.get("integrity")
+    if not isinstance(integrity, dict):
+        integrity = {"status": "unverified", "reason": "graded before run directories were sealed"}
+    status = str(integrity.get("status", ""))
+    if status == "verified":
+        return (f'<div class="meta">evidence sealed by the runner and verified (key {_e(integrity.get("key_id"))}, '
+                f'run {_e(integrity.get("run_id"))})</div>')
+    label = "SEAL CHECK FAILED" if status == "failed" else "UNVERIFIED"
+    return f'<div class="seal seal-{_e(status)}"><b>{label}</b>: {_e(integrity.get("reason", ""))}</div>'
+
+
+def render_report(run_dir: str | Path, results_model: RunResults | None = None) -> str:
+    """The HTML text of a run's report (see `write_report`); from `results_model` instead of results.json."""
     run_dir = Path(run_dir)
-    results = _read_json(run_dir / "results.json")
+    if results_model is not None:
+        results = results_model.model_dump(mode="json")
+    else:
+        results = _read_json(run_dir / "results.json")
     manifest = _read_json(run_dir / "manifest.json")
     files = manifest.get("files", []) if isinstance(manifest, dict) else []
     does = _step_texts(run_dir)
+    shown = manifest if isinstance(manifest, dict) else {}  # what the agent-output blocks read
+    if (results.get("integrity") or {}).get("status") == "failed":
+        files, does, shown = [], {}, {}  # nothing of a run whose seal does not hold is shown as if it were evidence
     budget = _Budget()
     summary = results.get("summary", {})
     rows = []
@@ -205,7 +227,7 @@ def render_report(run_dir: str | Path) -> str:
             f'<tr id="step-{_e(sid)}"><td><b>{_e(sid)}</b><div class="do">{_e(does.get(sid, ""))}</div></td>'
             f'<td><span class="v v-{_e(verdict)}">{_e(verdict)}</span>{verdict_extra(step)}</td>'
             f'<td>{_validators_html(step)}</td>'
-            f'<td>{agent_block(step, step_tails(run_dir, manifest, sid))}{_claim_html(step)}</td>'
+            f'<td>{agent_block(step, step_tails(run_dir, shown, sid))}{_claim_html(step)}</td>'
             f'<td><div class="shots">{shots or "<span class=meta>none</span>"}</div></td></tr>')
     sums = "".join(f'<span class="s-{_e(k)}">{_e(k)} {_e(summary.get(k, 0))}</span>'
                    for k in ("PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY", "overclaims")
@@ -220,7 +242,7 @@ def render_report(run_dir: str | Path) -> str:
         f"<h1>referee: {_e(plan)}</h1>"
         f'<div class="meta">started {_e(manifest.get("started", "?"))} · finished {_e(manifest.get("finished", "?"))}'
         f' · actor {_e(manifest.get("actor", "?"))}</div>'
-        f'<div class="sum">{sums}</div>'
+        f'{_integrity_html(results)}<div class="sum">{sums}</div>'
         '<p class="meta">Verdicts come from the validators over the persisted evidence; the agent\'s claim is '
         "shown beside them and decides nothing.</p>"
         '<table class="steps"><thead><tr><th>step</th><th>verdict</th><th>validators</th><th>agent</th>'
@@ -229,13 +251,14 @@ def render_report(run_dir: str | Path) -> str:
         f"<script>{_SCRIPT}</script></body></html>\n")
 
 
-def write_report(run_dir: str | Path) -> Path:
-    """Write `report.html` into the run directory (atomically) and return its path.
+def write_report(run_dir: str | Path, results: RunResults | None = None) -> Path:
+    """Write `report.html` into the run directory (atomically) and return its path; from `results`
+    (a RunResults, as just graded) when given, else from results.json.
 
-    >>> write_report("runs/demo/20260101T000000Z")  # doctest: +SKIP
+    >>> write_report("runs/demo/20260101T000000Z", grade("runs/demo/20260101T000000Z"))  # doctest: +SKIP
     PosixPath('runs/demo/20260101T000000Z/report.html')
     """
     run_dir = Path(run_dir)
     path = run_dir / "report.html"
-    atomic_write_text(path, render_report(run_dir))
+    atomic_write_text(path, render_report(run_dir, results))
     return path

@@ -39,6 +39,11 @@ def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = No
     suite = ET.Element("testsuite", name=f"referee.{results.plan}", tests=str(len(results.steps)),
                        failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
     suite.set("time", _time(sum(st.duration_s or 0 for st in results.steps)))
+    # whether the evidence was the runner's (sealed and verified), unverified, or refused: CI shows it
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
+    if results.integrity.reason:
+        ET.SubElement(props, "property", name="referee.integrity.reason", value=results.integrity.reason)
     for step in results.steps:
         case = ET.SubElement(suite, "testcase", classname=f"referee.{results.plan}", name=step.id,
                              time=_time(step.duration_s))
