@@ -107,7 +107,7 @@ class RunStore:
         as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names."""
         root = self.agent_dir(step_id)
         for name, data, kind in ((OUTPUT_FILES[0], stdout, "agent_stdout"), (OUTPUT_FILES[1], stderr, "agent_stderr")):
-            if data is None:
+            if not data:  # nothing written (or no process): no file; the manifest's size says 0
                 continue
             path = root / name
             if path.is_dir() and not path.is_symlink():
