@@ -15,7 +15,8 @@ CSS = """
 details.out summary,details.tries summary{cursor:pointer;color:#5b6475}
 details.out pre{max-height:320px;overflow:auto;background:#f6f8fa;border:1px solid #d5d9e0;padding:6px;
 margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px}
-ul.tries{margin:4px 0;padding-left:16px;font-size:12px}
+ul.tries{margin:4px 0;padding-left:16px;font-size:12px;max-width:320px}
+details.out{min-width:320px}
 """
 
 
