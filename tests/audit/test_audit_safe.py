@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from referee.audit.auditfile import iter_records
+from referee.audit.extract.rules import RULES_VERSION
 from referee.llm import LLMClient, LLMConfig
 from tests.conftest import base_cli_env, free_port, run_cli
 from tests.support.llm_stub import Drop, LLMStub, Raw, Status, Trickle
@@ -54,6 +55,9 @@ def is_claim_call(body: dict) -> bool:
 def llm_args(stub_url: str, *extra) -> list:
     return ["--backend", "llm", "--claims", "llm", "--base-url", stub_url, "--model", "stub", "--samples", "1",
             "--concurrency", "1", "--no-progress", *extra]
+
+
+SKIP = ["--on-error", "skip"]  # small.jsonl holds two bad records, on purpose: skipping them is fine here
 
 
 def one_line(err: str) -> str:
@@ -228,7 +232,7 @@ def test_a_resume_with_other_settings_stops_and_names_the_difference(tmp_path):
     traces = DATA / "small.jsonl"
     out = tmp_path / "audit.jsonl"
     env = base_cli_env()
-    rc, _, err = run_cli(["audit", traces, "--out", out, "--no-progress"], env=env)
+    rc, _, err = run_cli(["audit", traces, "--out", out, "--no-progress", *SKIP], env=env)
     assert rc == 0, err
     first = out.read_bytes()
     rec = lines(out)[0]
@@ -243,15 +247,15 @@ def test_a_resume_with_other_settings_stops_and_names_the_difference(tmp_path):
     for extra, want in [(["--policy", "strict"], "policy causal -> strict"),
                         (["--samples", "2"], "samples 1 -> 2"),
                         (["--policy", str(edited)], "policy causal: file changed"),
-                        (["--tools", str(tools)], "prompt 4 -> 4+tools:")]:
-        rc, _, err = run_cli(["audit", traces, "--out", out, "--no-progress", *extra], env=env)
+                        (["--tools", str(tools)], f"prompt {RULES_VERSION} -> {RULES_VERSION}+tools:")]:
+        rc, _, err = run_cli(["audit", traces, "--out", out, "--no-progress", *SKIP, *extra], env=env)
         line = one_line([x for x in err.splitlines() if "warning" not in x][-1])
         assert rc == 2, err
         assert line.startswith(f"referee: error: {out}:line 1: run_id del-ok was audited with other settings"), line
         assert want in line and "--reaudit-changed" in line and "new --out" in line, line
         assert out.read_bytes() == first  # nothing written, nothing lost
 
-    rc, stdout, err = run_cli(["audit", traces, "--out", out, "--no-progress", "--policy", "strict",
+    rc, stdout, err = run_cli(["audit", traces, "--out", out, "--no-progress", *SKIP, "--policy", "strict",
                                "--reaudit-changed"], env=env)
     assert rc == 0, err
     assert "re-audited with other settings: 5" in stdout
@@ -259,7 +263,7 @@ def test_a_resume_with_other_settings_stops_and_names_the_difference(tmp_path):
     now = standing(out)
     assert len(now) == 5 and {r.policy.name for r in now.values()} == {"strict"}
     # the file now stands under strict: the same command resumes quietly
-    rc, stdout, _ = run_cli(["audit", traces, "--out", out, "--no-progress", "--policy", "strict"], env=env)
+    rc, stdout, _ = run_cli(["audit", traces, "--out", out, "--no-progress", *SKIP, "--policy", "strict"], env=env)
     assert rc == 0 and "wrote 0 records" in stdout and "5 already there" in stdout
 
 
@@ -267,16 +271,16 @@ def test_records_written_before_version_3_resume_on_what_they_state(tmp_path):
     traces = DATA / "small.jsonl"
     out = tmp_path / "audit.jsonl"
     env = base_cli_env()
-    assert run_cli(["audit", traces, "--out", out, "--no-progress"], env=env)[0] == 0
+    assert run_cli(["audit", traces, "--out", out, "--no-progress", *SKIP], env=env)[0] == 0
     old = []
     for r in lines(out):  # as referee wrote them before: no claim reader ref, view version, claim hash
         for k in ("claim_reader", "view_version", "claim_sha256"):
             r.pop(k)
         old.append({**r, "record_version": 2})
     out.write_text("".join(json.dumps(r) + "\n" for r in old))
-    rc, stdout, err = run_cli(["audit", traces, "--out", out, "--no-progress"], env=env)
+    rc, stdout, err = run_cli(["audit", traces, "--out", out, "--no-progress", *SKIP], env=env)
     assert rc == 0 and "wrote 0 records" in stdout and "5 already there" in stdout, stdout + err
-    rc, _, err = run_cli(["audit", traces, "--out", out, "--no-progress", "--policy", "low-load"], env=env)
+    rc, _, err = run_cli(["audit", traces, "--out", out, "--no-progress", *SKIP, "--policy", "low-load"], env=env)
     assert rc == 2 and "policy causal -> low-load" in err
 
 

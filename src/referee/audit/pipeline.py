@@ -15,8 +15,8 @@ from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
 from referee.audit.terminal import is_terminal, split_call
 from referee.audit.grounding import ground
+from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
-from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, PolicyRef
 from referee.audit.resume import Settings, action, changed_error, scan, settings_of
@@ -198,31 +198,12 @@ def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
             yield from run_dirs_under(child, depth - 1)
 
 
-def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
-    """TraceItems of trace files, of folders of them, and of run directories (found up to two levels down).
+def iter_items(paths: Iterable[Path], fmt: str | None, inputs: InputOptions | None = None) -> Iterator[TraceItem]:
+    """TraceItems of trace files, run folders, and folders walked for them (referee.audit.inputs).
 
-    Trajectory files (`*.traj`, `*.traj.json`) are also read one folder down (a corpus root's
-    `trajs/`); SWE-bench reports (`*.report.json`) are not traces and are skipped.
+    SWE-bench reports (`*.report.json`) are not traces and are skipped.
     """
-    from referee.audit.readers import is_trajectory_file
-
-    for p in paths:
-        p = Path(p)
-        if is_run_dir(p):
-            yield from read_traces(p, "referee-run")
-        elif p.is_dir():
-            for child in sorted(p.iterdir()):
-                if ((child.suffix in (".json", ".jsonl") or is_trajectory_file(child))
-                        and not child.name.endswith(".report.json") and child.is_file()):
-                    yield from read_traces(child, fmt)
-                elif child.is_dir():
-                    for rd in run_dirs_under(child, 1):
-                        yield from read_traces(rd, "referee-run")
-                    for sub in sorted(child.iterdir()):
-                        if is_trajectory_file(sub) and sub.is_file():
-                            yield from read_traces(sub, fmt)
-        else:
-            yield from read_traces(p, fmt)
+    return iter_inputs(paths, fmt, inputs)
 
 
 def duplicate_error(item: TraceItem, first: str) -> TraceError:
@@ -242,7 +223,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
                 on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
-                reaudit_changed: bool = False) -> AuditStats:
+                inputs: InputOptions | None = None, reaudit_changed: bool = False) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs whose record stands are skipped.
 
     Only one process writes `out` at a time (a lock on `out.lock`; a second gets BusyError at once).
@@ -262,12 +243,13 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     with exclusive(out, by="referee audit", fix="wait for it to finish, or give another --out"):
         return _audit_locked(paths, auditor, out, fmt=fmt, on_error=on_error, concurrency=concurrency,
                              on_record=on_record, on_error_cb=on_error_cb, on_gold=on_gold,
-                             on_duplicate=on_duplicate, on_ignored=on_ignored, reaudit_changed=reaudit_changed)
+                             on_duplicate=on_duplicate, on_ignored=on_ignored, inputs=inputs,
+                             reaudit_changed=reaudit_changed)
 
 
 def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None, on_error: str,
                   concurrency: int, on_record, on_error_cb, on_gold, on_duplicate, on_ignored,
-                  reaudit_changed: bool) -> AuditStats:
+                  inputs: InputOptions | None, reaudit_changed: bool) -> AuditStats:
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
     done = scan(out)
     settings = auditor.settings()
@@ -285,7 +267,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             on_error_cb(err)
 
     def todo() -> Iterator[tuple[Trace, ClaimBlindView | None]]:
-        for item in iter_items(paths, fmt):
+        for item in iter_items(paths, fmt, inputs):
             if item.error is not None:
                 skip(item.error)
                 continue
