@@ -20,7 +20,7 @@ from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, PolicyRef
 from referee.audit.resume import Settings, action, changed_error, scan, settings_of
-from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
+from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
 from referee.errors import BackendError, RefereeError, TraceError
 from referee.lockfile import exclusive
@@ -186,6 +186,7 @@ class AuditStats:
     retried: int = 0     # runs whose record had failed backend calls: audited again
     reaudited: int = 0   # runs whose record was made with other settings, audited again (--reaudit-changed)
     errors: list[str] = field(default_factory=list)
+    scorers: set[str] = field(default_factory=set)  # scores the runs carry when none is named gold (a hint)
 
 
 def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
@@ -223,7 +224,8 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
                 on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
-                inputs: InputOptions | None = None, reaudit_changed: bool = False) -> AuditStats:
+                inputs: InputOptions | None = None, gold_scorer: GoldScorer | None = None,
+                reaudit_changed: bool = False) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs whose record stands are skipped.
 
     Only one process writes `out` at a time (a lock on `out.lock`; a second gets BusyError at once).
@@ -232,6 +234,9 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     new record is appended and supersedes the old one for every reader. A record made with other
     settings (backend, model, prompt, samples, claim reader, policy, view version) stops the audit with
     ResumeError, after what is in flight is written, unless `reaudit_changed` (`stats.reaudited`).
+
+    `gold_scorer` takes gold from a score the runs carry (an Inspect AI scorer); a run whose scores lack it
+    raises GoldError naming the scorers there. Gold only reaches `on_gold`, never the audit.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
     `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
@@ -244,12 +249,13 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
         return _audit_locked(paths, auditor, out, fmt=fmt, on_error=on_error, concurrency=concurrency,
                              on_record=on_record, on_error_cb=on_error_cb, on_gold=on_gold,
                              on_duplicate=on_duplicate, on_ignored=on_ignored, inputs=inputs,
-                             reaudit_changed=reaudit_changed)
+                             gold_scorer=gold_scorer, reaudit_changed=reaudit_changed)
 
 
 def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None, on_error: str,
                   concurrency: int, on_record, on_error_cb, on_gold, on_duplicate, on_ignored,
-                  inputs: InputOptions | None, reaudit_changed: bool) -> AuditStats:
+                  inputs: InputOptions | None, gold_scorer: GoldScorer | None,
+                  reaudit_changed: bool) -> AuditStats:
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
     done = scan(out)
     settings = auditor.settings()
@@ -271,6 +277,10 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             if item.error is not None:
                 skip(item.error)
                 continue
+            if gold_scorer is not None:
+                item = gold_scorer.pick(item)
+            elif item.scores:
+                stats.scorers.update(item.scores)
             if on_gold and item.gold is not None:
                 on_gold(item)
             if item.ignored and on_ignored:
