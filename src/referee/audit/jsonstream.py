@@ -74,14 +74,15 @@ def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
 
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # well formed: one kind of bracket nests the same
 
 
 def too_deep(text: str, start: int = 0, end: int | None = None, limit: int = MAX_DEPTH) -> bool:
     """Whether the JSON value in text[start:end] (well formed) nests objects and arrays more than `limit` deep.
 
     Fewer than `limit` brackets cannot be that deep (counted in C). Otherwise its strings are cut out
-    (escapes first, then every other piece between quotes), all but the brackets dropped, and each
-    pass that removes the innermost `[]` and `{}` pairs is one level: all of it in C, no parse.
+    (escapes first, then every other piece between quotes), all but the brackets dropped, braces
+    made brackets, and each pass that removes the innermost `[]` pairs is one level: all in C, no parse.
 
     >>> too_deep('[[["]]]]]"]]]', limit=3), too_deep("[[[]]]", limit=2), too_deep('{"a": ["{{", {}]}', limit=3)
     (False, True, False)
@@ -93,11 +94,11 @@ def too_deep(text: str, start: int = 0, end: int | None = None, limit: int = MAX
     if "\\" in t:
         t = t.replace("\\\\", "").replace('\\"', "")  # left to right, as JSON pairs its escapes
     # outside its strings JSON is ASCII
-    rest = "".join(t.split('"')[::2]).encode("ascii", "ignore").translate(None, _NOT_BRACKETS)
+    rest = "".join(t.split('"')[::2]).encode("ascii", "ignore").translate(_ONE_KIND, _NOT_BRACKETS)
     for _ in range(limit):
         if not rest:
             return False
-        rest = rest.replace(b"[]", b"").replace(b"{}", b"")
+        rest = rest.replace(b"[]", b"")
     return bool(rest)
 
 
