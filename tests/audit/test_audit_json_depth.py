@@ -132,3 +132,35 @@ def test_resume_over_an_audit_file_with_a_deep_line_does_not_crash(tmp_path):
     assert rc == 2 and "audit.jsonl:line 1" in se  # the summary names the line it cannot read
     assert json.loads(out.read_text().splitlines()[1])["run_id"] == "a"  # the new record was written
 
+
+
+def test_a_deep_event_file_fails_its_session_not_the_audit(tmp_path):
+    from tests.support import openhands_events as oe
+
+    for name in ("fixed", "overclaim"):
+        getattr(oe, name)().write(tmp_path, f"conv-{name}")
+    sessions = tmp_path / "sessions"
+    (sessions / "conv-fixed" / "events" / "4.json").write_text('{"id": 4, "x": ' + nested(100_000) + "}")
+    rc, so, se, ids = audit(tmp_path, sessions)
+    assert "internal error" not in se and "Traceback" not in se, se
+    assert len(ids) == 1 and "4.json" in se and "nested deeper than" in se, se
+
+
+def test_a_deep_tool_result_in_a_chat_is_kept_as_text(tmp_path):
+    from referee.audit.readers import read_traces
+
+    args = json.dumps({"id": "N42", "deep": json.loads(nested(MAX_DEPTH - 5))})
+    chat = {"messages": [
+        {"role": "user", "content": "Delete note N42"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "delete_note", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": nested(5000)},
+        {"role": "assistant", "content": "Deleted N42."}]}
+    src = tmp_path / "chat.jsonl"
+    src.write_text(json.dumps(chat) + "\n")
+    (item,) = read_traces(src, "openai-chat")
+    step = item.trace.steps[0]
+    assert step.action.args["id"] == "N42"  # arguments within the limit are parsed
+    assert step.observation.text.startswith("[{") and step.observation.data is None  # too deep: text, not data
+    rc, so, se, ids = audit(tmp_path, src, "--format", "openai-chat")
+    assert rc == 0 and len(ids) == 1 and "internal error" not in se, se

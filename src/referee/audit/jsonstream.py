@@ -102,8 +102,9 @@ def too_deep(text: str, start: int = 0, end: int | None = None, limit: int = MAX
     return bool(rest)
 
 
-def loads(text: str) -> Any:
-    """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH.
+def loads(text: str | bytes) -> Any:
+    """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH
+    (bytes are read as UTF-8; a bad byte is a ValueError too).
 
     >>> loads('{"a": [1]}')
     {'a': [1]}
@@ -111,6 +112,8 @@ def loads(text: str) -> Any:
     Traceback (most recent call last):
     ValueError: nested deeper than 200 levels
     """
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8-sig")
     try:
         value = json.loads(text)
     except RecursionError:
