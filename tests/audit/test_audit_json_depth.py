@@ -164,3 +164,25 @@ def test_a_deep_tool_result_in_a_chat_is_kept_as_text(tmp_path):
     assert step.observation.text.startswith("[{") and step.observation.data is None  # too deep: text, not data
     rc, so, se, ids = audit(tmp_path, src, "--format", "openai-chat")
     assert rc == 0 and len(ids) == 1 and "internal error" not in se, se
+
+
+def test_a_deep_inspect_sample_is_one_bad_part_in_both_log_formats(tmp_path):
+    import zipfile
+
+    from referee.audit.readers.inspect_files import iter_eval_zip, iter_json_log
+
+    deep_sample = '{"id": 2, "x": ' + nested(MAX_DEPTH + 50) + "}"
+    log = tmp_path / "log.json"
+    log.write_text('{"version": 2, "eval": {"task": "t"},\n "samples": [\n {"id": 1},\n ' + deep_sample
+                   + ',\n {"id": 3}]}')
+    parts = [(p.kind, p.line, p.value) for p in iter_json_log(log)]
+    assert parts[0][0] == "header" and parts[1] == ("sample", 3, {"id": 1}) and parts[3] == ("sample", 5, {"id": 3})
+    assert parts[2][:2] == ("error", 4)
+    zipped = tmp_path / "log.eval"
+    with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", '{"eval": {"task": "t"}}')
+        zf.writestr("samples/2_epoch_1.json", deep_sample)
+        zf.writestr("samples/3_epoch_1.json", '{"id": 3}')
+    parts = [(p.kind, p.where, p.error) for p in iter_eval_zip(zipped)]
+    assert parts[1][:2] == ("error", "samples/2_epoch_1.json") and "nested deeper" in parts[1][2], parts
+    assert parts[2][:2] == ("sample", "samples/3_epoch_1.json")
