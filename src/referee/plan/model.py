@@ -59,7 +59,8 @@ class Plan(_Model):
     controls: list[str] = Field(default_factory=list)
     # `${NAME}` variables that are not secret: shown with their values in evidence and reports (the
     # others are shown as `${NAME}`; see referee.plan.envvars)
-    public_env: list[str] = Field(default_factory=list)
+    public_env: list[str] = Field(default_factory=list, description=(
+        "`${NAME}` variables that are not secret: shown with their values (others are shown as `${NAME}`)"))
     steps: list[Step]
 
     @field_validator("public_env")
