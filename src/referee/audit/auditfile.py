@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Iterator
 
 from pydantic import ValidationError
 
+from referee.audit.jsonstream import loads
 from referee.audit.records import AuditRecord
 from referee.errors import RefereeError
 
@@ -50,7 +50,7 @@ def index_latest(path: Path) -> LatestIndex:
             idx.lines = lineno
             m = _RUN_ID.match(line)
             try:
-                rid = json.loads(m.group(1)) if m else _peek_run_id(line)
+                rid = loads(m.group(1)) if m else _peek_run_id(line)
             except ValueError:
                 rid = None
             if not isinstance(rid, str):
@@ -117,7 +117,7 @@ def _record(path: Path, lineno: int, line: str) -> AuditRecord:
 
 def _peek_run_id(line: str | bytes) -> str | None:
     try:
-        obj = json.loads(line)
+        obj = loads(line)
         return obj.get("run_id") if isinstance(obj, dict) else None
     except ValueError:
         return None

@@ -8,11 +8,11 @@ is appended: the file is never edited, and readers take the last record of each 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from referee.audit.jsonstream import loads
 from referee.errors import UsageError
 
 Settings = tuple[tuple[str, Any], ...]  # (what, value) pairs, in a fixed order; see settings_of
@@ -31,8 +31,7 @@ def settings_of(rec: dict) -> Settings:
     >>> dict(s)["backend"], dict(s)["claims"], "view version" in dict(s)
     ('rules', 'rules', False)
     """
-    b = rec.get("backend") or {}
-    p = rec.get("policy") or {}
+    b, p = _obj(rec.get("backend")), _obj(rec.get("policy"))
     pairs: list[tuple[str, Any]] = [
         ("backend", b.get("name")), ("model", b.get("model")), ("prompt", b.get("prompt_version", "1")),
         ("samples", b.get("runs", 1)), ("policy", p.get("name")), ("policy sha256", p.get("sha256"))]
@@ -41,10 +40,14 @@ def settings_of(rec: dict) -> Settings:
         pairs += [("claims", cr.get("name")), ("claims model", cr.get("model")),
                   ("claims prompt", cr.get("prompt_version"))]
     else:  # version 1-2 records name the claim reader only
-        pairs.append(("claims", (rec.get("claim") or {}).get("backend", "rules")))
+        pairs.append(("claims", _obj(rec.get("claim")).get("backend", "rules")))
     if rec.get("view_version") is not None:
         pairs.append(("view version", rec["view_version"]))
-    return tuple(pairs)
+    return tuple((k, v if isinstance(v, (str, int, float, bool, type(None))) else str(v)) for k, v in pairs)
+
+
+def _obj(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}  # a hand-edited line must not stop a resume with a traceback
 
 
 def differences(old: Settings, new: Settings) -> list[str]:
@@ -91,7 +94,7 @@ def scan(path: Path) -> dict[str, Done]:
     with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, start=1):
             try:
-                rec = json.loads(line)
+                rec = loads(line)  # bounded depth, as every reader of user files
                 rid = rec["run_id"]
             except (ValueError, KeyError, TypeError):
                 continue
