@@ -147,3 +147,12 @@ def cut_partial_line(path: Path) -> int:
             pos = start
         fh.truncate(keep)
         return size - keep
+
+
+def done_run_ids(path: Path) -> set[str]:
+    """Run ids already in an audit JSONL (read only; lines that do not parse are not counted).
+
+    A resume reads more than run_ids (settings, content hashes, failed calls): `referee.audit.resume.scan`.
+    """
+    path = Path(path)
+    return set(index_latest(path).last) if path.exists() else set()
