@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
+from referee.audit.jsonstream import loads
 from referee.audit import claimcues as cues
 from referee.audit.atoms import atoms
 from referee.audit.records import ClaimReading
+from referee.llm import LLMError
 from referee.registry import FACTORY, Registry
 
 CLAIM_PROMPT_VERSION = "2"  # 2: cue families
@@ -91,7 +92,7 @@ def _structured(report: str) -> ClaimReading | None:
     if not t or t[0] not in "[{":
         return None
     try:
-        val = json.loads(t)
+        val = loads(t)
     except ValueError:
         return None
     if isinstance(val, dict) and (val.get("error") or str(val.get("status", "")).lower() in ("error", "failed")):
@@ -241,8 +242,8 @@ class LLMClaimReader:
                                json_schema=CLAIM_SCHEMA, schema_name="claim")
         label = (res.data or {}).get("label")
         if label not in ("success", "failure_or_incomplete", "unclear"):
-            return ClaimReading(label="unclear", votes=["unclear"], backend=self.name,
-                                cue=f"model answer unusable: {res.error or 'bad label'}"[:200])
+            # not an answer to stand by: the auditor reads `unclear`, caches nothing and asks again on resume
+            raise LLMError(f"model answer unusable: {res.error or 'bad label'}"[:200])
         cue = (res.data or {}).get("cue")
         family = (res.data or {}).get("family")
         if family not in cues.FAMILY_LABEL or cues.FAMILY_LABEL[family] != label:

@@ -1,8 +1,8 @@
 """What `referee check` (and `referee run`, before it starts anything) can tell about a plan that
 loads but would fail at run time: screen captures or a `script:` without the browser actor, a
-python actor target that cannot be found, evidence that names no capture of its step, and `${VAR}`
-that is not set. Reads the plan, the environment and the file system; runs nothing, imports no
-agent code.
+python actor target that cannot be found, and evidence that names no capture of its step (an unset
+`${VAR}` is the loader's own error). Reads the plan and the file system; runs nothing, imports no
+agent code. `check_plan_file` loads a plan collecting every error, then adds these.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import difflib
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
@@ -22,10 +21,6 @@ from referee.plan.loader import LoadedPlan
 
 # capture kinds that read the runner's browser page (a plugin kind says so with `needs_page = True`)
 PAGE_CAPTURES = frozenset({"screenshot", "aria", "dom"})
-# the capture parameters in which the runner substitutes `${VAR}` (a plugin kind: its Params' `env_fields`)
-ENV_FIELDS: dict[str, tuple[str, ...]] = {"http": ("url", "headers"), "command": ("command",), "sql": ("url",),
-                                          "ddb": ("endpoint_url",), "file": ("path",)}
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 @dataclass
@@ -65,7 +60,6 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
                     f"plan's actor is '{kind}'", loc,
                     fix="set `actor: {kind: browser}`, or take the screen with a `command` capture "
                         "(stdout_as: NAME.png)"))
-            _unset_vars(lp, cap.params, loc, env, found)
         _evidence(lp, step.id, si, found)
     return found
 
@@ -92,20 +86,6 @@ def _capture_locs(lp: LoadedPlan, step_id: str, si: int) -> dict[str, tuple]:
         if isinstance(raw, dict) and isinstance(raw.get("name"), str):
             locs[raw["name"]] = ("steps", si, "capture", ci)
     return locs
-
-
-def _unset_vars(lp: LoadedPlan, params: Any, loc: tuple, env: Mapping[str, str], found: Findings) -> None:
-    fields = getattr(type(params), "env_fields", None) or ENV_FIELDS.get(params.kind, ())
-    for name in fields:
-        value = getattr(params, name, None)
-        texts = list(value.values()) if isinstance(value, dict) else [value]
-        for text in texts:
-            for m in _VAR.finditer(text if isinstance(text, str) else ""):
-                var, default = m.group(1), m.group(2)
-                if default is None and var not in env:
-                    found.errors.append(lp.error(
-                        f"environment variable '{var}' is not set (used in `{name}`)", loc + (name,),
-                        fix=f"set {var} before running, or give a default: ${{{var}:-value}}"))
 
 
 def _evidence(lp: LoadedPlan, step_id: str, si: int, found: Findings) -> None:
@@ -233,7 +213,7 @@ def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
         found.errors.append(PlanError(f"cannot read plan: {exc}", file=str(path)))
         return None, found
     try:
-        lp = load_plan_text(text, str(path), errors=found.errors)
+        lp = load_plan_text(text, str(path), env=env, errors=found.errors)
     except PlanError as exc:
         found.errors.append(exc)
         return None, found
