@@ -104,8 +104,7 @@ def with_attempts(res: StepResult, rec: StepRecord) -> StepResult:
     first = rec.attempts[0]
     if res.verdict == "PASS":
         res.verdict = "FLAKY"
-        res.reason = (f"passed on attempt {n} after {n - 1} that did not: attempt {first.attempt} was "
-                      f"{first.verdict}: {first.reason}")
+        res.reason = f"passed on attempt {n}; attempt {first.attempt} was {first.verdict}: {first.reason}"
     elif res.verdict in ("FAIL", "ERROR"):
         res.reason = f"{res.reason} (attempt {n} of {n}; earlier: {', '.join(a.verdict for a in rec.attempts)})"
     return res
