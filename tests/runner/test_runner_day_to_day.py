@@ -389,3 +389,14 @@ def test_latest_link_and_grade_or_report_of_a_plans_runs_folder(tmp_path, refere
     assert "Traceback" not in se, se
     assert "daily/latest" not in so + se and (so + se).count(str(out / "daily")) == 2, so + se
 
+
+
+@pytest.mark.parametrize("name", ["referee.plan.selection", "referee.plan.preflight", "referee.grader.outcome",
+                                  "referee.report.steplines", "referee.report.agentout", "referee.report.html_steps",
+                                  "referee.runfolders", "referee.grader.results"])
+def test_doctests(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted and not result.failed, result

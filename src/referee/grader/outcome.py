@@ -42,7 +42,8 @@ def duration(rec: StepRecord) -> float | None:
 
 
 def printable(text: str) -> str:
-    """Text from the agent, fit for a terminal, an HTML page or XML: control characters escaped.
+    """Text from the agent, fit for a terminal, an HTML page or XML 1.0: control characters (and lone
+    surrogates) as escapes; tabs and newlines kept.
 
     >>> printable("red \\x1b[31mX\\x00 tab\\tok")
     'red \\\\x1b[31mX\\\\x00 tab\\tok'

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from referee.grader.outcome import printable
+
 SHOW_BYTES = 16 * 1024  # of each stream, in a report
 READ_MAX = 2 * 1024 * 1024  # the runner keeps 1 MB; anything bigger was not written by it
 
@@ -28,21 +30,6 @@ class Tail:
     size: int  # bytes the agent wrote in all (the manifest's stdout_bytes/stderr_bytes), or the file's size
     shown: int  # bytes of it in `text`
     problem: str | None = None  # why it is not shown (missing, modified after the step, not a regular file)
-
-
-def printable(text: str) -> str:
-    """Agent text fit for HTML and XML 1.0: control characters (and lone surrogates) as escapes.
-
-    >>> printable("ok\\tline\\n\\x1b[31mred\\x00")
-    'ok\\tline\\n\\\\x1b[31mred\\\\x00'
-    """
-    out = []
-    for c in text:
-        if c in "\t\n" or (c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF and c not in "\ufffe\uffff"):
-            out.append(c)
-        else:
-            out.append(c.encode("unicode_escape", errors="backslashreplace").decode("ascii"))
-    return "".join(out)
 
 
 def _read(path: Path) -> bytes:

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from referee.grader.outcome import printable as escaped
 from referee.grader.results import AgentOutcome, StepResult
 
 
@@ -17,8 +18,7 @@ def printable(text: Any) -> str:
     >>> printable("a\\x1b[2Jb\\nc")
     'a\\\\x1b[2Jb c'
     """
-    s = str(text).replace("\r\n", " ").replace("\n", " ")
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+    return escaped(str(text).replace("\r\n", " ").replace("\n", " ")).replace("\t", " ")
 
 
 def seconds_text(s: float | None) -> str:
