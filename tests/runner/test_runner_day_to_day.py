@@ -270,6 +270,17 @@ def test_only_and_k_run_the_chosen_steps_and_say_which_were_not_run(tmp_path, ru
     assert calls(tmp_path) == ["login"] and r.verdict("logout") == "SKIPPED" and r.rc == 0
 
 
+def test_only_across_plans_runs_only_the_plans_that_have_the_step(tmp_path, referee_cli):
+    write_plan(tmp_path / "one.yaml", {**plan_of(tmp_path, steps(("login", "SAY in"))), "name": "one"})
+    write_plan(tmp_path / "two.yaml", {**plan_of(tmp_path, steps(("logout", "SAY out"))), "name": "two"})
+    rc, out, err = referee_cli("run", "one.yaml", "two.yaml", "--agent", MOODY, "--out", "runs", "--only", "logout",
+                               cwd=tmp_path)
+    assert rc == 0, err
+    assert calls(tmp_path) == ["logout"]
+    assert "one.yaml: no step matches --only/-k; not run" in out
+    assert [d.parent.name for d in find_run_dirs(tmp_path / "runs")] == ["two"]
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--only", "logn"], "did you mean 'login'"),
     (["-k", "login and"], "-k 'login and'"),

@@ -51,7 +51,7 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
                    "failure is FLAKY.")
 def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
-    from referee.plan.selection import check_selection, split_ids
+    from referee.plan.selection import check_selection, selected, split_ids
     from referee.report.console import LiveSteps, integrity_line, summary_line, verdict_table
     from referee.rundir import RunOptions
     from referee.runner.run import run_plan
@@ -63,6 +63,9 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries)
     options = RunOptions(only=ids, keyword=keyword, fail_fast=fail_fast, retries=retries)
     exit_code, payload = 0, []
     for lp in loaded:
+        if (ids or keyword) and not selected([s.id for s in lp.plan.steps], ids, keyword):
+            console.print(Text(f"{lp.path}: no step matches --only/-k; not run", style="yellow"), highlight=False)
+            continue
         _lint_warnings(lp, console, Path(out) / ".lint-cache")
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
             outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event, options=options)
