@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from referee.audit.records import AuditRecord
 from referee.errors import RefereeError
+from referee.fsutil import open_regular
 
 
 class AuditFileError(RefereeError):
@@ -20,8 +22,8 @@ class AuditFileError(RefereeError):
 def iter_records(path: Path) -> Iterator[tuple[int, AuditRecord]]:
     """Stream (line number, AuditRecord) from an audit JSONL; a bad line raises naming file, line and run_id."""
     path = Path(path)
-    try:
-        fh = open(path, encoding="utf-8")
+    try:  # a regular file only: a FIFO is one line naming it, never a wait
+        fh = io.TextIOWrapper(open_regular(path, error=AuditFileError), encoding="utf-8", errors="replace")
     except OSError as exc:
         raise AuditFileError(f"cannot read audit records: {exc.strerror}", file=str(path),
                              fix="pass the JSONL that `referee audit` wrote") from None
@@ -80,7 +82,7 @@ def done_run_ids(path: Path) -> set[str]:
     ids: set[str] = set()
     if not path.exists():
         return ids
-    with open(path, encoding="utf-8") as fh:
+    with io.TextIOWrapper(open_regular(path, error=AuditFileError), encoding="utf-8", errors="replace") as fh:
         for line in fh:
             try:
                 ids.add(json.loads(line)["run_id"])

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_json, safe_join, sha256_file
-from referee.rundir import FAILURE_SUFFIX, CaptureFailure, CaptureRecord, FileEntry, Manifest, is_record, parse_record
+from referee.fsutil import atomic_write_json, hash_regular, loads_json, own_dir, read_regular, safe_join, sha256_bytes
+from referee.rundir import (FAILURE_SUFFIX, MAX_EVIDENCE_BYTES, CaptureFailure, CaptureRecord, FileEntry, Manifest,
+                            is_record, parse_record)
+
+MAX_CACHE_BYTES = 64 << 20
 
 
 class RunEvidence:
     """All evidence of one run directory; hands out per-step, per-phase views.
 
-    A file is served only if the manifest lists it, it lies inside the run directory, and its bytes
-    still hash to what was recorded. Capture records are parsed once, into `referee.rundir` models.
+    A file is served only if the manifest lists it, it lies inside the run directory, it is a regular
+    file reached without following any link (a FIFO or a symlink an agent planted is ERROR, never a
+    hang), and its bytes still hash to what was recorded. Capture records are parsed once, into
+    `referee.rundir` models.
     """
 
     def __init__(self, run_dir: Path, manifest: Manifest) -> None:
@@ -57,29 +61,52 @@ class RunEvidence:
                             fix="name a capture of this step or a file the agent saved in its folder")
 
     def verified_path(self, entry: FileEntry) -> Path:
+        self._no_failure(entry)
+        return self._checked(entry)
+
+    def read(self, entry: FileEntry) -> bytes:
+        """The entry's bytes, read once and checked against the manifest's hash (what is read is what was hashed)."""
+        self._no_failure(entry)
+        return self._bytes(entry)
+
+    def _no_failure(self, entry: FileEntry) -> None:
         if entry.error:
             raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {entry.error}")
-        path = self._checked(entry)
         if entry.path.endswith(FAILURE_SUFFIX):  # a failure record the manifest does not flag: still no evidence
             rec = self.record(entry)
             if isinstance(rec, CaptureFailure):
                 raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {rec.capture_error}")
-        return path
+
+    def _open_error(self, entry: FileEntry, exc: BaseException) -> EvidenceError:
+        if isinstance(exc, FileNotFoundError):
+            return EvidenceError(f"evidence file {entry.path} is missing")
+        if isinstance(exc, EvidenceError):  # a link, a FIFO, too big: the one-line reason, named by its path
+            return EvidenceError(f"evidence file {entry.path}: {exc.message}")
+        return EvidenceError(f"evidence file {entry.path} is unreadable: {exc}")
 
     def _checked(self, entry: FileEntry) -> Path:
         """The entry's file, inside the run directory and still hashing to what the manifest recorded."""
         path = safe_join(self.run_dir, entry.path)
         if entry.path not in self._verified:
             try:
-                actual = sha256_file(path)
-            except FileNotFoundError:
-                raise EvidenceError(f"evidence file {entry.path} is missing") from None
-            except OSError as exc:
-                raise EvidenceError(f"evidence file {entry.path} is unreadable: {exc}") from None
+                actual, _ = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES)
+            except (OSError, EvidenceError) as exc:
+                raise self._open_error(entry, exc) from None
             self._verified[entry.path] = actual == entry.sha256
         if not self._verified[entry.path]:
             raise EvidenceError(f"evidence file {entry.path} was modified after capture (sha256 mismatch)")
         return path
+
+    def _bytes(self, entry: FileEntry) -> bytes:
+        path = safe_join(self.run_dir, entry.path)
+        try:
+            data = read_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES)
+        except (OSError, EvidenceError) as exc:
+            raise self._open_error(entry, exc) from None
+        self._verified[entry.path] = sha256_bytes(data) == entry.sha256
+        if not self._verified[entry.path]:
+            raise EvidenceError(f"evidence file {entry.path} was modified after capture (sha256 mismatch)")
+        return data
 
     def record(self, entry: FileEntry) -> CaptureRecord | None:
         """The runner's record in a hash-checked file, parsed once; None for a file that is not a record
@@ -89,7 +116,7 @@ class RunEvidence:
         if entry.error:
             raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {entry.error}")
         if entry.path not in self._records:
-            data = self._checked(entry).read_bytes()
+            data = self._bytes(entry)
             self._records[entry.path] = parse_record(data, entry.kind, where=f"evidence file {entry.path}")
         return self._records[entry.path]
 
@@ -98,9 +125,9 @@ class RunEvidence:
         if namespace not in self._caches:
             path = self.run_dir / "cache" / f"{namespace}.json"
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = loads_json(read_regular(path, root=self.run_dir, max_bytes=MAX_CACHE_BYTES))
                 self._caches[namespace] = data if isinstance(data, dict) else {}
-            except (OSError, ValueError):
+            except (OSError, ValueError, EvidenceError):  # a FIFO or link planted as the cache: start afresh
                 self._caches[namespace] = {}
         return self._caches[namespace]
 
@@ -114,8 +141,9 @@ class RunEvidence:
     def save_caches(self) -> None:
         for ns in sorted(self._dirty):
             try:
-                atomic_write_json(self.run_dir / "cache" / f"{ns}.json", self._caches[ns])
-            except OSError:
+                folder, _ = own_dir(self.run_dir, "cache")  # a link planted as cache/ is not written through
+                atomic_write_json(folder / f"{ns}.json", self._caches[ns])
+            except (OSError, EvidenceError):
                 pass  # a read-only run directory still grades; it just won't cache
         self._dirty.clear()
 
@@ -133,14 +161,14 @@ class StepView:
         return self._ev.verified_path(self.entry(ref))
 
     def read_bytes(self, ref: str) -> bytes:
-        return self.path(ref).read_bytes()
+        return self._ev.read(self.entry(ref))
 
     def read_text(self, ref: str) -> str:
         return self.read_bytes(ref).decode("utf-8", errors="replace")
 
     def read_json(self, ref: str) -> Any:
         try:
-            return json.loads(self.read_bytes(ref))
+            return loads_json(self.read_bytes(ref), max_depth=256)
         except ValueError as exc:
             raise EvidenceError(f"evidence '{ref}' of step '{self.step_id}' is not valid JSON: {exc}") from None
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
 from referee.grader.evidence import RunEvidence
 from referee.grader.results import RunResults, StepResult, ValidatorResult, Verdict, summarize
-from referee.plan.loader import LoadedPlan, TypedValidator, load_plan_text
+from referee.fsutil import read_regular
+from referee.plan.loader import MAX_PLAN_BYTES, LoadedPlan, TypedValidator, load_plan_text
 from referee.rundir import Claim, Manifest, read_claims, read_manifest
 from referee.validators import Outcome, checker
 
@@ -73,7 +74,7 @@ def grade(run_dir: str | Path) -> RunResults:
     manifest = read_manifest(run_dir)
     plan_path = run_dir / "plan.yaml"
     try:
-        text = plan_path.read_text(encoding="utf-8")
+        text = read_regular(plan_path, root=run_dir, max_bytes=MAX_PLAN_BYTES).decode("utf-8", errors="replace")
     except OSError:
         raise EvidenceError("plan.yaml is missing from the run directory", file=str(run_dir)) from None
     try:

@@ -28,9 +28,10 @@ from typing import Any, Iterator, Sequence
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Action, Observation, Step, Trace, TraceItem, record_error
 from referee.errors import EvidenceError, RefereeError
+from referee.fsutil import loads_json, read_regular
 from referee.grader.evidence import RunEvidence
-from referee.rundir import (AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord, DdbRecord, FileEntry,
-                            HttpRecord, Manifest, SqlRecord, read_claims, read_manifest)
+from referee.rundir import (MAX_RESULTS_BYTES, AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord,
+                            DdbRecord, FileEntry, HttpRecord, Manifest, SqlRecord, read_claims, read_manifest)
 
 MAX_TEXT = 8000     # characters kept of one body, stdout, page text
 MAX_ROWS = 200      # rows kept of one sql/ddb capture
@@ -79,9 +80,9 @@ def load_verdicts(run_dir: Path) -> tuple[dict[str, str], str]:
 
     path = Path(run_dir) / "results.json"
     try:
-        res = RunResults.model_validate_json(path.read_bytes())
+        res = RunResults.model_validate_json(read_regular(path, root=Path(run_dir), max_bytes=MAX_RESULTS_BYTES))
         source = "results.json"
-    except (OSError, ValueError):
+    except (OSError, ValueError, EvidenceError):  # missing, broken, a link or a FIFO: grade it now
         from referee.grader import grade
 
         res = grade(run_dir)
@@ -120,15 +121,15 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         record = ev.record(entry)
         if isinstance(record, CaptureFailure):
             return _failed(entry, head, record.capture_error)
-        path = ev.verified_path(entry)
+        data = ev.read(entry) if record is None else b""  # hash-checked, no link followed, no FIFO waited on
     except EvidenceError as exc:
         return {"kind": entry.kind, "error": exc.message}, f"{head}: {exc.message}", None, True
     if record is not None:
         return _from_record(entry, record, head)
-    suffix = path.name.lower()
+    suffix = Path(entry.path).name.lower()
     if suffix.endswith((".png", ".jpg", ".jpeg", ".webp")):
         return {"kind": entry.kind, "screenshot": entry.path}, f"{head}: screenshot {entry.path}", entry.path, False
-    raw = path.read_bytes()[: MAX_TEXT * 4].decode("utf-8", errors="replace")
+    raw = data[: MAX_TEXT * 4].decode("utf-8", errors="replace")
     if suffix.endswith(".html"):
         text = _clip(_page_text(raw))
         return {"kind": entry.kind, "text": text}, f"{head}: page text: {text}", None, False
@@ -136,7 +137,7 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         text = _clip(raw)
         return {"kind": entry.kind, "text": text}, f"{head}: {text}", None, False
     try:
-        doc = json.loads(path.read_bytes())
+        doc = loads_json(data, max_depth=256)
     except ValueError:
         return {"kind": entry.kind, "file": entry.path}, f"{head}: file {entry.path}", None, False
     return _from_document(entry.kind, doc, head)
@@ -278,11 +279,11 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
     run_dir = Path(path)
     plan_file = run_dir / "plan.yaml"
     try:
-        from referee.plan.loader import load_plan_text
+        from referee.plan.loader import MAX_PLAN_BYTES, load_plan_text
 
         manifest = read_manifest(run_dir)
         info = describe_run_dir(run_dir, manifest)
-        text = plan_file.read_text(encoding="utf-8")
+        text = read_regular(plan_file, root=run_dir, max_bytes=MAX_PLAN_BYTES).decode("utf-8", errors="replace")
         plan = load_plan_text(text, str(plan_file), frozen=True)
     except (RefereeError, OSError) as exc:
         yield TraceItem(file=str(run_dir), line=None, run_id=None,
