@@ -15,8 +15,8 @@ from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
 from referee.audit.terminal import is_terminal, split_call
 from referee.audit.grounding import ground
+from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
-from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
 from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
@@ -153,31 +153,12 @@ def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
             yield from run_dirs_under(child, depth - 1)
 
 
-def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
-    """TraceItems of trace files, of folders of them, and of run directories (found up to two levels down).
+def iter_items(paths: Iterable[Path], fmt: str | None, inputs: InputOptions | None = None) -> Iterator[TraceItem]:
+    """TraceItems of trace files, run folders, and folders walked for them (referee.audit.inputs).
 
-    Trajectory files (`*.traj`, `*.traj.json`) are also read one folder down (a corpus root's
-    `trajs/`); SWE-bench reports (`*.report.json`) are not traces and are skipped.
+    SWE-bench reports (`*.report.json`) are not traces and are skipped.
     """
-    from referee.audit.readers import is_trajectory_file
-
-    for p in paths:
-        p = Path(p)
-        if is_run_dir(p):
-            yield from read_traces(p, "referee-run")
-        elif p.is_dir():
-            for child in sorted(p.iterdir()):
-                if ((child.suffix in (".json", ".jsonl") or is_trajectory_file(child))
-                        and not child.name.endswith(".report.json") and child.is_file()):
-                    yield from read_traces(child, fmt)
-                elif child.is_dir():
-                    for rd in run_dirs_under(child, 1):
-                        yield from read_traces(rd, "referee-run")
-                    for sub in sorted(child.iterdir()):
-                        if is_trajectory_file(sub) and sub.is_file():
-                            yield from read_traces(sub, fmt)
-        else:
-            yield from read_traces(p, fmt)
+    return iter_inputs(paths, fmt, inputs)
 
 
 def duplicate_error(item: TraceItem, first: str) -> TraceError:
@@ -196,7 +177,8 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_error_cb: Callable[[TraceError], None] | None = None,
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
-                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None) -> AuditStats:
+                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
+                inputs: InputOptions | None = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
@@ -221,7 +203,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             on_error_cb(err)
 
     def todo() -> Iterator[Trace]:
-        for item in iter_items(paths, fmt):
+        for item in iter_items(paths, fmt, inputs):
             if item.error is not None:
                 skip(item.error)
                 continue
