@@ -28,12 +28,15 @@ def test_audit_of_a_fifo_is_a_one_line_error(fifo, tmp_path):
     assert str(fifo) in line and "not a regular file" in line, line
 
 
-def test_audit_of_a_folder_holding_a_fifo_reads_the_rest(fifo, tmp_path):
-    (tmp_path / "good.jsonl").write_text('{"run_id": "r1", "task": "Say hi.", "steps": [], "report": "Done."}\n')
-    rc, out, err = run_cli(["audit", tmp_path, "--out", tmp_path / "out" / "a.jsonl", "--no-progress"],
+def test_audit_of_a_folder_holding_a_fifo_reads_the_rest(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    os.mkfifo(folder / "traces.jsonl")
+    (folder / "good.jsonl").write_text('{"run_id": "r1", "task": "Say hi.", "steps": [], "report": "Done."}\n')
+    rc, out, err = run_cli(["audit", folder, "--out", tmp_path / "a.jsonl", "--no-progress"],
                            env=base_cli_env(), timeout=HANG)
     assert rc == 0, out + err
-    assert len((tmp_path / "out" / "a.jsonl").read_text().splitlines()) == 1
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 1
 
 
 @pytest.mark.parametrize("cmd", [["replay"], ["check"], ["lint"], ["audit", "--format", "openai-chat"]])
