@@ -38,7 +38,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.command("audit")
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", default=None,
-              help="A reader from `referee readers` (default: sniffed per file and per run folder). In a walked "
+              help="A reader from `referee readers`, e.g. openai-chat, anthropic-messages, inspect-ai "
+                   "(default: sniffed per file and per run folder). In a walked "
                    "folder it reads every file and leaves out run folders of another format.")
 @click.option("--include", "include", multiple=True, metavar="GLOB",
               help="In walked folders, audit only the files and run folders whose path or name matches (repeatable).")
@@ -67,13 +68,19 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--max-retries", type=int, default=4, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
+@click.option("--gold-scorer", default=None, metavar="NAME",
+              help="take gold from this scorer of an Inspect AI log (C/I, 1/0, a number; NAME/KEY for one value "
+                   "of several); name one that checks the state, not the answer")
+@click.option("--gold-threshold", type=float, default=1.0, show_default=True,
+              help="a --gold-scorer value at least this is completed")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on a terminal.")
 @click.option("--show", "show", default="flag", show_default=True,
               help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
                    "Given explicitly, every such run is listed (default: the first 20 flags).")
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
-          model, concurrency, timeout, max_retries, gold_out, summary_json, progress, show):
+          model, concurrency, timeout, max_retries, gold_out, gold_scorer, gold_threshold, summary_json, progress,
+          show):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
@@ -101,6 +108,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     from referee.audit.pipeline import Auditor, audit_files
     from referee.audit.policyfile import load_policy
     from referee.audit.summary import render, summarize
+    from referee.audit.trace import GoldScorer
 
     if runs is not None and runs < 1:
         raise UsageError("--samples must be at least 1")
@@ -149,7 +157,8 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored, inputs=inputs)
+                                on_ignored=on_ignored, inputs=inputs,
+                                gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None)
         finally:
             cache_db.close()
             backends.close()
@@ -157,6 +166,10 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     if left_out:
         click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
                    f"{', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}", err=True)
+    if stats.scorers:
+        click.echo(f"referee: note: the runs carry scores ({', '.join(sorted(stats.scorers))}); to use one as gold, "
+                   "pass --gold-scorer NAME (one that checks the state the run left, not the agent's answer)",
+                   err=True)
     if gold_out:
         from referee.fsutil import atomic_write_text
 
@@ -250,7 +263,7 @@ def _preview_run_dirs(paths) -> bool:
     for p in paths:
         dirs = list(run_dirs_under(p)) if Path(p).is_dir() else []
         if not is_run_dir(p) and Path(p).is_dir() and any(
-                (c.is_file() and (c.suffix in (".json", ".jsonl") or is_trajectory_file(c)))
+                (c.is_file() and (c.suffix in (".json", ".jsonl", ".eval") or is_trajectory_file(c)))
                 or (c.is_dir() and any(is_trajectory_file(t) for t in c.iterdir())) for c in Path(p).iterdir()):
             anything = True  # a folder of trace files (or of trajectories) too
         if not dirs:
