@@ -111,7 +111,8 @@ def _what(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a plain file")
 
 
-def _not_regular(path: Path, mode: int, error: type[RefereeError]) -> RefereeError:
+def not_regular(path: Path, mode: int, error: type[RefereeError] = EvidenceError) -> RefereeError:
+    """The one-line error for a path that is not a regular file (its `st_mode` says what it is)."""
     return error(f"not a regular file ({_what(mode)}); only regular files are read", file=str(path),
                  fix="replace it with the file itself")
 
@@ -142,7 +143,7 @@ def _open_under(root: Path, path: Path, error: type[RefereeError]) -> int:
                 raise _linked(path, part, error)
         st = os.lstat(cur / parts[-1])
         if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(path, st.st_mode, error)
+            raise not_regular(path, st.st_mode, error)
         return os.open(cur / parts[-1], _RDONLY | _NONBLOCK)
     dfd = os.open(root, _RDONLY | _DIRECTORY)
     try:
@@ -157,7 +158,7 @@ def _open_under(root: Path, path: Path, error: type[RefereeError]) -> int:
             dfd = nfd
         st = os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode):  # a FIFO or a device is never even opened
-            raise _not_regular(path, st.st_mode, error)
+            raise not_regular(path, st.st_mode, error)
         return os.open(parts[-1], _RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dfd)
     finally:
         os.close(dfd)
@@ -188,7 +189,7 @@ def open_regular(path: Path, *, root: Path | None = None, max_bytes: int | None 
         else:
             st = os.stat(path)
             if not stat.S_ISREG(st.st_mode):
-                raise _not_regular(path, st.st_mode, error)
+                raise not_regular(path, st.st_mode, error)
             fd = os.open(path, _RDONLY | _NONBLOCK)
     except FileNotFoundError:
         raise
@@ -200,7 +201,7 @@ def open_regular(path: Path, *, root: Path | None = None, max_bytes: int | None 
     try:
         st = os.fstat(fd)  # what was opened, not what was looked at a moment before
         if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(path, st.st_mode, error)
+            raise not_regular(path, st.st_mode, error)
         if max_bytes is not None and st.st_size > max_bytes:
             raise _too_big(path, max_bytes, error)
         return os.fdopen(fd, "rb")
