@@ -91,33 +91,60 @@ def test_grade_and_audit_of_a_run_directory_holding_fifos_finish(fifo_run, tmp_p
     assert rec["run_id"].endswith("/s2")  # the SKIPPED step, audited from what the runner could read
 
 
-@pytest.mark.parametrize("name", ["manifest.json", "plan.yaml"])
-def test_grade_of_a_run_directory_whose_own_files_are_fifos_is_a_one_line_error(fifo_run, tmp_path, name):
+def test_grade_of_a_run_directory_whose_manifest_is_a_fifo_is_a_one_line_error(fifo_run, tmp_path):
+    copy = _copy_run(fifo_run.run_dir, tmp_path / "run")
+    (copy / "manifest.json").unlink()
+    os.mkfifo(copy / "manifest.json")
+    rc, out, err = run_cli(["grade", copy], env=base_cli_env(), timeout=HANG)
+    line = assert_one_line_error(rc, out, err, expected_rc=1)
+    assert "manifest.json" in line and "not a regular file" in line, line
+
+
+@pytest.mark.parametrize("name", ["plan.yaml", "claims.json", "seal.json"])
+def test_a_sealed_file_replaced_by_a_fifo_fails_the_seal_naming_it(fifo_run, tmp_path, name):
     copy = _copy_run(fifo_run.run_dir, tmp_path / "run")
     (copy / name).unlink()
     os.mkfifo(copy / name)
-    rc, out, err = run_cli(["grade", copy], env=base_cli_env(), timeout=HANG)
-    line = assert_one_line_error(rc, out, err, expected_rc=1)
-    assert name in line and "not a regular file" in line, line
+    rc, out, err = run_cli(["grade", copy, "--json"], env=base_cli_env(), timeout=HANG)
+    assert rc == 1 and "Traceback" not in err, err
+    (run,) = json.loads(out)["runs"]
+    assert run["integrity"]["status"] == "failed", run["integrity"]
+    assert name in run["integrity"]["reason"] and "not a regular file" in run["integrity"]["reason"], run["integrity"]
+    assert {s["verdict"] for s in run["steps"]} == {"ERROR"}
 
 
-def test_report_audit_and_grade_read_no_fifo_planted_as_results_or_claims(fifo_run, tmp_path):
+def test_report_audit_and_grade_read_no_fifo_planted_as_results(fifo_run, tmp_path):
     copy = _copy_run(fifo_run.run_dir, tmp_path / "run")
-    for name in ("results.json", "claims.json"):
-        (copy / name).unlink()
-        os.mkfifo(copy / name)
+    (copy / "results.json").unlink()
+    os.mkfifo(copy / "results.json")
     rc, out, err = run_cli(["audit", copy, "--out", tmp_path / "a.jsonl", "--no-progress"], env=base_cli_env(),
                            timeout=HANG)
     assert rc == 0 and "Traceback" not in err, out + err
-    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 1  # graded now, s2 audited
-    rc, out, err = run_cli(["report", copy], env=base_cli_env(), timeout=HANG)
-    line = assert_one_line_error(rc, out, err, expected_rc=1)
-    assert "results.json" in line and "not a regular file" in line, line
-    rc, out, err = run_cli(["grade", copy, "--json"], env=base_cli_env(), timeout=HANG)
-    assert rc == 1 and "Traceback" not in err, err
-    assert all(s["claim"] is None for s in json.loads(out)["runs"][0]["steps"])  # a FIFO claims.json: no claims
-    rc, out, err = run_cli(["report", copy], env=base_cli_env(), timeout=HANG)
-    assert rc == 0, err
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 1  # s2, the SKIPPED step
+    for cmd in (["report", copy], ["grade", copy, "--json"]):
+        rc, out, err = run_cli(cmd, env=base_cli_env(), timeout=HANG)
+        assert rc in (0, 1) and "Traceback" not in err and "internal error" not in err, err
+    assert json.loads((copy / "results.json").read_text())["steps"][0]["verdict"] == "ERROR"
+
+
+def test_the_grader_neither_reads_nor_writes_a_cache_through_a_planted_link_or_fifo(tmp_path):
+    from referee.grader.evidence import RunEvidence
+    from referee.keys import SigningKey
+    from referee.rundir import Manifest
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run_dir = tmp_path / "run"
+    (run_dir / "cache").mkdir(parents=True)
+    os.mkfifo(run_dir / "cache" / "ocr.json")
+    ev = RunEvidence(run_dir, Manifest(plan="p"), key=SigningKey(b"k" * 32, tmp_path / "key"))
+    assert ev.cached("ocr", "img", lambda: {"lines": ["hi"]}) == {"lines": ["hi"]}  # the FIFO: nothing cached
+    shutil.rmtree(run_dir / "cache")
+    (run_dir / "cache").symlink_to(outside)
+    ev.save_caches()
+    assert list(outside.iterdir()) == []  # not written through the link
+    assert (run_dir / "cache").is_dir() and not (run_dir / "cache").is_symlink()
+    assert "img" in json.loads((run_dir / "cache" / "ocr.json").read_text())
 
 
 # -- symlinks ----------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from referee.errors import ActorError, AppError, EvidenceError, PlanError
 from referee.fsutil import loads_json, read_regular
+from referee.keys import load_key
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
 from referee.rundir import MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase
@@ -151,8 +152,9 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     spec = actor_spec(plan, agent)
     actor_cls = actors.get(spec.kind)
     actor_cls.preflight(spec)  # a missing extra stops here, before a run directory exists
+    key = load_key()  # and so does a signing key that is exposed or cannot be made
     run_dir = new_run_dir(out, plan.name)
-    store = RunStore(run_dir, plan.name)
+    store = RunStore(run_dir, plan.name, key)
     store.manifest.actor = spec.command or spec.target or spec.kind
     store.save_plan(plan.text)
     store.flush()

@@ -1,4 +1,4 @@
-"""The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims.
+"""The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims, seal.
 
 The agent can write anywhere in the run directory (it is told only `agent/<step>`), so the runner
 trusts no folder it did not just make: `agent/<step>` and `evidence/<step>/<phase>` are made fresh
@@ -13,12 +13,15 @@ import datetime as _dt
 import os
 import shutil
 import stat
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_bytes, atomic_write_text, hash_regular, own_dir
+from referee.fsutil import atomic_write_bytes, hash_regular, own_dir
+from referee.keys import SigningKey, load_key
 from referee.rundir import MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
+from referee.seal import Sealer
 
 MAX_AGENT_FILES = 10_000  # files taken from one step's agent folder; the rest are refused
 
@@ -39,12 +42,18 @@ def new_run_dir(out: Path, plan_name: str) -> Path:
 
 
 class RunStore:
-    """Writer of one run directory, used by the runner only. The grader reads it with `read_manifest`."""
+    """Writer of one run directory, used by the runner only. The grader reads it back through its seal.
 
-    def __init__(self, run_dir: Path, plan_name: str) -> None:
+    manifest.json and claims.json are written through a `Sealer`: every write re-signs them
+    (and the plan the runner loaded) with the key from `referee.keys`, so a killed run verifies.
+    """
+
+    def __init__(self, run_dir: Path, plan_name: str, key: SigningKey | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.manifest = Manifest(plan=plan_name, started=utcnow())
         self.claims: dict[str, Claim | None] = {}
+        self.sealer = Sealer(self.run_dir, key or load_key(), uuid.uuid4().hex)
+        self._first = True
         self._made: set[tuple[str, ...]] = set()
         self._removed: list[str] = []
 
@@ -87,13 +96,18 @@ class RunStore:
 
     # -- writes -------------------------------------------------------------------------------
     def save_plan(self, text: str) -> None:
-        atomic_write_text(self.run_dir / "plan.yaml", text)
+        """Freeze the plan the runner loaded; the seal signs these bytes, not whatever plan.yaml holds later."""
+        data = text.encode("utf-8")
+        self.sealer.set_plan(data)
+        atomic_write_bytes(self.run_dir / "plan.yaml", data)
 
-    def flush(self, durable: bool = False) -> None:
+    def flush(self, durable: bool = False, final: bool = False) -> None:
         # pydantic's serializer, not json.dumps(indent=...): the manifest is rewritten every step;
         # the rename keeps it whole if the runner is killed, the final flush also survives a power cut
-        atomic_write_bytes(self.run_dir / "manifest.json", self.manifest.model_dump_json(indent=2).encode() + b"\n",
-                           durable=durable)
+        data = self.manifest.model_dump_json(indent=2).encode() + b"\n"
+        claims = Claims(self.claims).to_json() if self._first else None  # claims.json exists from the start
+        self._first = False
+        self.sealer.write(manifest=data, claims=claims, durable=durable, final=final)
 
     def step_started(self, step_id: str) -> None:
         self.manifest.steps[step_id] = StepRecord(started=utcnow())
@@ -155,9 +169,9 @@ class RunStore:
     def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
         """Record the agent's claim (`{"pass", "note", "evidence"}`, as `read_claim` gives it) in claims.json."""
         self.claims[step_id] = Claim.model_validate(claim) if claim is not None else None
-        # compact: claims.json is rewritten after every step
-        atomic_write_bytes(self.run_dir / "claims.json", Claims(self.claims).to_json(), durable=False)
+        # compact: claims.json is rewritten after every step (and re-sealed with it)
+        self.sealer.write(claims=Claims(self.claims).to_json(), durable=False)
 
     def finish(self) -> None:
         self.manifest.finished = utcnow()
-        self.flush(durable=True)
+        self.flush(durable=True, final=True)
