@@ -45,7 +45,7 @@ def _read_optional(path: Path, max_bytes: int) -> tuple[bytes | None, str | None
     except FileNotFoundError:
         return None, None
     except EvidenceError as exc:
-        return None, f"{path.name}: {exc.message}"
+        return None, f"{path.name} is unreadable: {exc.message}"
     except OSError as exc:
         return None, f"{path.name} is unreadable ({exc.strerror or exc})"
 
