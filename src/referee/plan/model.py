@@ -95,6 +95,10 @@ class Plan(_Model):
     app: AppSpec | None = None
     actor: ActorSpec | None = None
     controls: list[str] = Field(default_factory=list)
+    # `${NAME}` variables that are not secret: shown with their values in evidence and reports (the
+    # others are shown as `${NAME}`; see referee.plan.envvars)
+    public_env: list[str] = Field(default_factory=list, description=(
+        "`${NAME}` variables that are not secret: shown with their values (others are shown as `${NAME}`)"))
     steps: list[Step]
 
     @field_validator("name")
@@ -103,3 +107,13 @@ class Plan(_Model):
         if info.context and info.context.get("frozen"):
             return v  # the run directory already exists; grading never makes a path of it
         return check_name(v, "a plan name", info)
+
+    @field_validator("public_env")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        from referee.plan.envvars import NAME
+
+        bad = [n for n in v if not NAME.fullmatch(n)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a variable name (letters, digits and '_', not first a digit)")
+        return v

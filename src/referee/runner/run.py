@@ -22,6 +22,7 @@ from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
 from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
+from referee.runner.envsubst import Secrets
 from referee.runner.store import RunStore, new_run_dir
 from referee.safetext import clean
 
@@ -68,19 +69,21 @@ def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
 def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: dict) -> None:
     """Take each capture and list its files in the manifest; a failed or crashing capture is recorded, not raised."""
     out_dir = store.evidence_dir(step_id, phase)
+    secrets = base_ctx["secrets"]
     for cap in caps:
         ctx = CaptureContext(step_id=step_id, phase=phase, out_dir=out_dir, **base_ctx)
         error = None
         try:
             files = captures.get(cap.params.kind).take(cap.params, ctx)
         except CaptureFailed as exc:
-            error = exc.why
-            files = [write_failure(out_dir, cap.params, error, exc.detail)]
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = secrets.scrub(exc.why)
+            files = [write_failure(out_dir, cap.params, error, secrets.scrub_all(exc.detail))]
+        except Exception as exc:  # an exception's text may quote what the capture used (an invalid URL)
+            error = secrets.scrub(f"{type(exc).__name__}: {exc}")
             files = [write_failure(out_dir, cap.params, error)]
         else:
             error = _reported_failure(files)
+            error = secrets.scrub(error) if error else None
         for i, path in enumerate(files):
             try:
                 store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
@@ -158,6 +161,9 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     store.manifest.actor = spec.command or spec.target or spec.kind
     store.save_plan(plan.text)
     store.flush()
+    env, public = dict(os.environ), frozenset(plan.plan.public_env)
+    # what the captures substitute from the environment is written nowhere: not in evidence, not in errors
+    secrets = Secrets.of_plan(plan.env_names, env, public)
     interrupted = False
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
@@ -167,7 +173,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             app_url = app.url
             actor = actor_cls()
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
-            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": dict(os.environ)}
+            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
             for step in plan.plan.steps:
                 on_event("start", step.id, {})
                 store.step_started(step.id)
@@ -195,7 +201,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
         store.manifest.error = "interrupted"
     except (AppError, ActorError, PlanError) as exc:
         # the run could not go on; what it has is still graded (unrun steps: ERROR), then the CLI says why
-        store.manifest.error = str(exc)
+        store.manifest.error = secrets.scrub(str(exc))
     finally:
         if actor is not None:
             try:

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from referee.audit.jsonstream import loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Action, Observation, Step, Trace, TraceItem, record_error
 from referee.errors import EvidenceError, RefereeError
-from referee.fsutil import loads_json
 from referee.grader.evidence import RunEvidence
 from referee.grader.grade import grade_opened
 from referee.grader.results import Integrity, RunResults
@@ -163,7 +163,7 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         text = _clip(raw)
         return {"kind": entry.kind, "text": text}, f"{head}: {text}", None, False
     try:
-        doc = loads_json(data, max_depth=256)
+        doc = loads(data)
     except ValueError:
         return {"kind": entry.kind, "file": entry.path}, f"{head}: file {entry.path}", None, False
     return _from_document(entry.kind, doc, head)
@@ -178,7 +178,7 @@ def _from_record(entry: FileEntry, rec: CaptureRecord, head: str) -> tuple[dict[
     if isinstance(rec, HttpRecord):
         body: Any = rec.body
         try:
-            body = json.loads(body)
+            body = loads(body)
         except ValueError:
             body = _clip(body)
         d = {"kind": k, "method": rec.method, "url": rec.url, "status": rec.status, "body": body}
