@@ -54,3 +54,11 @@ def test_lint_with_a_fifo_control_says_so_in_one_line(tmp_path):
     rc, out, err = run_cli(["lint", plan, "--control", tmp_path / "control.png"], env=base_cli_env(), timeout=HANG)
     line = assert_one_line_error(rc, out, err)
     assert "control.png" in line and "not a regular file" in line, line
+
+
+def test_audit_whose_out_file_is_a_fifo_says_so_in_one_line(fifo, tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"run_id": "r1", "task": "Say hi.", "steps": [], "report": "Done."}\n')
+    rc, out, err = run_cli(["audit", good, "--out", fifo, "--no-progress"], env=base_cli_env(), timeout=HANG)
+    line = assert_one_line_error(rc, out, err)
+    assert str(fifo) in line and "not a regular file" in line, line
