@@ -11,6 +11,7 @@ from referee.grader.evidence import RunEvidence
 from referee.grader.results import AgentOutcome, Attempt, StepResult
 from referee.plan.loader import LoadedPlan
 from referee.rundir import StepRecord
+from referee.safetext import visible
 
 TAIL_LINES = 5  # lines of the agent's stderr shown beside the verdict
 LINE_CHARS = 200
@@ -42,14 +43,13 @@ def duration(rec: StepRecord) -> float | None:
 
 
 def printable(text: str) -> str:
-    """Text from the agent, fit for a terminal, an HTML page or XML 1.0: control characters (and lone
-    surrogates) as escapes; tabs and newlines kept.
+    """Text from the agent, fit for a terminal, an HTML page or XML 1.0: control characters, bidi
+    overrides and lone surrogates as escapes; tabs and newlines kept (`referee.safetext.visible`).
 
     >>> printable("red \\x1b[31mX\\x00 tab\\tok")
     'red \\\\x1b[31mX\\\\x00 tab\\tok'
     """
-    return "".join(c if c.isprintable() or c in "\t\n" else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
+    return visible(text)
 
 
 def tail_lines(data: bytes, n: int = TAIL_LINES, width: int = LINE_CHARS) -> list[str]:
@@ -70,7 +70,7 @@ def stderr_tail(ev: RunEvidence, step_id: str) -> list[str]:
     if entry is None:
         return []
     try:
-        data = ev.verified_path(entry).read_bytes()
+        data = ev.verified_bytes(entry)  # the bytes checked against the manifest as they are read
     except (EvidenceError, OSError) as exc:
         return [f"(stderr.txt not shown: {getattr(exc, 'message', exc)})"]
     return tail_lines(data)

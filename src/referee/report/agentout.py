@@ -9,12 +9,12 @@ so the same text is fit for an HTML page and for junit.xml.
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from referee.errors import EvidenceError
+from referee.fsutil import read_regular
 from referee.grader.outcome import printable
 
 SHOW_BYTES = 16 * 1024  # of each stream, in a report
@@ -32,14 +32,6 @@ class Tail:
     problem: str | None = None  # why it is not shown (missing, modified after the step, not a regular file)
 
 
-def _read(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError("not a regular file")
-        return fh.read(READ_MAX + 1)
-
-
 def read_tail(run_dir: Path, files: list[dict[str, Any]], step_id: str, name: str, total: int | None = None,
               show: int = SHOW_BYTES) -> Tail | None:
     """The tail of `agent/<step>/<name>`, or None when the manifest does not list it (an older run)."""
@@ -49,12 +41,14 @@ def read_tail(run_dir: Path, files: list[dict[str, Any]], step_id: str, name: st
         return None
     size = total if isinstance(total, int) else int(entry.get("size") or 0)
     try:
-        data = _read(Path(run_dir) / rel)
+        data = read_regular(Path(run_dir) / rel, root=Path(run_dir), max_bytes=READ_MAX)
     except FileNotFoundError:
         return Tail(name, "", size, 0, "missing")
     except OSError as exc:
         return Tail(name, "", size, 0, f"unreadable: {exc.strerror or exc}")
-    if len(data) > READ_MAX or hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+    except EvidenceError as exc:  # a link, a FIFO, too big: named, never followed or waited on
+        return Tail(name, "", size, 0, exc.message.split("; ")[0])
+    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
         return Tail(name, "", size, 0, "modified after the step; not shown")
     cut = data[-show:]
     return Tail(name, printable(cut.decode("utf-8", errors="replace")), size, len(cut))

@@ -1,6 +1,10 @@
 """junit.xml for CI systems: FAIL -> failure, ERROR -> error, SKIPPED -> skipped, FLAKY -> a pass with
 `flakyFailure`/`flakyError` (Maven Surefire's reruns); `time` per step; the agent's output in
-`system-out`/`system-err`."""
+`system-out`/`system-err`.
+
+Every string passes through `safetext.for_xml` first: ElementTree escapes markup but writes a NUL or
+a lone surrogate as it is, which no XML parser accepts.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from xml.etree import ElementTree as ET
 
 from referee.fsutil import atomic_write_bytes
 from referee.grader.results import RunResults, StepResult
-from referee.report.agentout import Tail, printable
+from referee.report.agentout import Tail
+from referee.safetext import for_xml as x
 
 
 def _time(seconds: float | None) -> str:
@@ -23,7 +28,7 @@ def _agent_err(step: StepResult, tails: list[Tail]) -> str | None:
         return None
     lines = [f"agent: {step.agent.status()}" + (f" ({step.agent.error})" if step.agent.error else "")]
     lines += [t.text if not t.problem else f"({t.name}: {t.problem})" for t in tails if t.name == "stderr.txt"]
-    return printable("\n".join(x for x in lines if x))
+    return x("\n".join(line for line in lines if line))
 
 
 def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = None) -> bytes:
@@ -36,18 +41,18 @@ def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = No
     True
     """
     s = results.summary
-    suite = ET.Element("testsuite", name=f"referee.{results.plan}", tests=str(len(results.steps)),
+    suite = ET.Element("testsuite", name=x(f"referee.{results.plan}"), tests=str(len(results.steps)),
                        failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
     suite.set("time", _time(sum(st.duration_s or 0 for st in results.steps)))
     # whether the evidence was the runner's (sealed and verified), unverified, or refused: CI shows it
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
     if results.integrity.reason:
-        ET.SubElement(props, "property", name="referee.integrity.reason", value=results.integrity.reason)
+        ET.SubElement(props, "property", name="referee.integrity.reason", value=x(results.integrity.reason))
     for step in results.steps:
-        case = ET.SubElement(suite, "testcase", classname=f"referee.{results.plan}", name=step.id,
+        case = ET.SubElement(suite, "testcase", classname=x(f"referee.{results.plan}"), name=x(step.id),
                              time=_time(step.duration_s))
-        reason = printable(step.reason)
+        reason = x(step.reason)
         if step.verdict == "FAIL":
             ET.SubElement(case, "failure", message=reason[:500]).text = reason
         elif step.verdict == "ERROR":
@@ -57,7 +62,7 @@ def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = No
         # earlier attempts as Maven Surefire writes reruns: flaky* in a passing case, rerun* in a failing one
         for a in step.attempts:
             tag = ("flaky" if step.verdict == "FLAKY" else "rerun") + ("Failure" if a.verdict == "FAIL" else "Error")
-            why = printable(f"attempt {a.attempt}: {a.verdict}: {a.reason}")
+            why = x(f"attempt {a.attempt}: {a.verdict}: {a.reason}")
             ET.SubElement(case, tag, message=why[:500], type=a.verdict).text = why
         tails = (outputs or {}).get(step.id, [])
         out = []
@@ -69,7 +74,7 @@ def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = No
             out.append(note)
         out += [t.text for t in tails if t.name == "stdout.txt" and t.text]
         if out:
-            ET.SubElement(case, "system-out").text = printable("\n".join(out))
+            ET.SubElement(case, "system-out").text = x("\n".join(out))
         if (err := _agent_err(step, tails)) is not None:
             ET.SubElement(case, "system-err").text = err
     suites = ET.Element("testsuites")

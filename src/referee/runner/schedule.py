@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterator
 
+from referee.fsutil import own_dir
 from referee.grader.evidence import RunEvidence
 from referee.grader.grade import grade_step
 from referee.grader.results import StepResult
@@ -41,12 +42,12 @@ def archive_attempt(store: RunStore, step_id: str, res: StepResult) -> AttemptRe
     rec = store.manifest.steps[step_id]
     n = len(rec.attempts) + 1
     folder = f"attempts/{step_id}/{n}"
-    for rel in (f"evidence/{step_id}", f"agent/{step_id}", f"claims/{step_id}.json"):
-        src = store.run_dir / rel
+    for top, name in (("evidence", step_id), ("agent", step_id), ("claims", f"{step_id}.json")):
+        src = store.run_dir / top / name
         if src.exists() or src.is_symlink():
-            dst = store.run_dir / folder / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(src, dst)
+            # real folders all the way (own_dir): a link planted at `attempts` is replaced, never followed
+            parent, _ = own_dir(store.run_dir, "attempts", step_id, str(n), top)
+            os.rename(src, parent / name)
     moved = [f for f in store.manifest.files if f.step == step_id]
     store.manifest.files = [f for f in store.manifest.files if f.step != step_id]
     files = [f.model_copy(update={"path": f"{folder}/{f.path}"}) for f in moved]
