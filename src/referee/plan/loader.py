@@ -367,15 +367,19 @@ def _check_ref(where: _Where, loc: tuple, ref: str) -> None:
 MAX_PLAN_BYTES = 16 << 20
 
 
-def load_plan(path: str | Path) -> LoadedPlan:
-    """Read a plan file from disk and validate it (PlanError on any problem; a FIFO is refused, not waited on)."""
+def read_plan_file(path: str | Path) -> str:
+    """A plan file's text (PlanError when it cannot be read; a FIFO is refused, not waited on)."""
     from referee.fsutil import read_regular
 
     path = Path(path)
     try:
-        text = read_regular(path, max_bytes=MAX_PLAN_BYTES, error=PlanError).decode("utf-8")
+        return read_regular(path, max_bytes=MAX_PLAN_BYTES, error=PlanError).decode("utf-8")
     except FileNotFoundError:
         raise PlanError("plan file not found", file=str(path), fix="check the path") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError(f"cannot read plan: {exc}", file=str(path)) from None
-    return load_plan_text(text, str(path))
+
+
+def load_plan(path: str | Path) -> LoadedPlan:
+    """Read a plan file from disk and validate it (PlanError on any problem; a FIFO is refused, not waited on)."""
+    return load_plan_text(read_plan_file(path), str(path))

@@ -200,20 +200,12 @@ def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
 
     The plan comes back None only when it cannot be read at all (no such file, not YAML, not a plan).
     """
-    from referee.plan.loader import load_plan_text
+    from referee.plan.loader import load_plan_text, read_plan_file
 
     path = Path(path)
     found = Findings()
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        found.errors.append(PlanError("plan file not found", file=str(path), fix="check the path"))
-        return None, found
-    except (OSError, UnicodeDecodeError) as exc:
-        found.errors.append(PlanError(f"cannot read plan: {exc}", file=str(path)))
-        return None, found
-    try:
-        lp = load_plan_text(text, str(path), env=env, errors=found.errors)
+        lp = load_plan_text(read_plan_file(path), str(path), env=env, errors=found.errors)
     except PlanError as exc:
         found.errors.append(exc)
         return None, found
