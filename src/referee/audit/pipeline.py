@@ -14,7 +14,8 @@ from referee.concurrency import ordered_map
 from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
 from referee.audit.terminal import is_terminal, split_call
-from referee.audit.grounding import ground
+from referee.audit.facts import ViewFacts
+from referee.audit.grounding import ground_in
 from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers.referee_run import is_run_dir
@@ -73,12 +74,21 @@ class Auditor:
         >>> a.audit(t).disposition
         'flag'
         """
-        policy = self.policy.policy
         view = build_view(trace)
-        claim = self._claim(claim_text(trace))
-        observed = {s.index for s in view.steps if s.observation is not None}
-        evidence = [validate_citations(self._evidence(view, i), len(view.steps), observed) for i in range(self.samples)]
-        grounding = ground(claim, view)
+        claim = self.read_claim(claim_text(trace))
+        found = [self._evidence(view, i) for i in range(self.samples)]
+        return self.finish(trace, claim, ViewFacts.of(view), found)
+
+    def read_claim(self, text: str | None) -> ClaimReading:
+        """What the claim reader makes of a claim text (`claim_text(trace)`), through the cache."""
+        return self._claim(text)
+
+    def finish(self, trace: Trace, claim: ClaimReading, facts: ViewFacts, found: list[dict]) -> AuditRecord:
+        """The rest of `audit` once the findings of every sample are in (from the extractor, the cache or a
+        worker): citations checked, the report grounded, the decision, the record."""
+        policy = self.policy.policy
+        evidence = [validate_citations(f, facts.n_steps, set(facts.observed)) for f in found]
+        grounding = ground_in(claim, facts.haystack)
         d = decide(trace.task, claim.label, evidence, grounding, policy)
         x = self.extractor
         meta = trace.meta or {}
@@ -88,7 +98,7 @@ class Auditor:
             disposition=d.disposition,  # type: ignore[arg-type]
             policy=PolicyRef(name=policy.name, sha256=self.policy.sha256),
             backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.samples),
-            view_sha256=view.sha256, grounding=grounding,
+            view_sha256=facts.sha256, grounding=grounding,
             group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")),
             advisory=meta.get("advisory") is True)
 
@@ -135,6 +145,14 @@ def _s(v: Any) -> str | None:
 
 # -- streaming over files, with resume ------------------------------------------------------------
 
+@dataclass(frozen=True)
+class RecordLine:
+    """An audit record a worker already serialised: written as it is (no second serialisation here)."""
+
+    run_id: str
+    json: str
+
+
 @dataclass
 class AuditStats:
     written: int = 0
@@ -161,6 +179,12 @@ def iter_items(paths: Iterable[Path], fmt: str | None, inputs: InputOptions | No
     return iter_inputs(paths, fmt, inputs)
 
 
+def cannot_audit(trace: Trace, why: str) -> TraceError:
+    """The skipped-record error for a trace the auditor could not take (`why`: the exception, in a few words)."""
+    return TraceError(f"run_id {trace.run_id}: could not be audited: {why}",
+                      fix="fix the record, or report it if it looks valid")
+
+
 def duplicate_error(item: TraceItem, first: str) -> TraceError:
     """The warning for a run_id seen before in the same input (file, line and run_id, and where it came first).
 
@@ -173,19 +197,23 @@ def duplicate_error(item: TraceItem, first: str) -> TraceError:
 
 
 def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None = None,
-                on_error: str = "skip", concurrency: int = 1, on_record: Callable[[AuditRecord], None] | None = None,
+                on_error: str = "skip", concurrency: int = 1,
+                on_record: Callable[[AuditRecord | RecordLine], None] | None = None,
                 on_error_cb: Callable[[TraceError], None] | None = None,
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
                 on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
-                inputs: InputOptions | None = None) -> AuditStats:
+                inputs: InputOptions | None = None, executor: Any = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
     `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
 
     Records are written in input order even when `concurrency` > 1 (a bounded window of traces is in
-    flight), so an interrupted audit leaves a clean prefix and resumes where it stopped.
+    flight), so an interrupted audit leaves a clean prefix and resumes where it stopped. With
+    `executor` (referee.audit.parallel.ParallelAudit) traces are audited in chunks on other processes
+    or a Dask cluster; this process still writes every record, in the same order, and `on_record`
+    gets each as the `RecordLine` written.
     """
     out = Path(out)
     cut_partial_line(out)
@@ -229,8 +257,8 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a", encoding="utf-8") as fh:
-        def write(rec: AuditRecord) -> None:
-            fh.write(rec.model_dump_json() + "\n")
+        def write(rec: AuditRecord | RecordLine) -> None:
+            fh.write((rec.json if isinstance(rec, RecordLine) else rec.model_dump_json()) + "\n")
             fh.flush()  # each record is on disk before the next one starts: resume needs no more
             stats.written += 1
             if on_record:
@@ -242,10 +270,11 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             except SHAPE_ERRORS as exc:
                 # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
                 # skipped record, not the end of the audit
-                return TraceError(f"run_id {trace.run_id}: could not be audited: {type(exc).__name__}: "
-                                  f"{str(exc)[:200]}", fix="fix the record, or report it if it looks valid")
+                return cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
 
-        for got in ordered_map(audit_one, todo(), concurrency, name="referee-audit"):
+        results = (ordered_map(audit_one, todo(), concurrency, name="referee-audit") if executor is None
+                   else executor.run(auditor, todo(), audit_one))
+        for got in results:
             if isinstance(got, TraceError):
                 skip(got)
             else:

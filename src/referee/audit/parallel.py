@@ -1,0 +1,201 @@
+"""Audit in chunks on a process pool or a Dask cluster; this process reads the input and writes every record.
+
+Per trace, this process (the parent) copies out two sealed compartments and sends a chunk of them:
+
+- the **view parts** (`view.view_parts`: task, observations, actions with a terminal answer's words
+  left out, tools), which a worker freezes and hashes into the claim-blind view and gives to the
+  extractor (`referee.audit.extract.worker`, inside the extractor wall);
+- the **claim side**: the claim text (the report, or the terminal answer call), run_id and the
+  grouping fields of `meta`. A worker unpacks it only after the whole chunk's extraction is done,
+  gives the claim text to the claim reader alone, grounds the report in the view's folded
+  observations and decides, as `Auditor.audit` does in one process.
+
+The worker gives back each record as JSON and each sample's findings. Here, in input order, the
+findings go into the evidence cache and the record into the audit file, as it came. So this
+process stays the only writer of both, records are byte for byte what a serial audit writes, and
+resume and `--on-error` behave as they do serially. Findings come from a worker even when the
+cache holds them (the view's hash is made there); for the rules backend that is cheaper than asking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from dataclasses import dataclass
+from itertools import chain, islice
+from typing import Any, Callable, Iterable, Iterator
+
+from referee.audit.extract.worker import extract_views
+from referee.audit.pipeline import Auditor, RecordLine, cannot_audit, claim_text
+from referee.audit.records import Finding
+from referee.audit.trace import SHAPE_ERRORS, Trace
+from referee.audit.view import ViewParts, pack_parts, view_parts
+from referee.errors import RefereeError, TraceError, UsageError
+from referee.executors import ExecutorOptions, make_pool, map_chunks
+
+# imported once by the forkserver, so each worker starts ready
+WORKER_MODULES = ("referee.audit.parallel", "referee.audit.extract.rules", "referee.audit.claims")
+META_KEYS = ("group", "split", "source", "advisory")  # the fields of `meta` a record keeps
+
+Result = RecordLine | TraceError
+Answer = tuple  # per trace sent: (record JSON, view sha256, findings JSON per sample, error), JSON None on error
+
+
+@dataclass(frozen=True)
+class _Config:
+    """What every worker needs, pickled once per audit: the backends, the policy, the samples per trace."""
+
+    extractor: Any
+    claim_reader: Any
+    policy: Any  # LoadedPolicy
+    samples: int
+
+
+_CONFIGS: dict[str, Auditor] = {}  # sha256 of a pickled _Config -> its auditor, built once per worker process
+
+
+def _auditor(blob: bytes) -> Auditor:
+    key = hashlib.sha256(blob).hexdigest()
+    got = _CONFIGS.get(key)
+    if got is None:
+        c: _Config = pickle.loads(blob)
+        got = _CONFIGS[key] = Auditor(c.policy, c.extractor, c.claim_reader, samples=c.samples)
+    return got
+
+
+def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> list[Answer]:
+    """On a worker: the extraction of every view of the chunk first, then the claims, then each record.
+
+    `payload` is (packed view parts, pickled claim sides), one of each per trace, in the same order.
+    """
+    auditor = _auditor(config)
+    views, claim_sides = payload
+    extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # the claim side is still packed
+    out: list[Answer] = []
+    for (facts, found_json, error), (run_id, task, meta, text) in zip(extracted, pickle.loads(claim_sides)):
+        if error is not None:
+            out.append((None, None, [], error))
+            continue
+        try:
+            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f in found_json]
+            trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
+            rec = auditor.finish(trace, auditor.read_claim(text), facts, findings)
+            out.append((rec.model_dump_json(), facts.sha256, found_json, None))
+        except SHAPE_ERRORS as exc:
+            out.append((None, None, [], f"{type(exc).__name__}: {str(exc)[:200]}"))
+    return out
+
+
+@dataclass
+class _Unit:
+    """One trace of a chunk, as the parent keeps it: its run_id, or the error that stopped it here."""
+
+    trace: Trace
+    error: TraceError | None = None
+
+
+@dataclass
+class ParallelAudit:
+    """`audit_files(..., executor=ParallelAudit(options))`: traces audited in chunks on `options`' pool.
+
+    An input of at most one chunk is audited here, without starting a local pool. Backends that call
+    a model (`needs_llm`) are not for this: they wait on the network, and threads (`--concurrency`) serve them.
+    """
+
+    options: ExecutorOptions
+    on_start: Callable[[str], None] | None = None  # told what was started, once (the CLI prints it)
+    chunks: int = 0          # chunks sent to workers
+    in_process: int = 0      # traces audited here without a worker (a small input)
+
+    def run(self, auditor: Auditor, jobs: Iterable[Trace],
+            audit_one: Callable[[Trace], Any]) -> Iterator[Any]:
+        size = self.options.chunk_size
+        jobs = iter(jobs)
+        head: list[Trace] = []
+        try:
+            head.extend(islice(jobs, size + 1))
+        except RefereeError:
+            for t in head:  # what came before a bad record with --on-error stop is written, as serially
+                yield audit_one(t)
+            raise
+        if len(head) <= size and self.options.kind == "local":
+            self.in_process += len(head)
+            for t in head:
+                yield audit_one(t)
+            return
+        config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
+        pool = make_pool(self.options, WORKER_MODULES)
+        try:
+            if self.on_start:
+                self.on_start(self.options.describe())
+            window = 2 * self.options.n_workers + 1
+            answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
+                                 window=window, describe=_describe)
+            for units, answer in answers:
+                yield from self._finish(auditor, units, answer)
+        finally:
+            pool.close()
+
+    def _chunks(self, jobs: Iterator[Trace]) -> Iterator[tuple[list[_Unit], Any]]:
+        buf: list[_Unit] = []
+        parts: list[ViewParts] = []
+        sides: list[tuple] = []
+        try:
+            for trace in jobs:
+                u = _Unit(trace)
+                try:
+                    p = view_parts(trace)
+                    meta = {k: v for k, v in (trace.meta or {}).items() if k in META_KEYS}
+                    side = (trace.run_id, trace.task, meta, claim_text(trace))
+                except SHAPE_ERRORS as exc:
+                    u.error = cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
+                else:
+                    parts.append(p)
+                    sides.append(side)
+                buf.append(u)
+                if len(buf) == self.options.chunk_size:
+                    yield buf, self._payload(parts, sides)
+                    buf, parts, sides = [], [], []
+        except RefereeError:
+            if buf:  # the chunk made so far is audited before the error stops the audit
+                yield buf, self._payload(parts, sides)
+            raise
+        if buf:
+            yield buf, self._payload(parts, sides)
+
+    def _payload(self, parts: list[ViewParts], sides: list[tuple]) -> tuple[bytes, bytes] | None:
+        if not parts:
+            return None
+        self.chunks += 1
+        return pack_parts(parts), pickle.dumps(sides, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _finish(self, auditor: Auditor, units: list[_Unit], answer: list[Answer] | None) -> Iterator[Result]:
+        x, cache = auditor.extractor, auditor.cache
+        results = iter(answer or ())
+        for u in units:
+            if u.error is not None:
+                yield u.error
+                continue
+            line, sha, found, error = next(results)
+            if error is not None or line is None:
+                yield cannot_audit(u.trace, error or "no answer from the worker")
+                continue
+            auditor.backend_calls += len(found)
+            if cache is not None:
+                for i, blob in enumerate(found):
+                    cache.put_evidence_json(x.name, x.model, x.prompt_version, sha, i, blob)
+            yield RecordLine(u.trace.run_id, line)
+
+
+def _describe(units: list[_Unit]) -> str:
+    ids = [u.trace.run_id for u in units]
+    return f"the chunk of run_ids {ids[0]} .. {ids[-1]}" if ids else "an empty chunk"
+
+
+def _pickled(config: _Config) -> bytes:
+    try:
+        return pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # a plugin holding a connection, a lock, a lambda
+        raise UsageError(f"the backends or the policy cannot be sent to worker processes ({type(exc).__name__}: "
+                         f"{str(exc)[:200]})", fix="run with --workers 1") from None
