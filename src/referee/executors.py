@@ -89,6 +89,7 @@ class _Pool:
     """What the chunk loop needs of a pool: submit, wait for any, tell a lost worker from a failed function."""
 
     generation = 0  # bumped when the pool is replaced after a loss
+    losses = 0      # chunks submitted again because their worker was lost
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         raise NotImplementedError
@@ -277,6 +278,7 @@ def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | 
                 if not pool.is_lost(exc):
                     raise
                 fl.losses += 1
+                pool.losses += 1
                 if fl.losses >= MAX_LOSSES:
                     raise WorkerLostError(f"a worker was lost {fl.losses} times while running {describe(fl.state)} "
                                           f"({type(exc).__name__}: {str(exc)[:200]})",

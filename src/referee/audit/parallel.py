@@ -107,6 +107,7 @@ class ParallelAudit:
     on_start: Callable[[str], None] | None = None  # told what was started, once (the CLI prints it)
     chunks: int = 0          # chunks sent to workers
     in_process: int = 0      # traces audited here without a worker (a small input)
+    lost: int = 0            # chunks sent again because their worker was lost
 
     def run(self, auditor: Auditor, jobs: Iterable[Trace],
             audit_one: Callable[[Trace], Any]) -> Iterator[Any]:
@@ -135,6 +136,7 @@ class ParallelAudit:
             for units, answer in answers:
                 yield from self._finish(auditor, units, answer)
         finally:
+            self.lost = pool.losses
             pool.close()
 
     def _chunks(self, jobs: Iterator[Trace]) -> Iterator[tuple[list[_Unit], Any]]:
@@ -199,3 +201,25 @@ def _pickled(config: _Config) -> bytes:
     except Exception as exc:  # a plugin holding a connection, a lock, a lambda
         raise UsageError(f"the backends or the policy cannot be sent to worker processes ({type(exc).__name__}: "
                          f"{str(exc)[:200]})", fix="run with --workers 1") from None
+
+
+def executor_for(uses_llm: bool, options: ExecutorOptions, *, workers_given: bool = False,
+                 say: Callable[[str], None] | None = None) -> ParallelAudit | None:
+    """The executor `referee audit` uses: a ParallelAudit for backends that compute (rules, a CPU plugin)
+    on more than one worker or on Dask; None (this process, or threads for a model) otherwise.
+
+    >>> executor_for(False, ExecutorOptions("local", workers=1)) is None
+    True
+    >>> executor_for(False, ExecutorOptions("local", workers=4)).options.n_workers
+    4
+    """
+    if uses_llm:
+        if options.kind == "dask":
+            raise UsageError("--executor dask is for backends that compute (rules, CPU plugins); a model backend "
+                             "waits on the network", fix="use --concurrency for the llm backend")
+        if workers_given and say:
+            say("referee: note: the llm backend runs --concurrency requests on threads; --workers is not used")
+        return None
+    if options.kind == "local" and options.n_workers <= 1:
+        return None
+    return ParallelAudit(options, on_start=(lambda what: say(f"referee: auditing on {what}")) if say else None)

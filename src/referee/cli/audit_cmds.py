@@ -63,6 +63,13 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
+@click.option("--workers", type=int, default=None,
+              help="processes for backends that compute (rules): default every core; 1 audits in this process")
+@click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="where chunks of traces are audited: a local process pool, or Dask (docs/scale.md)")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --workers)")
+@click.option("--chunk-size", type=int, default=50, show_default=True, help="traces per chunk sent to a worker")
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per model call")
 @click.option("--max-retries", type=int, default=4, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
@@ -73,7 +80,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
               help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
                    "Given explicitly, every such run is listed (default: the first 20 flags).")
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
-          model, concurrency, timeout, max_retries, gold_out, summary_json, progress, show):
+          model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, max_retries, gold_out,
+          summary_json, progress, show):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
@@ -96,6 +104,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
                           on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"))
 
+    from referee.executors import check_options
+
+    ex_options = check_options(executor_kind, workers, scheduler, chunk_size)
     from referee.audit.cache import EvidenceCache
     from referee.audit.auditfile import iter_records
     from referee.audit.pipeline import Auditor, audit_files
@@ -115,6 +126,10 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     lp = load_policy(policy)
     backends = _make_backends(backend, claims, base_url, model, concurrency, timeout, max_retries, tools)
     n_runs = runs or backends.default_runs
+    from referee.audit.parallel import executor_for
+
+    executor = executor_for(backends.client is not None, ex_options, workers_given=workers is not None,
+                            say=lambda m: click.echo(m, err=True))
     cache_db = EvidenceCache(cache or out.with_name(out.name + ".cache.sqlite"))
     auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=n_runs, cache=cache_db)
     gold: dict[str, bool] = {}
@@ -149,7 +164,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored, inputs=inputs)
+                                on_ignored=on_ignored, inputs=inputs, executor=executor)
         finally:
             cache_db.close()
             backends.close()
