@@ -12,6 +12,8 @@ from referee.errors import UsageError
 
 
 def _progress(enabled: bool):
+    if not (enabled and sys.stderr.isatty()):  # rich costs a tenth of a second to import: only for a terminal
+        return _NoProgress()
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -19,6 +21,24 @@ def _progress(enabled: bool):
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console, transient=True,
                     disable=not (enabled and console.is_terminal))
+
+
+class _NoProgress:
+    """What `audit` uses of a rich Progress, doing nothing (no terminal, or --no-progress)."""
+
+    tasks = [type("Task", (), {"completed": 0})()]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def add_task(self, *a, **kw) -> int:
+        return 0
+
+    def update(self, *a, **kw) -> None:
+        pass
 
 
 def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None):

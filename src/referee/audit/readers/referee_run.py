@@ -23,14 +23,16 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Action, Observation, Step, Trace, TraceItem, record_error
 from referee.errors import EvidenceError, RefereeError
-from referee.grader.evidence import RunEvidence
 from referee.rundir import (AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord, DdbRecord, FileEntry,
                             HttpRecord, Manifest, SqlRecord, read_claims, read_manifest)
+
+if TYPE_CHECKING:  # the grader is imported where a run directory is read: `referee audit` starts without it
+    from referee.grader.evidence import RunEvidence
 
 MAX_TEXT = 8000     # characters kept of one body, stdout, page text
 MAX_ROWS = 200      # rows kept of one sql/ddb capture
@@ -289,6 +291,8 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
                         error=record_error(f"not an auditable run directory: {exc}", file=str(run_dir), line=None))
         return
     claims = read_claims(run_dir)
+    from referee.grader.evidence import RunEvidence
+
     ev = RunEvidence(run_dir, manifest)
     skipped = set(info.skipped)
     for step in plan.plan.steps:
