@@ -19,10 +19,11 @@ from referee.audit.grounding import ground_in
 from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers.referee_run import is_run_dir
-from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
+from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef, TokenUsage
 from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
 from referee.audit.view import build_view
 from referee.errors import TraceError
+from referee.llm import usage_meter
 
 
 @dataclass
@@ -74,10 +75,15 @@ class Auditor:
         >>> a.audit(t).disposition
         'flag'
         """
-        view = build_view(trace)
-        claim = self.read_claim(claim_text(trace))
-        found = [self._evidence(view, i) for i in range(self.samples)]
-        return self.finish(trace, claim, ViewFacts.of(view), found)
+        with usage_meter() as used:  # the model calls of this trace, in this thread
+            view = build_view(trace)
+            claim = self.read_claim(claim_text(trace))
+            found = [self._evidence(view, i) for i in range(self.samples)]
+        rec = self.finish(trace, claim, ViewFacts.of(view), found)
+        if used.calls:
+            rec.usage = TokenUsage(calls=used.calls, prompt_tokens=used.prompt_tokens,
+                                   completion_tokens=used.completion_tokens)
+        return rec
 
     def read_claim(self, text: str | None) -> ClaimReading:
         """What the claim reader makes of a claim text (`claim_text(trace)`), through the cache."""

@@ -72,6 +72,14 @@ class BackendRef(_Model):
     runs: int = 1
 
 
+class TokenUsage(_Model):
+    """The model calls one record made (cache hits make none) and the tokens the server said they used."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class AuditRecord(_Model):
     """One audited run. Everything `referee replay` needs to recompute without a backend.
 
@@ -97,6 +105,7 @@ class AuditRecord(_Model):
     advisory: bool = False  # true for records made from SKIPPED runner steps: never a PASS
     grounding: Grounding | None = None
     errors: list[str] = Field(default_factory=list)
+    usage: TokenUsage | None = None  # a model backend's calls for this record and their tokens
 
 
 # version-1 names, kept so code and plugins written against them go on working

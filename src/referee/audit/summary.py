@@ -23,6 +23,9 @@ class AuditSummary:
     gold_seen: int = 0
     duplicates: int = 0                                       # repeated run_ids in the input (set by the caller)
     n: int = 0
+    llm_calls: int = 0                                        # model calls the records made, and their tokens
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def add(self, rec: AuditRecord, gold: dict[str, bool] | None = None) -> None:
         self.n += 1
@@ -31,6 +34,10 @@ class AuditSummary:
         self.states[rec.trace_state] += 1
         if rec.advisory:
             self.advisory[rec.disposition] += 1
+        if rec.usage is not None:
+            self.llm_calls += rec.usage.calls
+            self.prompt_tokens += rec.usage.prompt_tokens
+            self.completion_tokens += rec.usage.completion_tokens
         if gold and rec.run_id in gold:
             self.gold_seen += 1
             if rec.claim.label == "success" and not gold[rec.run_id]:
@@ -45,7 +52,8 @@ class AuditSummary:
                 "gold_records": self.gold_seen,
                 "success_claim_not_completed": {d: self.misreports[d] for d in DISPOSITIONS},
                 "advisory": {d: self.advisory[d] for d in DISPOSITIONS},
-                "duplicates": self.duplicates}
+                "duplicates": self.duplicates,
+                "tokens": {"calls": self.llm_calls, "prompt": self.prompt_tokens, "completion": self.completion_tokens}}
 
 
 def summarize(records: Iterable[AuditRecord], gold: dict[str, bool] | None = None) -> AuditSummary:
@@ -88,4 +96,7 @@ def render(s: AuditSummary) -> str:
                      f"advisory pass {a['pass']} (still SKIPPED), flag {a['flag']}, review {a['review']}")
     if s.duplicates:
         lines.append(f"duplicate run_ids: {s.duplicates} (each audited once; see the warnings)")
+    if s.llm_calls:
+        lines.append(f"model calls: {s.llm_calls}; tokens: prompt {s.prompt_tokens}, completion {s.completion_tokens}, "
+                     f"total {s.prompt_tokens + s.completion_tokens}")
     return "\n".join(lines)

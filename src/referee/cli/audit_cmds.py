@@ -41,18 +41,31 @@ class _NoProgress:
         pass
 
 
-def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None):
+def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None,
+                   **llm_options):
     """Both backends through their registries (referee.audit.backends); the LLM client is made only when
-    a chosen backend declares `needs_llm`."""
+    a chosen backend declares `needs_llm`. `llm_options`: the other LLMConfig fields the command line sets."""
     from referee.audit.backends import make_backends
 
     def llm_client():
         from referee.llm import LLMClient, LLMConfig
 
         return LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency, timeout_s=timeout,
-                                            max_retries=max_retries))
+                                            max_retries=max_retries, **llm_options))
 
     return make_backends(backend, claims, llm_client=llm_client, tools=tools)
+
+
+def _temperature(ctx, param, value):
+    """--temperature: a number, or `none` to send none (models that accept only their default)."""
+    if value is None:
+        return 0.0
+    if str(value).lower() == "none":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither a number nor 'none'") from None
 
 
 @click.command("audit")
@@ -91,6 +104,15 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
               help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --workers)")
 @click.option("--chunk-size", type=int, default=50, show_default=True, help="traces per chunk sent to a worker")
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per model call")
+@click.option("--connect-timeout", type=float, default=10.0, show_default=True,
+              help="llm backend: seconds to open a connection (a server that is down fails fast)")
+@click.option("--max-tokens", type=int, default=None,
+              help="llm backend: a limit on each answer's tokens (sent as max_tokens, or max_completion_tokens to "
+                   "models that refuse max_tokens)")
+@click.option("--temperature", default="0", callback=_temperature, show_default=True,
+              help="llm backend: sampling temperature, or 'none' to send none")
+@click.option("--api-key-env", default=None, metavar="VAR",
+              help="llm backend: the environment variable that holds the API key (default OPENAI_API_KEY)")
 @click.option("--max-retries", type=int, default=4, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
@@ -100,8 +122,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
               help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
                    "Given explicitly, every such run is listed (default: the first 20 flags).")
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
-          model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, max_retries, gold_out,
-          summary_json, progress, show):
+          model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, connect_timeout, max_tokens,
+          temperature, api_key_env, max_retries, gold_out, summary_json, progress, show):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
@@ -144,7 +166,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                    "stand as graded)")
         return 0
     lp = load_policy(policy)
-    backends = _make_backends(backend, claims, base_url, model, concurrency, timeout, max_retries, tools)
+    backends = _make_backends(backend, claims, base_url, model, concurrency, timeout, max_retries, tools,
+                              connect_timeout_s=connect_timeout, max_tokens=max_tokens, temperature=temperature,
+                              api_key_env=api_key_env)
     n_runs = runs or backends.default_runs
     from referee.audit.parallel import executor_for
 
