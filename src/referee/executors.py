@@ -158,6 +158,30 @@ class LocalPool(_Pool):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+class ThreadPool(_Pool):
+    """Threads, for work that waits on other processes (a plan's own `referee run`); nothing is ever lost."""
+
+    def __init__(self, workers: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="referee-plan")
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._pool.submit(fn, *args)
+
+    def wait_any(self, futures: list[Any]) -> list[Any]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        done, _ = wait(futures, return_when=FIRST_COMPLETED)
+        return list(done)
+
+    def is_lost(self, exc: BaseException) -> bool:
+        return False
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
 class DaskPool(_Pool):
     """A Dask client: of the scheduler at `scheduler`, or of a LocalCluster on loopback it starts and stops."""
 
