@@ -82,7 +82,8 @@ class Combined:
 
     def summary_lines(self) -> list[str]:
         """One line per plan (its verdict counts, or its exit code when it ran no step), then the total."""
-        lines, total = [], {}
+        lines: list[str] = []
+        total: dict[str, int] = {}
         for r in self.runs:
             counts: dict[str, int] = {}
             for run in r.runs:
