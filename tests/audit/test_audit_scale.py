@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from referee.audit.cache import EvidenceCache
 from referee.audit.claims import RulesClaimReader
@@ -21,6 +23,7 @@ from referee.audit.parallel import ParallelAudit, executor_for
 from referee.audit.pipeline import Auditor, audit_files, iter_items
 from referee.audit.policyfile import load_policy
 from referee.audit.records import Finding
+from referee.audit.taskclass import ClassPattern, TaskClassRule, classify_task
 from referee.audit.view import pack_parts, view_parts
 from referee.errors import MissingExtraError, TraceError, UsageError
 from referee.executors import ExecutorOptions, LocalPool, WorkerLostError, make_pool, map_chunks
@@ -242,3 +245,20 @@ def test_the_cache_commits_a_batch_within_batch_s_even_with_no_later_write(tmp_p
         assert sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 1
     finally:
         c.close()
+
+
+# -- the task-class rule as one scan ---------------------------------------------------------------
+
+_WORDS = ["delete", "remove", "create", "add", "new", "edit", "update", "set", "change", "send", "email", "reply",
+          "what", "how many", "find", "show", "turn on", "enable", "book", "cancel", "the", "a", "note", "file",
+          "to", "and", "then", "?", ".", "Delete", "CREATE", "message", "settings", "list"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join))
+def test_the_task_class_rule_joined_into_one_scan_decides_as_pattern_by_pattern(task):
+    for name in ("causal", "strict"):
+        rule = load_policy(name).policy.task_classes.rule()
+        # a back-reference cannot be joined: that rule is decided pattern by pattern, the reference
+        ref = TaskClassRule(rule.patterns + (ClassPattern("other", r"(qqq)\1zzzz"),), rule.mode)
+        assert classify_task(task, rule) == classify_task(task, ref)
