@@ -54,11 +54,14 @@ class ViewObservation:
 
     def as_text(self) -> str:
         """Everything the observation shows, as one searchable text: its text, then its data and UI as JSON."""
-        parts = [self.text or ""]
-        for v in (self.data, self.ui):
-            if v is not None:
-                parts.append(canonical_json(thaw(v)))
-        return "\n".join(parts)
+        got = self.__dict__.get("_as_text")  # the extractor and grounding both ask: made once (the view is frozen)
+        if got is None:
+            parts = [self.text or ""]
+            for v in (self.data, self.ui):
+                if v is not None:
+                    parts.append(canonical_json(thaw(v)))
+            got = self.__dict__["_as_text"] = "\n".join(parts)
+        return got
 
     def as_json(self) -> dict:
         d = {"text": self.text, "ui": thaw(self.ui), "data": thaw(self.data), "screenshot": self.screenshot,
