@@ -262,3 +262,29 @@ def test_the_task_class_rule_joined_into_one_scan_decides_as_pattern_by_pattern(
         # a back-reference cannot be joined: that rule is decided pattern by pattern, the reference
         ref = TaskClassRule(rule.patterns + (ClassPattern("other", r"(qqq)\1zzzz"),), rule.mode)
         assert classify_task(task, rule) == classify_task(task, ref)
+
+
+# -- reading records: the fast path of `tolerate` -------------------------------------------------
+
+_obs = st.dictionaries(st.sampled_from(["text", "data", "ui", "error", "screenshot", "ts"]),
+                       st.one_of(st.none(), st.booleans(), st.text(max_size=3)), max_size=4)
+_act = st.dictionaries(st.sampled_from(["name", "args", "id"]), st.one_of(st.text(max_size=3), st.just({})),
+                       max_size=3)
+_step = st.dictionaries(st.sampled_from(["action", "observation", "narration", "thought"]),
+                        st.one_of(_obs, _act, st.text(max_size=3), st.none()), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({"run_id": st.one_of(st.integers(), st.text(max_size=3)), "task": st.text(max_size=3),
+                              "steps": st.lists(_step, max_size=4)},
+                             optional={"initial_observation": _obs, "meta": st.just({}), "extra": st.integers()}))
+def test_tolerate_takes_the_short_way_only_where_it_changes_nothing(rec):
+    import referee.audit.trace as trace_mod
+
+    fast = trace_mod.tolerate(rec)
+    saved = trace_mod._FIELDS
+    trace_mod._FIELDS = {k: frozenset() for k in saved}  # every dict walked key by key: the reference
+    try:
+        assert fast == trace_mod.tolerate(rec)
+    finally:
+        trace_mod._FIELDS = saved
