@@ -176,10 +176,10 @@ def main() -> int:
                 tr = replay(tmp / "serial.jsonl")
                 rnd.update({"replay_s": round(tr, 3), "replay_rps": round(n / tr, 1),
                             "ratio_replay_to_bare": round(tr / bare, 2)})
-                same = (tmp / "serial.jsonl").read_bytes() == (tmp / "pool.jsonl").read_bytes()
-                rnd["pool_output_identical"] = same
+                serial = (tmp / "serial.jsonl").read_bytes()
+                rnd["pool_output_identical"] = serial == (tmp / "pool.jsonl").read_bytes()
                 if cluster is not None:
-                    rnd["dask_output_identical"] = (tmp / "serial.jsonl").read_bytes() == (tmp / "dask.jsonl").read_bytes()
+                    rnd["dask_output_identical"] = serial == (tmp / "dask.jsonl").read_bytes()
                 rnd["load_after"] = os.getloadavg()[0]
                 report["rounds"].append(rnd)
                 print(json.dumps(rnd), flush=True)
