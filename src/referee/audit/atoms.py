@@ -142,8 +142,8 @@ class Haystack:
     """A text atoms are looked for in (a trace's task and observations), folded once, its numbers, dates and
     times found once and only when an atom needs them.
 
-    The text may be given as a function, called when first needed. A worker folds it (`fold()`) and gives
-    it back pickled, raw and folded text both, so that what an atom needs later is found here, as serially.
+    The text may be given as a function, called when first needed: a trace whose report names no atom
+    never makes it.
 
     >>> h = Haystack(lambda: "Order 5512 total $84.25 on May 3")
     >>> found_in("$84.25", h), found_in("2024-05-03", h), found_in("$9", h)
@@ -188,17 +188,6 @@ class Haystack:
         if self._times is None:
             self._times = _haystack_times(self.text)
         return self._times
-
-    def fold(self) -> "Haystack":
-        """Make the text and fold it now (in a worker, before it is sent back)."""
-        _ = self.folded
-        return self
-
-    def __getstate__(self) -> tuple[object, ...]:
-        return (self.text, self.folded, self._numbers, self._dates, self._times)
-
-    def __setstate__(self, state: tuple[object, ...]) -> None:
-        self._text, self._folded, self._numbers, self._dates, self._times = state  # type: ignore[assignment]
 
 
 @lru_cache(maxsize=4)  # haystacks are a trace's observations: megabytes, so only the last few

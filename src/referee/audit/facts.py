@@ -1,5 +1,5 @@
-"""What deciding needs of a claim-blind view, without the view: its hash, its steps, which were observed, where
-report atoms are looked for. A worker that extracted evidence from a view sends these back with it.
+"""What deciding needs of a claim-blind view: its hash, its steps, which were observed, where report atoms are
+looked for. The extraction side makes them from the view; the deciding side (citations, grounding) needs no more.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def ground(claim: ClaimReading, view: ClaimBlindView) -> Grounding:
 
 
 def ground_in(claim: ClaimReading, haystack: Haystack | None) -> Grounding:
-    """`ground`, given the view's haystack (None: the view has no observation), as a worker sends it back."""
+    """`ground`, given the view's haystack (None: the view has no observation)."""
     atoms = list(claim.atoms)
     if haystack is None:
         return Grounding(value="unknown", atoms=atoms, note="no observation to compare the report with")

@@ -7,8 +7,8 @@ Per trace, this process (the parent) copies out two sealed compartments and send
   extractor (`referee.audit.extract.worker`, inside the extractor wall);
 - the **claim side**: the claim text (the report, or the terminal answer call), run_id and the
   grouping fields of `meta`. A worker unpacks it only after the whole chunk's extraction is done,
-  gives the claim text to the claim reader alone, grounds the report in the view's folded
-  observations and decides, as `Auditor.audit` does in one process.
+  gives the claim text to the claim reader alone, grounds the report in the view's observations
+  and decides, as `Auditor.audit` does in one process.
 
 The worker gives back each record as JSON and each sample's findings. Here, in input order, the
 findings go into the evidence cache and the record into the audit file, as it came. So this

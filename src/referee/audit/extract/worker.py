@@ -4,9 +4,9 @@ It sits inside `referee.audit.extract`, so the import-linter wall that keeps ext
 claim reader, the report, the readers and the pipeline holds for it too. It receives only the
 packed view parts of a chunk (`referee.audit.view.ViewParts`: task, observations, actions with a
 terminal answer's words left out, tools, copied field by field) and gives back, per view, the
-findings of each sample and the view's facts (hash, observed steps, the folded text of its
-observations) that deciding needs. `referee.audit.parallel` calls it on a worker before anything
-of the claim channel is unpacked there.
+findings of each sample and the view's facts (hash, observed steps, where report atoms are looked
+for) that deciding needs. `referee.audit.parallel` calls it on a worker before anything of the
+claim channel is unpacked there.
 """
 
 from __future__ import annotations
@@ -43,10 +43,7 @@ def extract_views(extractor: Any, packed: bytes, samples: int,
         try:
             view = freeze_view(parts)
             found = [findings_json(extractor.extract(view, i)) for i in range(samples)]
-            facts = ViewFacts.of(view)
-            if facts.haystack is not None:
-                facts.haystack.fold()
-            results.append((facts, found, None))
+            results.append((ViewFacts.of(view), found, None))
         except catch as exc:
             results.append((None, [], f"{type(exc).__name__}: {str(exc)[:200]}"))
     return results
