@@ -288,3 +288,15 @@ def test_tolerate_takes_the_short_way_only_where_it_changes_nothing(rec):
         assert fast == trace_mod.tolerate(rec)
     finally:
         trace_mod._FIELDS = saved
+
+
+def test_answers_from_a_worker_with_other_referee_code_are_refused(tmp_path):
+    from referee.audit.parallel import _Unit, code_fingerprint
+    from referee.audit.trace import Trace
+    from referee.errors import RefereeError
+
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 4))
+    units = [_Unit(Trace(run_id="r", task="t", steps=[]))]
+    with pytest.raises(RefereeError, match="other referee code"):
+        list(ex._finish(auditor(), units, ("0" * 64, [])))
+    assert len(code_fingerprint()) == 64

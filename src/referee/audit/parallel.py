@@ -23,7 +23,9 @@ import hashlib
 import json
 import pickle
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain, islice
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from referee.audit.extract.worker import extract_views
@@ -55,6 +57,20 @@ class _Config:
 _CONFIGS: dict[str, Auditor] = {}  # sha256 of a pickled _Config -> its auditor, built once per worker process
 
 
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """SHA-256 of the auditor's own source (every module and policy file of referee.audit): a worker whose
+    referee differs from this one's would write other records, so the parent refuses its answers."""
+    import referee.audit as pkg
+
+    root = Path(pkg.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def _auditor(blob: bytes) -> Auditor:
     key = hashlib.sha256(blob).hexdigest()
     got = _CONFIGS.get(key)
@@ -64,10 +80,11 @@ def _auditor(blob: bytes) -> Auditor:
     return got
 
 
-def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> list[Answer]:
+def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list[Answer]]:
     """On a worker: the extraction of every view of the chunk first, then the claims, then each record.
 
     `payload` is (packed view parts, pickled claim sides), one of each per trace, in the same order.
+    Gives back this worker's `code_fingerprint()` with the answers.
     """
     auditor = _auditor(config)
     views, claim_sides = payload
@@ -84,7 +101,7 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> list[Answer]:
             out.append((rec.model_dump_json(), facts.sha256, found_json, None))
         except SHAPE_ERRORS as exc:
             out.append((None, None, [], f"{type(exc).__name__}: {str(exc)[:200]}"))
-    return out
+    return code_fingerprint(), out
 
 
 @dataclass
@@ -172,9 +189,14 @@ class ParallelAudit:
         self.chunks += 1
         return pack_parts(parts), pickle.dumps(sides, protocol=pickle.HIGHEST_PROTOCOL)
 
-    def _finish(self, auditor: Auditor, units: list[_Unit], answer: list[Answer] | None) -> Iterator[Result]:
+    def _finish(self, auditor: Auditor, units: list[_Unit],
+                answer: tuple[str, list[Answer]] | None) -> Iterator[Result]:
         x, cache = auditor.extractor, auditor.cache
-        results = iter(answer or ())
+        if answer is not None and answer[0] != code_fingerprint():
+            raise RefereeError(f"a worker runs other referee code than this process (auditor source sha256 "
+                               f"{answer[0][:12]} there, {code_fingerprint()[:12]} here): its records would differ",
+                               fix="install the same referee on the workers as here")
+        results = iter(answer[1] if answer is not None else ())
         for u in units:
             if u.error is not None:
                 yield u.error
