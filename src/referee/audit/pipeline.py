@@ -20,7 +20,7 @@ from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef, TokenUsage
-from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
+from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import build_view
 from referee.errors import TraceError
 from referee.llm import usage_meter
@@ -165,6 +165,7 @@ class AuditStats:
     skipped_done: int = 0
     duplicates: int = 0  # records whose run_id came earlier in the same input: warned about, audited once
     errors: list[str] = field(default_factory=list)
+    scorers: set[str] = field(default_factory=set)  # scores the runs carry when none is named gold (a hint)
 
 
 def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
@@ -209,8 +210,12 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
                 on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
-                inputs: InputOptions | None = None, executor: Any = None) -> AuditStats:
+                inputs: InputOptions | None = None,
+                gold_scorer: GoldScorer | None = None, executor: Any = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
+
+    `gold_scorer` takes gold from a score the runs carry (an Inspect AI scorer); a run whose scores lack it
+    raises GoldError naming the scorers there. Gold only reaches `on_gold`, never the audit.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
     `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
@@ -241,6 +246,10 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             if item.error is not None:
                 skip(item.error)
                 continue
+            if gold_scorer is not None:
+                item = gold_scorer.pick(item)
+            elif item.scores:
+                stats.scorers.update(item.scores)
             if on_gold and item.gold is not None:
                 on_gold(item)
             if item.ignored and on_ignored:

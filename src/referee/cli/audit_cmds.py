@@ -71,7 +71,8 @@ def _temperature(ctx, param, value):
 @click.command("audit")
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", default=None,
-              help="A reader from `referee readers` (default: sniffed per file and per run folder). In a walked "
+              help="A reader from `referee readers`, e.g. openai-chat, anthropic-messages, inspect-ai "
+                   "(default: sniffed per file and per run folder). In a walked "
                    "folder it reads every file and leaves out run folders of another format.")
 @click.option("--include", "include", multiple=True, metavar="GLOB",
               help="In walked folders, audit only the files and run folders whose path or name matches (repeatable).")
@@ -116,21 +117,34 @@ def _temperature(ctx, param, value):
 @click.option("--max-retries", type=int, default=4, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
+@click.option("--gold-scorer", default=None, metavar="NAME",
+              help="take gold from this scorer of an Inspect AI log (C/I, 1/0, a number; NAME/KEY for one value "
+                   "of several); name one that checks the state, not the answer")
+@click.option("--gold-threshold", type=float, default=1.0, show_default=True,
+              help="a --gold-scorer value at least this is completed")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on a terminal.")
 @click.option("--show", "show", default="flag", show_default=True,
               help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
                    "Given explicitly, every such run is listed (default: the first 20 flags).")
+@click.option("--allow-unsigned", is_flag=True,
+              help="Read referee run directories without a seal this machine can check, marked unverified.")
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
           model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, connect_timeout, max_tokens,
-          temperature, api_key_env, max_retries, gold_out, summary_json, progress, show):
+          temperature, api_key_env, max_retries, gold_out, gold_scorer, gold_threshold, summary_json, progress,
+          show, allow_unsigned):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
-    records; a BrowserGym/AgentLab experiment folder; an OpenHands session), folders walked for them,
-    or quoted globs. `referee readers` lists the formats.
+    records, after its seal is checked and it is graded again; a BrowserGym/AgentLab experiment folder;
+    an OpenHands session), folders walked for them, or quoted globs. `referee readers` lists the formats.
     """
     import time
+
+    from referee.audit.readers.referee_run import allowing_unsigned
+
+    # run directories are read inside this command only: the setting ends with it
+    click.get_current_context().with_resource(allowing_unsigned(allow_unsigned))
 
     from referee.audit.inputs import InputOptions, expand_args, pickle_only_folders
 
@@ -154,6 +168,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     from referee.audit.pipeline import Auditor, audit_files
     from referee.audit.policyfile import load_policy
     from referee.audit.summary import render, summarize
+    from referee.audit.trace import GoldScorer
 
     if runs is not None and runs < 1:
         raise UsageError("--samples must be at least 1")
@@ -208,7 +223,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored, inputs=inputs, executor=executor)
+                                on_ignored=on_ignored, inputs=inputs,
+                                gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None,
+                                executor=executor)
         finally:
             cache_db.close()
             backends.close()
@@ -216,6 +233,10 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     if left_out:
         click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
                    f"{', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}", err=True)
+    if stats.scorers:
+        click.echo(f"referee: note: the runs carry scores ({', '.join(sorted(stats.scorers))}); to use one as gold, "
+                   "pass --gold-scorer NAME (one that checks the state the run left, not the agent's answer)",
+                   err=True)
     if gold_out:
         from referee.fsutil import atomic_write_text
 
@@ -309,7 +330,7 @@ def _preview_run_dirs(paths) -> bool:
     for p in paths:
         dirs = list(run_dirs_under(p)) if Path(p).is_dir() else []
         if not is_run_dir(p) and Path(p).is_dir() and any(
-                (c.is_file() and (c.suffix in (".json", ".jsonl") or is_trajectory_file(c)))
+                (c.is_file() and (c.suffix in (".json", ".jsonl", ".eval") or is_trajectory_file(c)))
                 or (c.is_dir() and any(is_trajectory_file(t) for t in c.iterdir())) for c in Path(p).iterdir()):
             anything = True  # a folder of trace files (or of trajectories) too
         if not dirs:
@@ -322,7 +343,7 @@ def _preview_run_dirs(paths) -> bool:
                 anything = True  # the reader reports it as a bad record
                 continue
             click.echo(info.line())
-            anything = anything or bool(info.skipped)
+            anything = anything or bool(info.skipped) or info.refused  # a refused run: the reader says why
     return anything
 
 

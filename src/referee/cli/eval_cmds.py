@@ -222,11 +222,15 @@ def split_cmd(split_file, by_task, audit, as_json) -> int:
 @click.option("--format", "fmt", default=None, help="Trace format (a reader that knows gold, e.g. tau-bench).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Gold file to write (.jsonl or .csv).")
-def gold_cmd(traces, fmt, output) -> None:
-    """Write the gold labels a trace reader finds beside the traces (e.g. tau-bench `reward`)."""
+@click.option("--gold-scorer", default=None, metavar="NAME",
+              help="Inspect AI logs: the scorer whose value is gold (one that checks the state, not the answer).")
+@click.option("--gold-threshold", type=float, default=1.0, show_default=True,
+              help="A --gold-scorer value at least this is completed.")
+def gold_cmd(traces, fmt, output, gold_scorer, gold_threshold) -> None:
+    """Write the gold labels a trace reader finds beside the traces (tau-bench `reward`, an Inspect AI scorer)."""
     from referee.evaluation.gold import gold_from_traces, write_gold
 
-    labels, without = gold_from_traces(traces, fmt)
+    labels, without = gold_from_traces(traces, fmt, gold_scorer, gold_threshold)
     n = write_gold(output, labels)
     click.echo(f"wrote {n} gold labels to {output}" + (f"; {without} run(s) carry no gold" if without else ""),
                err=True)

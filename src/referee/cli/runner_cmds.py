@@ -50,7 +50,7 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 def run(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan import load_plan
-    from referee.report.console import LiveSteps, summary_line, verdict_table
+    from referee.report.console import LiveSteps, integrity_line, summary_line, verdict_table
     from referee.runner.run import run_plan
 
     console = _console(json_mode)
@@ -65,8 +65,10 @@ def run(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler):
         res = outcome.results
         console.print(verdict_table(res))
         console.print(summary_line(res))
+        console.print(integrity_line(res), highlight=False)
         console.print(f"run directory: {outcome.run_dir}", highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(outcome.run_dir), "summary": res.summary,
+                        "integrity": res.integrity.model_dump(mode="json"),
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
         if outcome.error:
@@ -103,20 +105,25 @@ def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, schedul
     return combined.exit_code
 
 
+ALLOW_UNSIGNED_HELP = ("Grade run directories without a seal this machine can check (made before runs were "
+                       "sealed, by hand, or with another key); their results are marked UNVERIFIED.")
+
+
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--strict", is_flag=True, help="SKIPPED steps also fail (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print the verdicts as JSON.")
-def grade(run_dirs, strict, json_mode):
-    """Re-grade RUN_DIRS from their persisted evidence alone (the app may be gone)."""
+@click.option("--allow-unsigned", is_flag=True, help=ALLOW_UNSIGNED_HELP)
+def grade(run_dirs, strict, json_mode, allow_unsigned):
+    """Re-grade RUN_DIRS from their sealed evidence alone (the app may be gone); the seal is checked first."""
     from referee.grader import grade as grade_run
     from referee.report.outputs import write_outputs
-    from referee.report.console import summary_line, verdict_table
+    from referee.report.console import integrity_line, summary_line, verdict_table
 
     console = _console(json_mode)
     exit_code, payload = 0, []
     for d in run_dirs:
-        res = grade_run(Path(d))
+        res = grade_run(Path(d), allow_unsigned=allow_unsigned)
         try:
             write_outputs(Path(d), res)
         except OSError as exc:  # a read-only copy still grades; it just keeps its old files
@@ -124,7 +131,9 @@ def grade(run_dirs, strict, json_mode):
                           "verdicts shown here only[/]", highlight=False)
         console.print(verdict_table(res, title=f"referee grade: {d}"))
         console.print(summary_line(res))
+        console.print(integrity_line(res), highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(d), "summary": res.summary,
+                        "integrity": res.integrity.model_dump(mode="json"),
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
     if json_mode:

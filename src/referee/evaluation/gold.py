@@ -176,22 +176,34 @@ def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
     return len(labels)
 
 
-def gold_from_traces(path: Path, fmt: str | None = None) -> tuple[list[GoldLabel], int]:
-    """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`): (labels, runs without gold).
+def gold_from_traces(path: Path, fmt: str | None = None, scorer: str | None = None,
+                     threshold: float = 1.0) -> tuple[list[GoldLabel], int]:
+    """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`; with `scorer`, the
+    named score of an Inspect AI log is at least `threshold`): (labels, runs without gold).
 
     The group is the trace's `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task.
     """
     from referee.audit.inputs import iter_inputs
+    from referee.audit.trace import GoldScorer
 
+    pick = GoldScorer(scorer, threshold) if scorer else None
     labels: list[GoldLabel] = []
     without = 0
+    scorers: set[str] = set()
     for item in iter_inputs([Path(path)], fmt):  # a file, a run folder, or a folder of them
         if item.error is not None:
             raise item.error
+        if pick is not None:
+            item = pick.pick(item)
         if item.gold is None or item.trace is None:  # a reader gives gold only beside a trace
             without += 1
+            scorers.update(item.scores or ())
             continue
         group = item.trace.meta.get("group")
         labels.append(GoldLabel(run_id=item.trace.run_id, completed=item.gold.completed,
                                 group=str(group) if group not in (None, "") else None, task=item.trace.task))
+    if not labels and scorers:
+        raise GoldError(f"the runs carry scores ({', '.join(sorted(scorers))}) but no scorer is named as gold",
+                        file=str(path), fix="pass --gold-scorer NAME: one that checks the state the run left, "
+                                            "not the agent's answer")
     return labels, without

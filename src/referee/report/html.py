@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from referee.errors import EvidenceError
 from referee.fsutil import atomic_write_text
+from referee.grader.results import RunResults
 
 EMBED_MAX = 2 * 1024 * 1024  # one image embedded up to this size; bigger ones are linked
 EMBED_TOTAL = 48 * 1024 * 1024  # and no more than this per report
@@ -58,6 +59,8 @@ ul.vals{margin:0;padding-left:16px}ul.vals li{margin-bottom:3px}
 justify-content:center;cursor:zoom-out}
 #lightbox[hidden]{display:none}#lightbox img{max-width:95vw;max-height:88vh;background:#fff}
 #lightbox .cap{color:#fff;margin-top:8px}
+.seal{padding:8px 12px;margin:8px 0;border-radius:4px;color:#fff;overflow-wrap:anywhere}
+.seal-unverified{background:#8a4b00}.seal-failed{background:#b3261e}
 """
 
 
@@ -185,13 +188,31 @@ def _validators_html(step: dict) -> str:
     return f'<ul class="vals">{"".join(items)}</ul>'
 
 
-def render_report(run_dir: str | Path) -> str:
-    """The HTML text of a run's report (see `write_report`)."""
+def _integrity_html(results: dict) -> str:
+    """A banner unless the seal was verified: unverified (graded with --allow-unsigned) or failed."""
+    integrity = results.get("integrity")
+    if not isinstance(integrity, dict):
+        integrity = {"status": "unverified", "reason": "graded before run directories were sealed"}
+    status = str(integrity.get("status", ""))
+    if status == "verified":
+        return (f'<div class="meta">evidence sealed by the runner and verified (key {_e(integrity.get("key_id"))}, '
+                f'run {_e(integrity.get("run_id"))})</div>')
+    label = "SEAL CHECK FAILED" if status == "failed" else "UNVERIFIED"
+    return f'<div class="seal seal-{_e(status)}"><b>{label}</b>: {_e(integrity.get("reason", ""))}</div>'
+
+
+def render_report(run_dir: str | Path, results_model: RunResults | None = None) -> str:
+    """The HTML text of a run's report (see `write_report`); from `results_model` instead of results.json."""
     run_dir = Path(run_dir)
-    results = _read_json(run_dir / "results.json")
+    if results_model is not None:
+        results = results_model.model_dump(mode="json")
+    else:
+        results = _read_json(run_dir / "results.json")
     manifest = _read_json(run_dir / "manifest.json")
     files = manifest.get("files", []) if isinstance(manifest, dict) else []
     does = _step_texts(run_dir)
+    if (results.get("integrity") or {}).get("status") == "failed":
+        files, does = [], {}  # nothing of a run whose seal does not hold is shown as if it were evidence
     budget = _Budget()
     summary = results.get("summary", {})
     rows = []
@@ -216,7 +237,7 @@ def render_report(run_dir: str | Path) -> str:
         f"<h1>referee: {_e(plan)}</h1>"
         f'<div class="meta">started {_e(manifest.get("started", "?"))} · finished {_e(manifest.get("finished", "?"))}'
         f' · actor {_e(manifest.get("actor", "?"))}</div>'
-        f'<div class="sum">{sums}</div>'
+        f'{_integrity_html(results)}<div class="sum">{sums}</div>'
         '<p class="meta">Verdicts come from the validators over the persisted evidence; the agent\'s claim is '
         "shown beside them and decides nothing.</p>"
         '<table class="steps"><thead><tr><th>step</th><th>verdict</th><th>validators</th><th>agent claim</th>'
@@ -225,13 +246,14 @@ def render_report(run_dir: str | Path) -> str:
         f"<script>{_SCRIPT}</script></body></html>\n")
 
 
-def write_report(run_dir: str | Path) -> Path:
-    """Write `report.html` into the run directory (atomically) and return its path.
+def write_report(run_dir: str | Path, results: RunResults | None = None) -> Path:
+    """Write `report.html` into the run directory (atomically) and return its path; from `results`
+    (a RunResults, as just graded) when given, else from results.json.
 
-    >>> write_report("runs/demo/20260101T000000Z")  # doctest: +SKIP
+    >>> write_report("runs/demo/20260101T000000Z", grade("runs/demo/20260101T000000Z"))  # doctest: +SKIP
     PosixPath('runs/demo/20260101T000000Z/report.html')
     """
     run_dir = Path(run_dir)
     path = run_dir / "report.html"
-    atomic_write_text(path, render_report(run_dir))
+    atomic_write_text(path, render_report(run_dir, results))
     return path

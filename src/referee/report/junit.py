@@ -21,6 +21,11 @@ def junit_xml(results: RunResults) -> bytes:
     s = results.summary
     suite = ET.Element("testsuite", name=f"referee.{results.plan}", tests=str(len(results.steps)),
                        failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
+    # whether the evidence was the runner's (sealed and verified), unverified, or refused: CI shows it
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
+    if results.integrity.reason:
+        ET.SubElement(props, "property", name="referee.integrity.reason", value=results.integrity.reason)
     for step in results.steps:
         case = ET.SubElement(suite, "testcase", classname=f"referee.{results.plan}", name=step.id)
         if step.verdict == "FAIL":

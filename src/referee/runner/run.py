@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from referee.errors import ActorError, AppError, PlanError
+from referee.keys import load_key
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
 from referee.rundir import Phase
@@ -21,6 +22,7 @@ from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
 from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
+from referee.runner.envsubst import Secrets
 from referee.runner.store import RunStore, new_run_dir
 
 Event = Callable[[str, str, dict], None]  # (event, step_id, data): "start" | "acted" | "done"
@@ -63,19 +65,21 @@ def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
 def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: dict) -> None:
     """Take each capture and list its files in the manifest; a failed or crashing capture is recorded, not raised."""
     out_dir = store.evidence_dir(step_id, phase)
+    secrets = base_ctx["secrets"]
     for cap in caps:
         ctx = CaptureContext(step_id=step_id, phase=phase, out_dir=out_dir, **base_ctx)
         error = None
         try:
             files = captures.get(cap.params.kind).take(cap.params, ctx)
         except CaptureFailed as exc:
-            error = exc.why
-            files = [write_failure(out_dir, cap.params, error, exc.detail)]
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = secrets.scrub(exc.why)
+            files = [write_failure(out_dir, cap.params, error, secrets.scrub_all(exc.detail))]
+        except Exception as exc:  # an exception's text may quote what the capture used (an invalid URL)
+            error = secrets.scrub(f"{type(exc).__name__}: {exc}")
             files = [write_failure(out_dir, cap.params, error)]
         else:
             error = _reported_failure(files)
+            error = secrets.scrub(error) if error else None
         for i, path in enumerate(files):
             store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
                            kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
@@ -127,11 +131,15 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     spec = actor_spec(plan, agent)
     actor_cls = actors.get(spec.kind)
     actor_cls.preflight(spec)  # a missing extra stops here, before a run directory exists
+    key = load_key()  # and so does a signing key that is exposed or cannot be made
     run_dir = new_run_dir(out, plan.name)
-    store = RunStore(run_dir, plan.name)
+    store = RunStore(run_dir, plan.name, key)
     store.manifest.actor = spec.command or spec.target or spec.kind
     store.save_plan(plan.text)
     store.flush()
+    env, public = dict(os.environ), frozenset(plan.plan.public_env)
+    # what the captures substitute from the environment is written nowhere: not in evidence, not in errors
+    secrets = Secrets.of_plan(plan.env_names, env, public)
     interrupted = False
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
@@ -141,7 +149,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             app_url = app.url
             actor = actor_cls()
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
-            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": dict(os.environ)}
+            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
             for step in plan.plan.steps:
                 on_event("start", step.id, {})
                 store.step_started(step.id)
@@ -169,7 +177,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
         store.manifest.error = "interrupted"
     except (AppError, ActorError, PlanError) as exc:
         # the run could not go on; what it has is still graded (unrun steps: ERROR), then the CLI says why
-        store.manifest.error = str(exc)
+        store.manifest.error = secrets.scrub(str(exc))
     finally:
         if actor is not None:
             try:

@@ -27,6 +27,7 @@ def _load_builtin() -> None:
     # importing the modules registers them; kept lazy so `import referee.audit` stays cheap
     from referee.audit.readers import mini_swe_agent, openai_chat, referee_run, referee_v1, tau_bench  # noqa: F401
     from referee.audit.readers import browsergym, openhands  # noqa: F401
+    from referee.audit.readers import anthropic_messages, inspect_log  # noqa: F401
 
 
 def is_trajectory_file(path: Path) -> bool:
@@ -39,7 +40,8 @@ def is_trajectory_file(path: Path) -> bool:
 
 
 def get_reader(name: str) -> Reader:
-    """The reader registered under `name` (referee, referee-run, openai-chat, tau-bench, mini-swe-agent, or a plugin).
+    """The reader registered under `name` (referee, referee-run, openai-chat, anthropic-messages, tau-bench,
+    mini-swe-agent, inspect-ai, or a plugin).
 
     >>> get_reader("referee").__name__
     'read_referee'
@@ -50,8 +52,10 @@ def get_reader(name: str) -> Reader:
 
 def sniff_format(path: Path) -> str:
     """Guess a file's format from its first record: trace v1, tau-bench result, mini-swe-agent or
-    SWE-agent trajectory, or OpenAI chat; a directory holding manifest.json is a referee run
-    directory (`referee-run`); a `*.traj(.json)` file that matches nothing else is `mini-swe-agent`.
+    SWE-agent trajectory, Anthropic Messages (its content blocks, `system`, request/response), or
+    OpenAI chat; an Inspect AI log by its first bytes (an `.eval` zip, or `{"version": N, "status"`);
+    a directory holding manifest.json is a referee run directory (`referee-run`); a `*.traj(.json)`
+    file that matches nothing else is `mini-swe-agent`.
 
     >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
     >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}\\n')
@@ -60,6 +64,12 @@ def sniff_format(path: Path) -> str:
     """
     if Path(path).is_dir():
         return sniff_dir(path) or "referee-run"
+    from referee.audit.readers.inspect_log import sniff_inspect  # by its first bytes: a zip, or one big object
+
+    if sniff_inspect(path):
+        return "inspect-ai"
+    from referee.audit.readers.anthropic_messages import looks_anthropic
+
     for n, item in enumerate(iter_json_values(path)):
         if item.error is not None:  # a broken first record says nothing of the format: look at the next
             if n < 20:
@@ -71,17 +81,19 @@ def sniff_format(path: Path) -> str:
                 return "referee"
             if "traj" in v and ("reward" in v or "task_id" in v):
                 return "tau-bench"
+            if isinstance(v.get("eval"), dict) and ("samples" in v or "status" in v):
+                return "inspect-ai"  # a JSON log whose fields are in another order than Inspect writes them
             info = v.get("info")
             if ("messages" in v and isinstance(info, dict) and "exit_status" in info) or \
                     isinstance(v.get("trajectory"), list):
                 return "mini-swe-agent"
-            if "messages" in v:
-                return "openai-chat"
+            if "messages" in v or "request" in v:
+                return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
             if is_openhands_event(v) or (isinstance(v.get("history"), list) and v["history"]
                                          and is_openhands_event(v["history"][0])):
                 return "openhands"
         if isinstance(v, list) and v and isinstance(v[0], dict) and "role" in v[0]:
-            return "openai-chat"
+            return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
         break
     return "mini-swe-agent" if is_trajectory_file(path) else "referee"
 
@@ -159,8 +171,8 @@ class ReaderInfo:
 def reader_infos() -> list[ReaderInfo]:
     """Every registered reader (built-in and plugin), from its `sniffs` / `needs` attributes and docstring.
 
-    >>> [r.name for r in reader_infos()][:3]
-    ['browsergym', 'mini-swe-agent', 'openai-chat']
+    >>> {"browsergym", "inspect-ai", "openhands"} <= {r.name for r in reader_infos()}
+    True
     """
     _load_builtin()
     out = []
