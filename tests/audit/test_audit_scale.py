@@ -300,3 +300,99 @@ def test_answers_from_a_worker_with_other_referee_code_are_refused(tmp_path):
     with pytest.raises(RefereeError, match="other referee code"):
         list(ex._finish(auditor(), units, ("0" * 64, [])))
     assert len(code_fingerprint()) == 64
+
+
+# -- workers keep the lock, resume and staleness rules ---------------------------------------------
+
+def _standing(out: Path) -> dict[str, dict]:
+    from referee.audit.auditfile import iter_records
+
+    return {r.run_id: json.loads(r.model_dump_json()) for _, r in iter_records(out)}
+
+
+def test_with_workers_the_parent_holds_the_lock_on_out_for_the_whole_audit(tmp_path, cli_env):
+    import threading
+
+    traces = write_corpus(tmp_path / "t.jsonl", 60)
+    out = tmp_path / "a.jsonl"
+    first_written, release = threading.Event(), threading.Event()
+
+    def on_record(rec) -> None:
+        first_written.set()
+        release.wait(60)  # the audit holds --out, its workers started, while the second one tries
+
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 5))
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.update(stats=run_audit(traces, out, executor=ex, on_record=on_record)[0]))
+    t.start()
+    try:
+        assert first_written.wait(60)
+        from tests.conftest import run_cli
+
+        rc, _, err = run_cli(["audit", traces, "--out", out, "--workers", "2", "--no-progress"], env=cli_env)
+        assert rc == 2 and "being written by another process" in err and f"pid {os.getpid()}" in err, err
+    finally:
+        release.set()
+        t.join(120)
+    assert box["stats"].written == 60 and ex.chunks == 12
+    run_audit(traces, tmp_path / "serial.jsonl")
+    assert out.read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+
+
+def test_with_workers_a_resume_audits_again_only_what_changed_and_the_new_records_stand(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 60)
+    out = tmp_path / "a.jsonl"
+    run_audit(traces, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 5)))
+    recs = [json.loads(x) for x in traces.read_text().splitlines()]
+    recs[10]["steps"][0]["observation"]["text"] = "Error: locked"  # the view changes
+    recs[20]["report"] = "I could not do it."                      # the claim text changes
+    traces.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    stats, _ = run_audit(traces, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 5)))
+    assert (stats.stale, stats.written, stats.skipped_done) == (2, 2, 58)
+    run_audit(traces, tmp_path / "fresh.jsonl")
+    assert _standing(out) == _standing(tmp_path / "fresh.jsonl")  # the last record of each run is a fresh one's
+
+
+def test_with_workers_a_backend_failure_is_never_cached_and_the_resume_asks_again(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 30)
+    recs = [json.loads(x) for x in traces.read_text().splitlines()]
+    for i in (3, 17):
+        recs[i]["task"] += " FAIL"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "a.jsonl"
+    cache = out.with_name(out.name + ".cache.sqlite")
+
+    def audit(fail: bool, chunk: int):
+        a = auditor(cache, extractor=scale_work.FlakyExtractor(fail))
+        ex = ParallelAudit(ExecutorOptions("local", 2, None, chunk))
+        try:
+            stats = audit_files([traces], a, out, executor=ex)
+        finally:
+            a.cache.close()
+        assert ex.chunks > 0  # the workers extracted, and met the failures
+        return stats
+
+    audit(True, 4)
+    first = _standing(out)
+    failed = {r for r, rec in first.items() if rec["errors"]}
+    assert failed == {"r0003", "r0017"}
+    assert all(f["value"] == "unknown" for f in first["r0003"]["evidence"][0].values())
+    assert first["r0003"]["errors"] == ["extraction sample 0: the server went away"]
+    shas = {rec["view_sha256"] for r, rec in first.items() if r in failed}
+    assert not shas & {row[0] for row in cached(out)} and len(cached(out)) == 28  # answers only
+    stats = audit(False, 1)  # chunks of one: the two runs asked again go to the workers too
+    assert (stats.retried, stats.written) == (2, 2)
+    assert not any(rec["errors"] for rec in _standing(out).values()) and len(cached(out)) == 30
+
+
+def test_with_workers_a_resume_with_another_policy_stops_and_keeps_the_file(tmp_path):
+    from referee.audit.resume import ResumeError
+
+    traces = write_corpus(tmp_path / "t.jsonl", 30)
+    out = tmp_path / "a.jsonl"
+    run_audit(traces, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 4)))
+    before = out.read_bytes()
+    a = Auditor(load_policy("strict"), RulesExtractor(), RulesClaimReader())
+    with pytest.raises(ResumeError, match="other settings"):
+        audit_files([traces], a, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 4)))
+    assert out.read_bytes() == before

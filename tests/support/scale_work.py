@@ -70,3 +70,23 @@ class SeeingExtractor:
         with open(self.log, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(view.as_json(), default=str) + "\n")
         return RulesExtractor().extract(view, sample)
+
+
+class FlakyExtractor:
+    """The rules extractor, except that every view whose task says FAIL gets no answer (BackendError), until
+    `fail` is False: what a model backend does when its server is down, here on any worker."""
+
+    name = "flaky"
+    model = None
+    prompt_version = "1"
+
+    def __init__(self, fail: bool = True) -> None:
+        self.fail = fail
+
+    def extract(self, view, sample: int = 0) -> dict:
+        from referee.audit.extract.rules import RulesExtractor
+        from referee.errors import BackendError
+
+        if self.fail and "FAIL" in view.task:
+            raise BackendError("the server went away")
+        return RulesExtractor().extract(view, sample)

@@ -41,7 +41,9 @@ WORKER_MODULES = ("referee.audit.parallel", "referee.audit.extract.rules", "refe
 META_KEYS = ("group", "split", "source", "advisory")  # the fields of `meta` a record keeps
 
 Result = RecordLine | TraceError
-Answer = tuple  # per trace sent: (record JSON, view sha256, findings JSON per sample, error), JSON None on error
+Job = tuple  # (Trace, ClaimBlindView or None): what audit_files hands out
+# per trace sent: (record JSON, view sha256, findings JSON per sample (None: not to be cached), error)
+Answer = tuple
 
 
 @dataclass(frozen=True)
@@ -88,17 +90,18 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list[
     """
     auditor = _auditor(config)
     views, claim_sides = payload
-    extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # the claim side is still packed
+    extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # claims still packed
     out: list[Answer] = []
-    for (facts, found_json, error), (run_id, task, meta, text) in zip(extracted, pickle.loads(claim_sides)):
+    for (facts, found, errors, error), (run_id, task, meta, text) in zip(extracted, pickle.loads(claim_sides)):
         if error is not None:
             out.append((None, None, [], error))
             continue
         try:
-            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f in found_json]
+            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f, _ in found]
             trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
-            rec = auditor.finish(trace, auditor.read_claim(text), facts, findings)
-            out.append((rec.model_dump_json(), facts.sha256, found_json, None))
+            claim = auditor.read_claim(text, errors)  # after the extraction's errors, as serially
+            rec = auditor.finish(trace, text, claim, facts, findings, errors)
+            out.append((rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in found], None))
         except SHAPE_ERRORS as exc:
             out.append((None, None, [], f"{type(exc).__name__}: {str(exc)[:200]}"))
     return code_fingerprint(), out
@@ -126,11 +129,12 @@ class ParallelAudit:
     in_process: int = 0      # traces audited here without a worker (a small input)
     lost: int = 0            # chunks sent again because their worker was lost
 
-    def run(self, auditor: Auditor, jobs: Iterable[Trace],
-            audit_one: Callable[[Trace], Any]) -> Iterator[Any]:
+    def run(self, auditor: Auditor, jobs: Iterable[Job], audit_one: Callable[[Job], Any]) -> Iterator[Any]:
+        """Audit `jobs` (trace, its view when the resume already made it) as `audit_files` hands them out;
+        `audit_one` audits one job in this process (a small input)."""
         size = self.options.chunk_size
         jobs = iter(jobs)
-        head: list[Trace] = []
+        head: list[Job] = []
         try:
             head.extend(islice(jobs, size + 1))
         except RefereeError:
@@ -156,12 +160,12 @@ class ParallelAudit:
             self.lost = pool.losses
             pool.close()
 
-    def _chunks(self, jobs: Iterator[Trace]) -> Iterator[tuple[list[_Unit], Any]]:
+    def _chunks(self, jobs: Iterator[Job]) -> Iterator[tuple[list[_Unit], Any]]:
         buf: list[_Unit] = []
         parts: list[ViewParts] = []
         sides: list[tuple] = []
         try:
-            for trace in jobs:
+            for trace, _view in jobs:  # a view the resume made is made again on the worker, from its parts
                 u = _Unit(trace)
                 try:
                     p = view_parts(trace)
@@ -208,7 +212,8 @@ class ParallelAudit:
             auditor.backend_calls += len(found)
             if cache is not None:
                 for i, blob in enumerate(found):
-                    cache.put_evidence_json(x.name, x.model, x.prompt_version, sha, i, blob)
+                    if blob is not None:  # only answers: a failed call is asked again by a resume
+                        cache.put_evidence_json(x.name, x.model, x.prompt_version, sha, i, blob)
             yield RecordLine(u.trace.run_id, line)
 
 

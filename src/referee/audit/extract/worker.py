@@ -15,9 +15,11 @@ import json
 from typing import Any
 
 from referee.audit.facts import ViewFacts
+from referee.audit.records import FINDING_FIELDS, Finding
 from referee.audit.view import freeze_view, unpack_parts
+from referee.errors import BackendError
 
-Extracted = tuple  # per view: (ViewFacts or None, findings JSON per sample, error or None)
+Extracted = tuple  # per view: (ViewFacts or None, [(findings JSON, cacheable)] per sample, errors, view error or None)
 
 
 def findings_json(fields: dict) -> str:
@@ -34,16 +36,26 @@ def extract_views(extractor: Any, packed: bytes, samples: int,
                   catch: tuple[type[BaseException], ...]) -> list[Extracted]:
     """Freeze each view of a chunk from its parts and extract `samples` findings from it.
 
-    A view the extractor cannot take (one of `catch`: nesting too deep, a shape it does not expect)
-    is one error for that view, not the end of the chunk; the parent reports it as a skipped
-    record, as a serial audit would.
+    A sample whose backend got no answer (BackendError) is all `unknown`, listed in the view's errors
+    and marked not to be cached, as `Auditor` does in one process: a resume asks again. A view the
+    extractor cannot take (one of `catch`: nesting too deep, a shape it does not expect) is one error
+    for that view, not the end of the chunk; the parent reports it as a skipped record, as a serial
+    audit would.
     """
     results: list[Extracted] = []
     for parts in unpack_parts(packed):
         try:
             view = freeze_view(parts)
-            found = [findings_json(extractor.extract(view, i)) for i in range(samples)]
-            results.append((ViewFacts.of(view), found, None))
+            found: list[tuple[str, bool]] = []
+            errors: list[str] = []
+            for i in range(samples):
+                try:
+                    found.append((findings_json(extractor.extract(view, i)), True))
+                except BackendError as exc:
+                    errors.append(f"extraction sample {i}: {exc.message}"[:300])
+                    unknown = {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}
+                    found.append((findings_json(unknown), False))
+            results.append((ViewFacts.of(view), found, errors, None))
         except catch as exc:
-            results.append((None, [], f"{type(exc).__name__}: {str(exc)[:200]}"))
+            results.append((None, [], [], f"{type(exc).__name__}: {str(exc)[:200]}"))
     return results
