@@ -191,7 +191,7 @@ class DaskPool(_Pool):
         self.cluster = None
         if scheduler:
             try:
-                self.client = distributed.Client(scheduler, timeout="30s")
+                self.client = distributed.Client(scheduler, timeout="10s")
             except OSError as exc:
                 raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})",
                                  fix="start it (`dask scheduler`) or give its tcp://HOST:PORT") from None

@@ -141,6 +141,8 @@ class ParallelAudit:
             for t in head:  # what came before a bad record with --on-error stop is written, as serially
                 yield audit_one(t)
             raise
+        if not head:
+            return  # nothing to audit: no pool, no cluster
         if len(head) <= size and self.options.kind == "local":
             self.in_process += len(head)
             for t in head:
