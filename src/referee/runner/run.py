@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from types import SimpleNamespace
 import os
@@ -12,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from referee.errors import ActorError, AppError, PlanError
+from referee.errors import ActorError, AppError, EvidenceError, PlanError
+from referee.fsutil import loads_json, read_regular
 from referee.keys import load_key
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
-from referee.rundir import Phase
+from referee.rundir import MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
@@ -24,8 +24,12 @@ from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.envsubst import Secrets
 from referee.runner.store import RunStore, new_run_dir
+from referee.safetext import clean
 
 Event = Callable[[str, str, dict], None]  # (event, step_id, data): "start" | "acted" | "done"
+
+MAX_CLAIM_BYTES = 1 << 20
+MAX_CLAIM_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -81,38 +85,58 @@ def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: d
             error = _reported_failure(files)
             error = secrets.scrub(error) if error else None
         for i, path in enumerate(files):
-            store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
-                           kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
+            try:
+                store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
+                               kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
+            except (OSError, EvidenceError) as exc:  # its file is not a regular file any more, or too big
+                why = exc.message if isinstance(exc, EvidenceError) else str(exc)
+                failed = write_failure(out_dir, cap.params, f"its file cannot be kept as evidence: {why}")
+                store.add_file(failed, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
+                               kind=cap.params.kind, primary=(i == 0), error=why if i == 0 else None)
 
 
 def _reported_failure(files: list[Path]) -> str | None:
     """A failure a capture wrote instead of raising CaptureFailed: `{"capture_error": ...}` in its
     first `.json` file (the contract before CaptureFailed; plugins written against it still do this)."""
-    if not files or files[0].suffix != ".json" or files[0].stat().st_size > 1_000_000:
+    if not files or files[0].suffix != ".json":
         return None
     try:
-        doc = json.loads(files[0].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = loads_json(read_regular(files[0], root=files[0].parent, max_bytes=1_000_000))
+    except (OSError, ValueError, EvidenceError):
         return None
     return str(doc["capture_error"]) if isinstance(doc, dict) and doc.get("capture_error") else None
 
 
-def read_claim(claim_file: Path) -> tuple[dict | None, str | None]:
-    """The agent's claim file, or (None, why) for a missing or malformed one: "no claim", never a crash."""
+def read_claim(claim_file: Path, *, root: Path | None = None) -> tuple[dict | None, str | None]:
+    """The agent's claim file, or (None, why) for a missing or malformed one: "no claim", never a crash.
+
+    The file is read as the agent left it, defensively: a regular file only (a FIFO is not waited on,
+    a link below `root` is not followed), at most 1 MiB and 16 levels of JSON, invalid UTF-8 replaced.
+
+    >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_bytes(b'{"pass": true, "note": "caf\\xe9"}'); read_claim(p)[0]["note"] == "caf\\ufffd"
+    True
+    >>> _ = p.write_text("[" * 100); read_claim(p)[1]
+    'malformed claim file: JSON nested deeper than 16 levels'
+    """
     try:
-        raw = claim_file.read_text(encoding="utf-8")
+        raw = read_regular(claim_file, max_bytes=MAX_CLAIM_BYTES, root=root)
     except FileNotFoundError:
         return None, "no claim file"
+    except EvidenceError as exc:  # a FIFO, a link, too big
+        return None, f"malformed claim file: {exc}"
     except OSError as exc:
         return None, f"unreadable claim file: {exc}"
     try:
-        data = json.loads(raw)
+        data = loads_json(raw, max_depth=MAX_CLAIM_DEPTH)
     except ValueError as exc:
         return None, f"malformed claim file: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("pass", None), (bool, type(None))):
         return None, "malformed claim file: expected {\"pass\": bool, \"note\": str, \"evidence\": [paths]}"
-    return {"pass": data.get("pass"), "note": str(data.get("note", ""))[:10000],
-            "evidence": [str(e) for e in data.get("evidence", []) if isinstance(e, str)][:1000]}, None
+    evidence = data.get("evidence", [])
+    return {"pass": data.get("pass"), "note": clean(str(data.get("note", ""))[:MAX_NOTE_CHARS]),
+            "evidence": [clean(e[:MAX_PATH_CHARS]) for e in (evidence if isinstance(evidence, list) else [])
+                         if isinstance(e, str)][:MAX_CLAIM_EVIDENCE]}, None
 
 
 class _Terminated(BaseException):
@@ -155,20 +179,20 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page
                 take_captures(store, before_captures(plan, step.id), step.id, "before", base_ctx)
-                claim_file = run_dir / "claims" / f"{step.id}.json"
-                claim_file.parent.mkdir(exist_ok=True)
+                claim_file = store.claims_dir() / f"{step.id}.json"
                 run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=store.agent_dir(step.id),
                               claim_file=claim_file, timeout_s=step.timeout_s or spec.timeout_s, env=dict(spec.env),
                               page=actor.page, cdp_url=getattr(actor, "cdp_url", None))
                 result: ActorResult = actor.perform(run)
-                claim, why = read_claim(claim_file)
+                claim, why = read_claim(claim_file, root=run_dir)
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
                                             "timed_out": result.timed_out})
                 refused = store.add_agent_files(step.id)
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
-                errors = [e for e in (result.error, why if claim is None else None, *refused) if e]
+                errors = [e for e in (result.error, why if claim is None else None, *refused, *store.take_removed())
+                          if e]
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
                                 error="; ".join(errors) or None)
                 on_event("done", step.id, {})
