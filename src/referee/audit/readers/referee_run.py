@@ -33,10 +33,10 @@ from referee.audit.jsonstream import loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Action, Observation, Step, Trace, TraceItem, record_error
 from referee.errors import EvidenceError, RefereeError
-from referee.rundir import (AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord, DdbRecord, FileEntry,
-                            HttpRecord, Manifest, SqlRecord)
 
-if TYPE_CHECKING:  # the grader is imported when a run directory is read: `referee audit` starts without it
+if TYPE_CHECKING:  # the grader and the run directory's models are imported when a run directory is read:
+    # `referee audit` on trace files starts without them
+    from referee.rundir import CaptureRecord, Claim, FileEntry, Manifest
     from referee.grader.evidence import RunEvidence
     from referee.grader.results import Integrity, RunResults
     from referee.grader.verify import OpenedRun
@@ -155,6 +155,8 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         return _failed(entry, head, entry.error)
     try:
         record = ev.record(entry)
+        from referee.rundir import CaptureFailure
+
         if isinstance(record, CaptureFailure):
             return _failed(entry, head, record.capture_error)
         data = ev.verified_bytes(entry) if record is None else b""  # hash-checked, no link followed, no FIFO waited on
@@ -184,6 +186,8 @@ def _failed(entry: FileEntry, head: str, why: str) -> tuple[dict[str, Any], str,
 
 
 def _from_record(entry: FileEntry, rec: CaptureRecord, head: str) -> tuple[dict[str, Any], str, str | None, bool]:
+    from referee.rundir import AriaRecord, CommandRecord, DdbRecord, HttpRecord, SqlRecord
+
     k = entry.kind
     if isinstance(rec, HttpRecord):
         body: Any = rec.body
@@ -263,6 +267,7 @@ def _actor_problem(manifest: Manifest, step_id: str) -> tuple[list[str], bool]:
 def claim_report(claim: Claim | None) -> str | None:
     """The agent's claim as a report: `pass` as a first sentence, then its note. No claim -> None.
 
+    >>> from referee.rundir import Claim
     >>> claim_report(Claim(passed=True, note="The list looks tidy."))
     'The step is done. The list looks tidy.'
     >>> claim_report(Claim(passed=False)), claim_report(None)
