@@ -279,6 +279,14 @@ def test_only_across_plans_runs_only_the_plans_that_have_the_step(tmp_path, refe
     assert calls(tmp_path) == ["logout"]
     assert "one.yaml: no step matches --only/-k; not run" in out
     assert [d.parent.name for d in find_run_dirs(tmp_path / "runs")] == ["two"]
+    # the same with the plans in parallel processes (-j): each child gets only its own plan's ids
+    (tmp_path / "calls.log").unlink()
+    rc, out, err = referee_cli("run", "one.yaml", "two.yaml", "--agent", MOODY, "--out", "par", "--only",
+                               "logout,login", "--retries", "1", "-j", "2", "--json", cwd=tmp_path)
+    assert rc == 0, err
+    assert sorted(calls(tmp_path)) == ["login", "logout"]
+    runs = json.loads(out)["runs"]
+    assert sorted(r["plan"] for r in runs) == ["one", "two"] and all(r["summary"]["PASS"] == 1 for r in runs)
 
 
 @pytest.mark.parametrize("args, needle", [

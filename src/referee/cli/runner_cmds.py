@@ -50,7 +50,14 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 @click.option("--retries", type=click.IntRange(0, 100), default=0, show_default=True,
               help="Perform a step that FAILs or is an ERROR again, up to N more times; a pass after a "
                    "failure is FLAKY.")
-def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries):
+@click.option("-j", "--jobs", type=int, default=1, show_default=True,
+              help="Plans run at once, each in its own process with its own run directory, app and ports.")
+@click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="dask: run the plans on a Dask cluster whose workers have the apps, agents and browsers "
+                   "(docs/scale.md)")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --jobs workers)")
+def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries, jobs, executor_kind, scheduler):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan.selection import check_selection, selected, split_ids
     from referee.report.console import LiveSteps, integrity_line, summary_line, verdict_table
@@ -62,6 +69,19 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries)
     ids = split_ids(only)
     check_selection([s.id for lp in loaded for s in lp.plan.steps], ids, keyword)
     options = RunOptions(only=ids, keyword=keyword, fail_fast=fail_fast, retries=retries)
+    if jobs != 1 or executor_kind == "dask":
+        chosen = []
+        for p, lp in zip(plans, loaded):
+            mine = [s.id for s in lp.plan.steps]
+            if (ids or keyword) and not selected(mine, ids, keyword):
+                console.print(Text(f"{lp.path}: no step matches --only/-k; not run", style="yellow"), highlight=False)
+                continue
+            # each plan runs as its own `referee run`: --only names only that plan's steps
+            extra = [*(("--only", ",".join(i for i in ids if i in mine)) if ids else ()),
+                     *(("-k", keyword) if keyword else ()), *(("--fail-fast",) if fail_fast else ()),
+                     *(("--retries", str(retries)) if retries else ())]
+            chosen.append((p, tuple(extra)))
+        return _run_many(chosen, agent, out, strict, json_mode, jobs, executor_kind, scheduler)
     exit_code, payload = 0, []
     for lp in loaded:
         if (ids or keyword) and not selected([s.id for s in lp.plan.steps], ids, keyword):
@@ -88,6 +108,31 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries)
     if json_mode:
         click.echo(json.dumps({"runs": payload}, indent=2))
     return exit_code
+
+
+def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler) -> int:
+    """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary.
+
+    `plans`: (plan path, its --only/-k/--fail-fast/--retries arguments) pairs."""
+    from referee.errors import UsageError
+    from referee.executors import check_options
+    from referee.runner.many import job_for, run_plans
+
+    if jobs < 1:
+        raise UsageError("-j must be at least 1", fix="give how many plans may run at once")
+    options = check_options(executor_kind, jobs, scheduler, 1)
+
+    def shown(r) -> None:  # each plan's own output as one block, when it is done
+        click.echo(f"== {r.plan} (exit {r.code}) ==\n{r.output.rstrip()}", err=True)
+
+    where = (f"dask ({scheduler or f'a LocalCluster of {jobs} workers on 127.0.0.1'})" if executor_kind == "dask"
+             else f"{jobs} at a time, each in its own process")
+    click.echo(f"referee: running {len(plans)} plan(s), {where}", err=True)
+    combined = run_plans([job_for(p, out, agent, strict, extra) for p, extra in plans], options, on_done=shown)
+    click.echo("\n".join(combined.summary_lines()), err=json_mode)
+    if json_mode:
+        click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs]}, indent=2))
+    return combined.exit_code
 
 
 ALLOW_UNSIGNED_HELP = ("Grade run directories without a seal this machine can check (made before runs were "
