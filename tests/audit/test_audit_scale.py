@@ -126,13 +126,17 @@ def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_writ
     # its chunk back is referee's own resubmission
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            pids = client.run(os.getpid)
+                          dashboard_address=None) as cluster:
+            # a second Client in this process would share futures' events across event loops (a flaky
+            # 'bound to a different event loop'): ask for the pids, close it, then read the scheduler itself
+            with Client(cluster) as client:
+                pids = client.run(os.getpid)
 
             def on_record(rec) -> None:
                 if killed:
                     return
-                busy = {a: list(keys) for a, keys in client.processing().items() if keys}
+                busy = {a: [t.key for t in ws.processing] for a, ws in list(cluster.scheduler.workers.items())
+                        if ws.processing}
                 if busy:
                     addr = next(iter(busy))
                     os.kill(pids[addr], signal.SIGKILL)
@@ -396,3 +400,19 @@ def test_with_workers_a_resume_with_another_policy_stops_and_keeps_the_file(tmp_
     with pytest.raises(ResumeError, match="other settings"):
         audit_files([traces], a, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 4)))
     assert out.read_bytes() == before
+
+
+def test_on_dask_the_claim_channel_never_leaves_this_process(tmp_path):
+    """Dask workers may be other machines: there the chunk carries no report, narration or answer text,
+    the parent reads the claim and decides, and the records are still those of a serial audit."""
+    traces = write_corpus(tmp_path / "t.jsonl", 30)
+    items = [(it.trace, None) for it in iter_items([traces], None)]
+    dask_ex = ParallelAudit(ExecutorOptions("dask", 2, None, 4))
+    dask_ex.strict_claims = dask_ex.options.kind == "dask"  # what run() decides for a Dask executor
+    sent = [payload for _, payload in dask_ex._chunks(iter(items))]
+    assert len(sent) == 8 and all(MARK.encode() not in part for payload in sent for part in payload)
+    run_audit(traces, tmp_path / "serial.jsonl")
+    strict = ParallelAudit(ExecutorOptions("local", 2, None, 4), strict_claims=True)
+    stats, _ = run_audit(traces, tmp_path / "strict.jsonl", executor=strict)
+    assert stats.written == 30 and strict.chunks == 8
+    assert (tmp_path / "strict.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()

@@ -10,6 +10,11 @@ Per trace, this process (the parent) copies out two sealed compartments and send
   gives the claim text to the claim reader alone, grounds the report in the view's observations
   and decides, as `Auditor.audit` does in one process.
 
+On a Dask cluster, whose workers may be other machines, the claim side carries no claim text
+(`strict_claims`): the worker gives back only the findings, and this process reads the claim,
+grounds it and decides. So the claim channel never crosses the wire; the price is that this process
+makes each view again (for its hash and grounding), about 45% of a serial audit's CPU.
+
 The worker gives back each record as JSON and each sample's findings. Here, in input order, the
 findings go into the evidence cache and the record into the audit file, as it came. So this
 process stays the only writer of both, records are byte for byte what a serial audit writes, and
@@ -44,6 +49,9 @@ Result = RecordLine | TraceError
 Job = tuple  # (Trace, ClaimBlindView or None): what audit_files hands out
 # per trace sent: (record JSON, view sha256, findings JSON per sample (None: not to be cached), error)
 Answer = tuple
+
+
+STRICT = "\0referee: claim kept in the parent\0"  # a claim side's text slot when the claim may not cross
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,9 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list[
         if error is not None:
             out.append((None, None, [], error))
             continue
+        if text == STRICT:  # the claim stays with the parent: give back the findings alone
+            out.append((None, facts.sha256, [f for f, _ in found], None, [ok for _, ok in found], errors))
+            continue
         try:
             findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f, _ in found]
             trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
@@ -125,6 +136,7 @@ class ParallelAudit:
 
     options: ExecutorOptions
     on_start: Callable[[str], None] | None = None  # told what was started, once (the CLI prints it)
+    strict_claims: bool | None = None  # None: strict on Dask (other machines), not on a local pool
     chunks: int = 0          # chunks sent to workers
     in_process: int = 0      # traces audited here without a worker (a small input)
     lost: int = 0            # chunks sent again because their worker was lost
@@ -133,6 +145,8 @@ class ParallelAudit:
         """Audit `jobs` (trace, its view when the resume already made it) as `audit_files` hands them out;
         `audit_one` audits one job in this process (a small input)."""
         size = self.options.chunk_size
+        if self.strict_claims is None:
+            self.strict_claims = self.options.kind == "dask"
         jobs = iter(jobs)
         head: list[Job] = []
         try:
@@ -172,7 +186,7 @@ class ParallelAudit:
                 try:
                     p = view_parts(trace)
                     meta = {k: v for k, v in (trace.meta or {}).items() if k in META_KEYS}
-                    side = (trace.run_id, trace.task, meta, claim_text(trace))
+                    side = (trace.run_id, trace.task, meta, STRICT if self.strict_claims else claim_text(trace))
                 except SHAPE_ERRORS as exc:
                     u.error = cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
                 else:
@@ -207,7 +221,12 @@ class ParallelAudit:
             if u.error is not None:
                 yield u.error
                 continue
-            line, sha, found, error = next(results)
+            line, sha, found, error, *strict = next(results)
+            if strict and error is None:
+                try:
+                    line, found = self._decide_here(auditor, u.trace, sha, found, *strict)
+                except SHAPE_ERRORS as exc:
+                    error = f"{type(exc).__name__}: {str(exc)[:200]}"
             if error is not None or line is None:
                 yield cannot_audit(u.trace, error or "no answer from the worker")
                 continue
@@ -217,6 +236,23 @@ class ParallelAudit:
                     if blob is not None:  # only answers: a failed call is asked again by a resume
                         cache.put_evidence_json(x.name, x.model, x.prompt_version, sha, i, blob)
             yield RecordLine(u.trace.run_id, line)
+
+
+    @staticmethod
+    def _decide_here(auditor: Auditor, trace: Trace, sha: str, found: list[str], ok: list[bool],
+                     errors: list[str]) -> tuple[str, list[str | None]]:
+        """A strict chunk's record, made here from the worker's findings: the claim never left this process."""
+        from referee.audit.facts import ViewFacts
+        from referee.audit.view import build_view
+
+        facts = ViewFacts.of(build_view(trace))
+        if facts.sha256 != sha:
+            raise ValueError(f"the worker extracted from another view ({sha[:12]}, here {facts.sha256[:12]})")
+        findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f in found]
+        text = claim_text(trace)
+        claim = auditor.read_claim(text, errors)
+        rec = auditor.finish(trace, text, claim, facts, findings, errors)
+        return rec.model_dump_json(), [f if k else None for f, k in zip(found, ok)]
 
 
 def _describe(units: list[_Unit]) -> str:
