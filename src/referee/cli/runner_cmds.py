@@ -43,7 +43,7 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 def run(plans, agent, out, strict, json_mode):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan import load_plan
-    from referee.report.console import LiveSteps, summary_line, verdict_table
+    from referee.report.console import LiveSteps, isolation_line, summary_line, verdict_table
     from referee.runner.run import run_plan
 
     console = _console(json_mode)
@@ -56,8 +56,11 @@ def run(plans, agent, out, strict, json_mode):
         res = outcome.results
         console.print(verdict_table(res))
         console.print(summary_line(res))
+        if (line := isolation_line(outcome.isolation)) is not None:
+            console.print(line, highlight=False)
         console.print(f"run directory: {outcome.run_dir}", highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(outcome.run_dir), "summary": res.summary,
+                        "isolation": outcome.isolation.model_dump() if outcome.isolation else None,
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
         if outcome.error:

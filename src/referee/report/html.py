@@ -185,6 +185,16 @@ def _validators_html(step: dict) -> str:
     return f'<ul class="vals">{"".join(items)}</ul>'
 
 
+def _isolation_html(manifest: Any) -> str:
+    iso = manifest.get("isolation") if isinstance(manifest, dict) else None
+    if not isinstance(iso, dict):
+        return ""
+    if iso.get("mode") == "none":
+        return (f' · <span class="over">unisolated</span> the agent ran with the runner\'s rights '
+                f'({_e(iso.get("note") or "no reason given")})')
+    return f' · agent isolation {_e(iso.get("mode"))}'
+
+
 def render_report(run_dir: str | Path) -> str:
     """The HTML text of a run's report (see `write_report`)."""
     run_dir = Path(run_dir)
@@ -215,7 +225,7 @@ def render_report(run_dir: str | Path) -> str:
         f"<title>referee: {_e(plan)}</title><style>{_CSS}</style></head><body>"
         f"<h1>referee: {_e(plan)}</h1>"
         f'<div class="meta">started {_e(manifest.get("started", "?"))} · finished {_e(manifest.get("finished", "?"))}'
-        f' · actor {_e(manifest.get("actor", "?"))}</div>'
+        f' · actor {_e(manifest.get("actor", "?"))}{_isolation_html(manifest)}</div>'
         f'<div class="sum">{sums}</div>'
         '<p class="meta">Verdicts come from the validators over the persisted evidence; the agent\'s claim is '
         "shown beside them and decides nothing.</p>"

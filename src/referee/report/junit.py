@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 from referee.fsutil import atomic_write_bytes
 from referee.grader.results import RunResults
 
 
-def junit_xml(results: RunResults) -> bytes:
+def junit_xml(results: RunResults, isolation: Any = None) -> bytes:
     """Render results as a JUnit testsuite, one testcase per step.
 
     >>> from referee.grader.results import StepResult
@@ -21,6 +22,12 @@ def junit_xml(results: RunResults) -> bytes:
     s = results.summary
     suite = ET.Element("testsuite", name=f"referee.{results.plan}", tests=str(len(results.steps)),
                        failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
+    if isolation is not None:  # the manifest's: `none` means the agent ran unisolated
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="referee.isolation",
+                      value="unisolated" if isolation.mode == "none" else isolation.mode)
+        if isolation.note:
+            ET.SubElement(props, "property", name="referee.isolation.note", value=isolation.note)
     for step in results.steps:
         case = ET.SubElement(suite, "testcase", classname=f"referee.{results.plan}", name=step.id)
         if step.verdict == "FAIL":
@@ -40,5 +47,5 @@ def junit_xml(results: RunResults) -> bytes:
     return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
 
 
-def write_junit(results: RunResults, path: Path) -> None:
-    atomic_write_bytes(path, junit_xml(results))
+def write_junit(results: RunResults, path: Path, isolation: Any = None) -> None:
+    atomic_write_bytes(path, junit_xml(results, isolation))

@@ -7,6 +7,7 @@ from contextlib import nullcontext
 from types import SimpleNamespace
 import os
 import signal
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,8 @@ from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.store import RunStore, new_run_dir
 
-Event = Callable[[str, str, dict], None]  # (event, step_id, data): "start" | "acted" | "done"
+Event = Callable[[str, str, dict], None]  # (event, step_id, data): "isolation" | "start" | "acted" | "done"
+CLAIM_NAME = "claim.json"  # REFEREE_CLAIM_FILE: agent/<step>/claim.json
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class RunOutcome:
     results: Any  # referee.grader.RunResults
     interrupted: bool = False
     error: str | None = None
+    isolation: Any = None  # referee.rundir.IsolationRecord: how the agent ran (None: no agent process)
 
 
 def _noop(event: str, step_id: str, data: dict) -> None:
@@ -93,16 +96,29 @@ def _reported_failure(files: list[Path]) -> str | None:
     return str(doc["capture_error"]) if isinstance(doc, dict) and doc.get("capture_error") else None
 
 
+CLAIM_MAX = 1 << 20
+
+
 def read_claim(claim_file: Path) -> tuple[dict | None, str | None]:
-    """The agent's claim file, or (None, why) for a missing or malformed one: "no claim", never a crash."""
+    """The agent's claim file, or (None, why) for a missing or malformed one: "no claim", never a crash.
+
+    Read without following a link and only if it is a regular file: the agent made it, the runner must
+    not read some other file (or block on a pipe) through it.
+    """
     try:
-        raw = claim_file.read_text(encoding="utf-8")
+        fd = os.open(claim_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None, "no claim file"
     except OSError as exc:
-        return None, f"unreadable claim file: {exc}"
+        return None, f"unreadable claim file: {exc.strerror or exc}"
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "unreadable claim file: not a regular file"
+        raw = fh.read(CLAIM_MAX + 1)
+    if len(raw) > CLAIM_MAX:
+        return None, f"malformed claim file: larger than {CLAIM_MAX} bytes"
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8", errors="replace"))
     except ValueError as exc:
         return None, f"malformed claim file: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("pass", None), (bool, type(None))):
@@ -141,28 +157,37 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             app_url = app.url
             actor = actor_cls()
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
+            if actor.sandbox is not None:
+                store.manifest.isolation = actor.sandbox.record()
+                store.flush()
+                on_event("isolation", "", store.manifest.isolation.model_dump())
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": dict(os.environ)}
             for step in plan.plan.steps:
                 on_event("start", step.id, {})
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page
                 take_captures(store, before_captures(plan, step.id), step.id, "before", base_ctx)
-                claim_file = run_dir / "claims" / f"{step.id}.json"
-                claim_file.parent.mkdir(exist_ok=True)
-                run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=store.agent_dir(step.id),
+                agent_dir = store.agent_dir(step.id)
+                # in the agent's own folder: the only place of the run directory it may write
+                claim_file = agent_dir / CLAIM_NAME
+                run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=agent_dir,
                               claim_file=claim_file, timeout_s=step.timeout_s or spec.timeout_s, env=dict(spec.env),
                               page=actor.page, cdp_url=getattr(actor, "cdp_url", None))
-                result: ActorResult = actor.perform(run)
+                result: ActorResult = actor.perform(run)  # every agent process has ended when it returns
+                foreign = actor.sandbox.seal(agent_dir) if actor.sandbox is not None else []
                 claim, why = read_claim(claim_file)
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
-                                            "timed_out": result.timed_out})
-                refused = store.add_agent_files(step.id)
+                                            "timed_out": result.timed_out, "started": result.started})
+                store.add_agent_output(step.id, result.stdout, result.stderr)
+                refused = [f"agent/{step.id}/{p}: not made by the agent; not taken as evidence" for p in foreign]
+                refused += store.add_agent_files(step.id, skip=frozenset(foreign))
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
-                errors = [e for e in (result.error, why if claim is None else None, *refused) if e]
+                errors = [e for e in (result.error, why if claim is None and result.started else None, *refused) if e]
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
-                                error="; ".join(errors) or None)
+                                error="; ".join(errors) or None, started=result.started, killed=result.killed,
+                                stdout_bytes=result.stdout_bytes, stderr_bytes=result.stderr_bytes)
                 on_event("done", step.id, {})
     except (KeyboardInterrupt, _Terminated):
         interrupted = True
@@ -176,10 +201,13 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 actor.teardown()
             except Exception:
                 pass
+            if actor.sandbox is not None:
+                actor.sandbox.close()
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
         store.finish()
-    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted, store.manifest.error if not interrupted else None)
+    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted, store.manifest.error if not interrupted else None,
+                      store.manifest.isolation)
 
 
 def _raise_terminated(signum, frame):

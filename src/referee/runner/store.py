@@ -12,6 +12,9 @@ from referee.fsutil import atomic_write_bytes, atomic_write_text, sha256_file
 from referee.rundir import Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
 
 
+OUTPUT_FILES = ("stdout.txt", "stderr.txt")
+
+
 def new_run_dir(out: Path, plan_name: str) -> Path:
     """Make `out/<plan>/<UTC timestamp>/`, unique even when two runs start in the same second."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -60,10 +63,14 @@ class RunStore:
         self.manifest.steps[step_id] = StepRecord(started=utcnow())
         self.flush()
 
-    def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None) -> None:
+    def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None,
+                  started: bool = True, killed: int = 0, stdout_bytes: int | None = None,
+                  stderr_bytes: int | None = None) -> None:
         rec = self.manifest.steps[step_id]
         rec.status, rec.finished = "done", utcnow()
         rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, error
+        rec.actor_started, rec.actor_killed = started, killed
+        rec.stdout_bytes, rec.stderr_bytes = stdout_bytes, stderr_bytes
         self.flush()
 
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
@@ -75,18 +82,35 @@ class RunStore:
         self.manifest.files.append(entry)
         return entry
 
-    def add_agent_files(self, step_id: str) -> list[str]:
+    def add_agent_output(self, step_id: str, stdout: bytes | None, stderr: bytes | None) -> None:
+        """Write the agent's stdout and stderr (their last 1 MB, as the runner kept them) into its folder
+        as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names."""
+        from referee.runner.agentproc import write_output
+
+        root = self.agent_dir(step_id)
+        for name, data, kind in ((OUTPUT_FILES[0], stdout, "agent_stdout"), (OUTPUT_FILES[1], stderr, "agent_stderr")):
+            if data is None:
+                continue
+            path = write_output(root, name, data)
+            # the agent's words, so `agent`: the auditor never reads them as the runner's observation
+            self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
+
+    def add_agent_files(self, step_id: str, skip: frozenset[str] = frozenset()) -> list[str]:
         """Hash every regular file the agent left in its folder; links and escapes are refused, not followed.
 
-        Returns the refusals, one line each, so the runner can record them.
+        `skip`: paths (relative to the folder) not to take. Returns the refusals, one line each, so
+        the runner can record them.
         """
         root = self.agent_dir(step_id)
+        listed = {e.path for e in self.manifest.files}
         refused: list[str] = []
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             for fn in sorted(filenames):
                 p = Path(dirpath) / fn
                 rel = p.relative_to(root).as_posix()
-                if fn.startswith(".") and fn.endswith(".tmp"):
+                if fn.startswith(".") and fn.endswith(".tmp") or rel in skip:
+                    continue
+                if p.relative_to(self.run_dir).as_posix() in listed:  # stdout.txt, stderr.txt
                     continue
                 if p.is_symlink() or not p.is_file():
                     refused.append(f"agent/{step_id}/{rel}: a link or special file; not taken as evidence")
