@@ -13,13 +13,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.runner.runner_helpers import kill_marked, wait_unmarked
+from tests.runner.runner_helpers import kill_marked, marked_pids, wait_unmarked
 
 HOSTILE = ROOT / "tests" / "support" / "agents" / "hostile"
 SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-iso-5c1d7e0b9a", "DATABASE_URL": "postgresql://app:dbpw-iso-77aa1e@db/app",
@@ -198,6 +199,35 @@ def test_a_daemon_of_an_unisolated_agent_is_gone_too(tmp_path, run_plan):
         kill_marked(tmp_path)
 
 
+@pytest.mark.skipif(not IS_ROOT or not _cgroup_v2_writable(), reason="needs root and cgroups the runner may make")
+def test_agents_of_a_runner_killed_with_sigkill_are_ended_by_the_next_run(tmp_path, cli_env, run_plan):
+    """SIGKILL gives the runner no chance to end its agent; the next run on the host ends it."""
+    plan_path = tmp_path / "sleepy.yaml"
+    plan_path.write_text(json.dumps({"name": "sleepy", "actor": actor(agent(tmp_path, "term_ignorer.sh"), "user"),
+                                     "steps": [{"id": "s", "do": "Never finish."}]}))
+    proc = subprocess.Popen([sys.executable, "-m", "referee.cli.main", "run", str(plan_path), "--out",
+                             str(tmp_path / "out")], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(tmp_path.glob("out/*/*/agent/s/stdout.txt")) \
+                and len(marked_pids(tmp_path)) < 3:
+            time.sleep(0.05)
+        assert len(marked_pids(tmp_path)) >= 3, "the agent never started"
+        proc.kill()
+        proc.wait(10)
+        time.sleep(0.5)
+        assert marked_pids(tmp_path), "the agent died with the runner: nothing left to test"
+        later = run_plan(_thief_plan(actor(agent(tmp_path, "well_behaved.sh"), "user")))
+        assert later.rc in (0, 1), later.explain()
+        assert not wait_unmarked(tmp_path, 5), "the next run left the orphaned agent running"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_marked(tmp_path)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_agent_that_ignores_sigterm_ends_at_its_timeout(tmp_path, run_plan, mode):
     plan = {"name": "stubborn", "actor": actor(agent(tmp_path, "term_ignorer.sh"), mode, timeout_s=2), "steps": [
@@ -332,7 +362,7 @@ HELLO_STEP = {"id": "s", "do": "Say hello.",
               "validators": [{"kind": "text_contains", "evidence": "out.txt", "text": "hello"}]}
 
 
-def test_isolation_none_is_recorded_and_shown_as_unisolated(tmp_path, run_plan):
+def test_isolation_none_is_recorded_and_shown_as_unisolated(tmp_path, run_plan, referee_cli):
     plan = {"name": "plain", "actor": actor(agent(tmp_path, "well_behaved.sh"), "none"), "steps": [HELLO_STEP]}
     run = run_plan(plan)
     assert run.verdict("s") == "PASS", run.explain()
@@ -341,6 +371,8 @@ def test_isolation_none_is_recorded_and_shown_as_unisolated(tmp_path, run_plan):
     assert "UNISOLATED" in run.stdout, run.stdout
     assert "unisolated" in (run.run_dir / "report.html").read_text()
     assert 'name="referee.isolation" value="unisolated"' in (run.run_dir / "junit.xml").read_text()
+    rc, out, err = referee_cli("grade", str(run.run_dir), cwd=tmp_path)
+    assert rc == 0 and "UNISOLATED" in out, (rc, out, err)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -370,3 +402,13 @@ def test_an_explicit_mode_this_host_cannot_give_is_a_plan_error(tmp_path, run_pl
     assert run.rc == 2 and run.run_dir is None, run.explain()
     assert f"actor.isolation: {mode}" in run.stderr and "Traceback" not in run.stderr
 
+
+
+@pytest.mark.parametrize("name", ["referee.runner.agentproc", "referee.runner.isolation", "referee.runner.reaper",
+                                  "referee.report.console"])
+def test_doctests(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -82,7 +82,8 @@ def grade(run_dirs, strict, json_mode):
     """Re-grade RUN_DIRS from their persisted evidence alone (the app may be gone)."""
     from referee.grader import grade as grade_run
     from referee.report.outputs import write_outputs
-    from referee.report.console import summary_line, verdict_table
+    from referee.report.console import isolation_line, summary_line, verdict_table
+    from referee.rundir import read_manifest
 
     console = _console(json_mode)
     exit_code, payload = 0, []
@@ -95,6 +96,8 @@ def grade(run_dirs, strict, json_mode):
                           "verdicts shown here only[/]", highlight=False)
         console.print(verdict_table(res, title=f"referee grade: {d}"))
         console.print(summary_line(res))
+        if (line := isolation_line(read_manifest(Path(d)).isolation)) is not None:
+            console.print(line, highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(d), "summary": res.summary,
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from referee.runner.isolation import Sandbox
+from referee.runner.reaper import uid_lock
 
 OUTPUT_KEEP = 1 << 20  # bytes of stdout and of stderr kept in agent/<step>/
 GRACE_S = 2.0  # after SIGTERM at the timeout, before SIGKILL
@@ -104,7 +105,9 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
     launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path,
                 str(ident[0]) if ident else "", str(ident[1]) if ident else "", *sandbox.wrap(argv, agent_dir)]
     timed_out, killed = False, 0
-    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+    lock_dir = Path("/run") if os.access("/run", os.W_OK) else Path(tempfile.gettempdir())
+    with uid_lock(tracker, lock_dir), tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, \
+            tempfile.TemporaryFile() as ferr:
         fin.write(stdin)
         fin.seek(0)
         try:
@@ -140,12 +143,14 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
 
 def write_output(agent_dir: Path, name: str, data: bytes) -> Path:
     """Write the runner's copy of the agent's output into its folder, replacing whatever the agent left
-    under that name (a link, a folder, a pipe) rather than writing through it."""
+    under that name (a link, a folder, a pipe) rather than writing through it; no bytes, no file."""
     path = agent_dir / name
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     elif path.is_symlink() or path.exists():
         os.unlink(path)
+    if not data:
+        return path
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)

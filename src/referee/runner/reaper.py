@@ -153,10 +153,16 @@ class CgroupTracker(Tracker):
 
     kind = "cgroup"
 
-    def __init__(self, base: Path) -> None:
-        self.dir = base / f"referee-{os.getpid()}-{next(_counter)}"
-        self.dir.mkdir()
-        self.join_path = str(self.dir / "cgroup.procs")
+    def __init__(self, path: Path) -> None:
+        self.dir = path
+        self.join_path = str(path / "cgroup.procs")
+
+    @classmethod
+    def make(cls, base: Path) -> "CgroupTracker":
+        """A new cgroup under `base`, named after this runner's pid (so an orphan can be told later)."""
+        path = base / f"referee-{os.getpid()}-{next(_counter)}"
+        path.mkdir()
+        return cls(path)
 
     def pids(self) -> list[int]:
         try:
@@ -222,8 +228,9 @@ def cgroup_base() -> Path | None:
     base = _cgroup2_dir()
     if base is None or not os.access(base, os.W_OK):
         return None
+    _sweep_orphans(base)
     try:
-        probe = CgroupTracker(base)
+        probe = CgroupTracker.make(base)
     except OSError:
         return None
     try:
@@ -238,12 +245,31 @@ def cgroup_base() -> Path | None:
         probe.close()
 
 
+def _sweep_orphans(base: Path) -> None:
+    """End what is left in the step cgroups of a runner that died without ending them (SIGKILL, a crash):
+    its agents would otherwise run on; their cgroup names the runner's pid."""
+    for d in base.glob("referee-*-*"):
+        try:
+            pid = int(d.name.split("-")[1])
+        except ValueError:
+            continue
+        if pid == os.getpid() or _proc_stat(pid) is not None:
+            continue
+        orphan = CgroupTracker(d)
+        orphan.kill_all()
+        orphan.close()
+
+
 def new_tracker(fallback: str, *, uid: int | None = None, gid: int | None = None) -> Tracker:
-    """A tracker for one step: a cgroup where possible, else the uid (`fallback="uid"`) or the session."""
+    """A tracker for one step: a cgroup where possible, else the uid (`fallback="uid"`) or the session.
+
+    >>> t = new_tracker("session"); t.kind in ("cgroup", "session"), t.pids(); t.close()
+    (True, [])
+    """
     base = cgroup_base()
     if base is not None:
         try:
-            return CgroupTracker(base)
+            return CgroupTracker.make(base)
         except OSError:
             pass
     if fallback == "uid" and uid is not None and gid is not None:

@@ -151,6 +151,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     interrupted = False
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
+    acting: Path | None = None  # the agent folder of the step in flight
     try:
         no_app = nullcontext(SimpleNamespace(url=None))
         with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else no_app as app:
@@ -167,7 +168,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page
                 take_captures(store, before_captures(plan, step.id), step.id, "before", base_ctx)
-                agent_dir = store.agent_dir(step.id)
+                agent_dir = acting = store.agent_dir(step.id)
                 # in the agent's own folder: the only place of the run directory it may write
                 claim_file = agent_dir / CLAIM_NAME
                 run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=agent_dir,
@@ -175,6 +176,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                               page=actor.page, cdp_url=getattr(actor, "cdp_url", None))
                 result: ActorResult = actor.perform(run)  # every agent process has ended when it returns
                 foreign = actor.sandbox.seal(agent_dir) if actor.sandbox is not None else []
+                acting = None
                 claim, why = read_claim(claim_file)
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
@@ -202,6 +204,11 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             except Exception:
                 pass
             if actor.sandbox is not None:
+                if acting is not None:  # interrupted mid-step: its folder must not stay the agent's either
+                    try:
+                        actor.sandbox.seal(acting)
+                    except OSError:
+                        pass
                 actor.sandbox.close()
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)

@@ -84,7 +84,8 @@ class RunStore:
 
     def add_agent_output(self, step_id: str, stdout: bytes | None, stderr: bytes | None) -> None:
         """Write the agent's stdout and stderr (their last 1 MB, as the runner kept them) into its folder
-        as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names."""
+        as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names (an
+        empty output leaves no file; the manifest's `stdout_bytes` says 0)."""
         from referee.runner.agentproc import write_output
 
         root = self.agent_dir(step_id)
@@ -92,6 +93,8 @@ class RunStore:
             if data is None:
                 continue
             path = write_output(root, name, data)
+            if not data:
+                continue
             # the agent's words, so `agent`: the auditor never reads them as the runner's observation
             self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
 
