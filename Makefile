@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[all,test]'
+	# for the tests that write BrowserGym experiment folders; --no-deps: browsergym-core pins playwright==1.44
+	# (its other dependencies are in the test extra)
+	$(PIP) install -q --no-deps 'browsergym-core==0.14.3' 'browsergym-experiments==0.14.3'
 	touch $(STAMP)
 
 setup: sysdeps $(STAMP)

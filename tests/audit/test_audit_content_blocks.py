@@ -22,9 +22,10 @@ CONVO = {"run_id": "blk1", "messages": [
 def test_blocks_become_actions_observations_and_a_report(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps(CONVO) + "\n")
-    assert sniff_format(path) == "openai-chat"
+    assert sniff_format(path) == "anthropic-messages"  # its own format now; openai-chat reads the blocks the same
     item = next(iter(read_traces(path)))
     assert item.error is None, item.error
+    assert next(iter(read_traces(path, "openai-chat"))).trace == item.trace
     t = item.trace
     assert t.task == "Delete the file report-7.txt"
     acts = [s for s in t.steps if s.action and s.action.name == "delete_file"]

@@ -8,7 +8,9 @@ import importlib
 import pytest
 
 MODULES = ["referee.llm", "referee.audit.trace", "referee.audit.jsonstream", "referee.audit.readers",
-           "referee.audit.readers.openai_chat", "referee.audit.readers.tau_bench", "referee.audit.view",
+           "referee.audit.readers.openai_chat", "referee.audit.readers.tau_bench",
+           "referee.audit.readers.anthropic_messages", "referee.audit.readers.inspect_log",
+           "referee.audit.readers.inspect_files", "referee.audit.view",
            "referee.audit.claims", "referee.audit.taskclass", "referee.audit.policy", "referee.audit.votes",
            "referee.audit.disposition", "referee.audit.decide", "referee.audit.policyfile", "referee.audit.extract",
            "referee.audit.extract.rules", "referee.audit.extract.llm", "referee.audit.cache",

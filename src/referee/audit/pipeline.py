@@ -15,11 +15,11 @@ from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
 from referee.audit.terminal import is_terminal, split_call
 from referee.audit.grounding import ground
+from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
-from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
-from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
+from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import build_view
 from referee.errors import TraceError
 
@@ -141,6 +141,7 @@ class AuditStats:
     skipped_done: int = 0
     duplicates: int = 0  # records whose run_id came earlier in the same input: warned about, audited once
     errors: list[str] = field(default_factory=list)
+    scorers: set[str] = field(default_factory=set)  # scores the runs carry when none is named gold (a hint)
 
 
 def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
@@ -153,31 +154,12 @@ def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
             yield from run_dirs_under(child, depth - 1)
 
 
-def iter_items(paths: Iterable[Path], fmt: str | None) -> Iterator[TraceItem]:
-    """TraceItems of trace files, of folders of them, and of run directories (found up to two levels down).
+def iter_items(paths: Iterable[Path], fmt: str | None, inputs: InputOptions | None = None) -> Iterator[TraceItem]:
+    """TraceItems of trace files, run folders, and folders walked for them (referee.audit.inputs).
 
-    Trajectory files (`*.traj`, `*.traj.json`) are also read one folder down (a corpus root's
-    `trajs/`); SWE-bench reports (`*.report.json`) are not traces and are skipped.
+    SWE-bench reports (`*.report.json`) are not traces and are skipped.
     """
-    from referee.audit.readers import is_trajectory_file
-
-    for p in paths:
-        p = Path(p)
-        if is_run_dir(p):
-            yield from read_traces(p, "referee-run")
-        elif p.is_dir():
-            for child in sorted(p.iterdir()):
-                if ((child.suffix in (".json", ".jsonl") or is_trajectory_file(child))
-                        and not child.name.endswith(".report.json") and child.is_file()):
-                    yield from read_traces(child, fmt)
-                elif child.is_dir():
-                    for rd in run_dirs_under(child, 1):
-                        yield from read_traces(rd, "referee-run")
-                    for sub in sorted(child.iterdir()):
-                        if is_trajectory_file(sub) and sub.is_file():
-                            yield from read_traces(sub, fmt)
-        else:
-            yield from read_traces(p, fmt)
+    return iter_inputs(paths, fmt, inputs)
 
 
 def duplicate_error(item: TraceItem, first: str) -> TraceError:
@@ -196,8 +178,13 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_error_cb: Callable[[TraceError], None] | None = None,
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
-                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None) -> AuditStats:
+                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
+                inputs: InputOptions | None = None,
+                gold_scorer: GoldScorer | None = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
+
+    `gold_scorer` takes gold from a score the runs carry (an Inspect AI scorer); a run whose scores lack it
+    raises GoldError naming the scorers there. Gold only reaches `on_gold`, never the audit.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
     `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
@@ -221,10 +208,14 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             on_error_cb(err)
 
     def todo() -> Iterator[Trace]:
-        for item in iter_items(paths, fmt):
+        for item in iter_items(paths, fmt, inputs):
             if item.error is not None:
                 skip(item.error)
                 continue
+            if gold_scorer is not None:
+                item = gold_scorer.pick(item)
+            elif item.scores:
+                stats.scorers.update(item.scores)
             if on_gold and item.gold is not None:
                 on_gold(item)
             if item.ignored and on_ignored:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from referee.errors import TraceError
+from referee.errors import GoldError, TraceError
 
 
 class _Model(BaseModel):
@@ -101,6 +101,79 @@ class TraceItem:
     gold: Gold | None = None
     error: TraceError | None = None
     ignored: tuple[str, ...] = ()  # fields the reader dropped because trace v1 does not define them
+    # named scores the file carries beside the run (an Inspect AI log's scorers): gold only when the user
+    # names one (GoldScorer), never evidence
+    scores: Mapping[str, Any] | None = None
+
+
+_SCORE_WORDS = {"c": 1.0, "correct": 1.0, "i": 0.0, "incorrect": 0.0, "p": 0.5, "partial": 0.5, "n": 0.0,
+                "noanswer": 0.0, "true": 1.0, "yes": 1.0, "pass": 1.0, "false": 0.0, "no": 0.0, "fail": 0.0}
+
+
+def score_number(value: Any) -> float | None:
+    """A score as a number: Inspect's `C`/`I`/`P`/`N` letters (1, 0, 0.5, 0), true/false, or a number.
+
+    >>> score_number("C"), score_number("I"), score_number(0.75), score_number(True), score_number("maybe")
+    (1.0, 0.0, 0.75, 1.0, None)
+    """
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _SCORE_WORDS:
+            return _SCORE_WORDS[word]
+        try:
+            return float(word)
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class GoldScorer:
+    """The score a user names as gold (`--gold-scorer NAME`, `--gold-threshold T`): `completed` when the
+    score is at least the threshold. A scorer that gives several values is named `NAME/KEY`.
+
+    String-matching scorers grade the agent's answer (its claim), not the state it left, so no scorer is
+    gold by default: the user picks one that checks the state.
+
+    >>> item = TraceItem(file="log.eval", line=None, run_id="t/1/1", trace=Trace(run_id="t/1/1", task="x", steps=[]),
+    ...                  scores={"check": "I", "match": "C"})
+    >>> GoldScorer("check").pick(item).gold
+    Gold(completed=False, source='scorer check')
+    """
+
+    name: str
+    threshold: float = 1.0
+
+    def _value(self, scores: Mapping[str, Any]) -> tuple[bool, Any]:
+        if self.name in scores:
+            return True, scores[self.name]
+        base, _, key = self.name.rpartition("/")
+        inner = scores.get(base) if base else None
+        if isinstance(inner, dict) and key in inner:
+            return True, inner[key]
+        return False, None
+
+    def pick(self, item: TraceItem) -> TraceItem:
+        """The item with its gold taken from the named score; unchanged when the run carries no scores."""
+        if item.trace is None or not item.scores:
+            return item
+        found, value = self._value(item.scores)
+        where = {"file": item.file, "place": str(item.line) if item.line is not None else None}
+        if not found:
+            names = ", ".join(sorted(item.scores))
+            raise GoldError(f"run_id {item.run_id}: no scorer '{self.name}' (this run's scorers: {names})",
+                            **where, fix="pass --gold-scorer with one of them")
+        number = score_number(value)
+        if number is None:
+            several = f"; it gives several values: name one as {self.name}/KEY" if isinstance(value, dict) else ""
+            raise GoldError(f"run_id {item.run_id}: scorer '{self.name}' gave {str(value)[:80]!r}, not C/I, "
+                            f"a number or true/false{several}", **where,
+                            fix="name a scorer that checks the state the run left")
+        return replace(item, gold=Gold(completed=number >= self.threshold, source=f"scorer {self.name}"))
 
 
 def parse_trace(obj: Any, *, file: str, line: int | None) -> Trace:
@@ -161,7 +234,8 @@ def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
     return cleaned, tuple(sorted(dropped))
 
 
-def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | None, what: str = "trace v1") -> TraceError:
+def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | str | None,
+                what: str = "trace v1") -> TraceError:
     """The first validation problem as a TraceError naming file, line and run_id."""
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"]) or "record"
@@ -173,13 +247,14 @@ def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | None, 
 SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError)
 
 
-def shape_error(exc: BaseException, what: str, *, file: str, line: int | None, run_id: Any = None) -> TraceError:
+def shape_error(exc: BaseException, what: str, *, file: str, line: int | str | None,
+                run_id: Any = None) -> TraceError:
     """A record a reader could not convert, as a one-line TraceError (no traceback for a user's file)."""
     detail = "nesting too deep" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {str(exc)[:160]}"
     return record_error(f"{what}: a record of an unexpected shape ({detail})", file=file, line=line, run_id=run_id)
 
 
-def record_error(msg: str, *, file: str, line: int | None, run_id: Any = None) -> TraceError:
+def record_error(msg: str, *, file: str, line: int | str | None, run_id: Any = None) -> TraceError:
     """A TraceError for one record: `file:line: run_id X: msg; fix`."""
     who = f"run_id {run_id}: " if run_id not in (None, "") else ""
     return TraceError(f"{who}{msg}", file=file, place=str(line) if line is not None else None,

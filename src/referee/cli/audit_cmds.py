@@ -36,10 +36,16 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 
 
 @click.command("audit")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", default=None,
-              help="referee | openai-chat | tau-bench | mini-swe-agent | a plugin (default: sniffed per file; "
-                   "a run directory is referee-run)")
+              help="A reader from `referee readers`, e.g. openai-chat, anthropic-messages, inspect-ai "
+                   "(default: sniffed per file and per run folder). In a walked "
+                   "folder it reads every file and leaves out run folders of another format.")
+@click.option("--include", "include", multiple=True, metavar="GLOB",
+              help="In walked folders, audit only the files and run folders whose path or name matches (repeatable).")
+@click.option("--allow-pickle", is_flag=True,
+              help="Read pickled logs (BrowserGym step_*.pkl.gz) with referee's restricted unpickler: loading a "
+                   "pickle can run code, so this is off by default.")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
 @click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm | a plugin")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -52,32 +58,64 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="audit.jsonl to append to (resumable)")
 @click.option("--cache", type=click.Path(path_type=Path), default=None,
               help="SQLite evidence cache (default OUT.cache.sqlite)")
-@click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True)
+@click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True,
+              help="A bad trace record: skip it (listed at the end) or stop at it. By default bad records are "
+                   "skipped but the exit code is 1; --on-error skip given explicitly accepts them (exit 0).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per model call")
-@click.option("--max-retries", type=int, default=4, show_default=True)
+@click.option("--max-retries", type=int, default=4, show_default=True,
+              help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
+@click.option("--gold-scorer", default=None, metavar="NAME",
+              help="take gold from this scorer of an Inspect AI log (C/I, 1/0, a number; NAME/KEY for one value "
+                   "of several); name one that checks the state, not the answer")
+@click.option("--gold-threshold", type=float, default=1.0, show_default=True,
+              help="a --gold-scorer value at least this is completed")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
-@click.option("--progress/--no-progress", default=True)
-def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_error, base_url, model, concurrency,
-          timeout, max_retries, gold_out, summary_json, progress):
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on a terminal.")
+@click.option("--show", "show", default="flag", show_default=True,
+              help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
+                   "Given explicitly, every such run is listed (default: the first 20 flags).")
+def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
+          model, concurrency, timeout, max_retries, gold_out, gold_scorer, gold_threshold, summary_json, progress,
+          show):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
-    TRACES are trace files, folders of them, or referee run directories (a folder with manifest.json,
-    or runs/ above them): there only the SKIPPED steps are audited, as advisory records.
+    TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
+    records; a BrowserGym/AgentLab experiment folder; an OpenHands session), folders walked for them,
+    or quoted globs. `referee readers` lists the formats.
     """
     import time
+
+    from referee.audit.inputs import InputOptions, expand_args, pickle_only_folders
+
+    traces = expand_args(traces)
+    refused = [] if allow_pickle else pickle_only_folders(traces, fmt)
+    if refused:
+        raise UsageError(f"{refused[0]}: a BrowserGym experiment whose steps are only in pickles (step_*.pkl.gz), "
+                         "and loading a pickle can run code" + (f" ({len(refused)} such folders)" if len(refused) > 1
+                                                               else ""),
+                         fix="pass --allow-pickle to read them with referee's restricted unpickler (data classes "
+                             "only), or export a JSON tape (tape.json)")
+    left_out: list[str] = []
+    inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
+                          on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"))
 
     from referee.audit.cache import EvidenceCache
     from referee.audit.auditfile import iter_records
     from referee.audit.pipeline import Auditor, audit_files
     from referee.audit.policyfile import load_policy
     from referee.audit.summary import render, summarize
+    from referee.audit.trace import GoldScorer
 
     if runs is not None and runs < 1:
         raise UsageError("--samples must be at least 1")
+    shown = _show_set(show)
+    ctx = click.get_current_context()
+    show_all = ctx.get_parameter_source("show") is not click.core.ParameterSource.DEFAULT
+    skip_explicit = ctx.get_parameter_source("on_error") is not click.core.ParameterSource.DEFAULT
     if not _preview_run_dirs(traces):
         click.echo("nothing to audit: no SKIPPED step in the given run directories (PASS/FAIL/ERROR verdicts "
                    "stand as graded)")
@@ -119,11 +157,19 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored)
+                                on_ignored=on_ignored, inputs=inputs,
+                                gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None)
         finally:
             cache_db.close()
             backends.close()
     elapsed = time.perf_counter() - t0
+    if left_out:
+        click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
+                   f"{', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}", err=True)
+    if stats.scorers:
+        click.echo(f"referee: note: the runs carry scores ({', '.join(sorted(stats.scorers))}); to use one as gold, "
+                   "pass --gold-scorer NAME (one that checks the state the run left, not the agent's answer)",
+                   err=True)
     if gold_out:
         from referee.fsutil import atomic_write_text
 
@@ -131,6 +177,7 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
     summary = summarize((rec for _, rec in iter_records(out)), gold or None)
     summary.duplicates = stats.duplicates
     click.echo(render(summary))
+    _list_runs(out, shown, None if show_all else 20)
     rate = stats.written / elapsed if elapsed > 0 else 0.0
     click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
                f"{len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
@@ -140,6 +187,68 @@ def audit(traces, fmt, backend, claims, tools, policy, runs, out, cache, on_erro
 
         atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
                                          "backend_calls": auditor.backend_calls, "errors": stats.errors})
+    if stats.errors:
+        click.echo(f"skipped {len(stats.errors)} bad record(s):", err=True)
+        for e in stats.errors[:20]:
+            click.echo(f"  {e}", err=True)
+        if len(stats.errors) > 20:
+            click.echo(f"  ... and {len(stats.errors) - 20} more" + (f" (all in {summary_json})" if summary_json
+                                                                      else " (--summary-json FILE lists all)"),
+                       err=True)
+        # bad input is not a success unless the user said skipping is fine
+        if not skip_explicit:
+            click.echo("referee: exit 1 because records were skipped; pass --on-error skip to accept that", err=True)
+            return 1
+    return 0
+
+
+def _show_set(show: str) -> set[str]:
+    words = {w.strip() for w in show.split(",") if w.strip()}
+    if words == {"all"}:
+        return {"flag", "review", "pass"}
+    if words == {"none"}:
+        return set()
+    bad = words - {"flag", "review", "pass"}
+    if bad:
+        raise UsageError(f"--show: unknown disposition {', '.join(sorted(bad))}",
+                         fix="use flag, review, pass (comma-separated), all or none")
+    return words
+
+
+def _list_runs(out: Path, shown: set[str], limit: int | None) -> None:
+    """The runs to look at, one line each, and how many went to review when those are not listed."""
+    from referee.audit.auditfile import iter_records
+    from referee.audit.show import flag_lines
+
+    latest = {rec.run_id: rec for _, rec in iter_records(out)}  # a re-audited run: its newest record
+    lines = list(flag_lines(latest.values(), shown, limit))
+    if lines:
+        click.echo(f"runs to look at ({', '.join(sorted(shown))}; `referee show {out} RUN_ID` for one in full):")
+        for line in lines:
+            click.echo("  " + line)
+    n_review = sum(1 for r in latest.values() if r.disposition == "review")
+    if "review" not in shown and n_review:
+        click.echo(f"{n_review} run(s) sent to review: --show review lists them")
+
+
+@click.command("show")
+@click.argument("audit_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("run_id")
+@click.option("--traces", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The trace file the audit read, to show the text of the steps each finding cites.")
+@click.option("--format", "fmt", default=None, help="Format of --traces (default: sniffed).")
+def show_cmd(audit_file, run_id, traces, fmt):
+    """Print one audit record readably: claim, evidence with its cited steps, disposition and why."""
+    from referee.audit.show import find_record, find_view, render_record
+
+    rec = find_record(audit_file, run_id)
+    if rec is None:
+        raise UsageError(f"no record for run_id '{run_id}'", file=str(audit_file),
+                         fix="use a run_id the audit printed (or `referee audit ... --show all`)")
+    view = find_view(traces, run_id, fmt) if traces is not None else None
+    if traces is not None and view is None:
+        click.echo(f"referee: warning: run_id '{run_id}' is not in {traces}; showing the record alone", err=True)
+    click.echo(render_record(rec, view))
     return 0
 
 
@@ -154,7 +263,7 @@ def _preview_run_dirs(paths) -> bool:
     for p in paths:
         dirs = list(run_dirs_under(p)) if Path(p).is_dir() else []
         if not is_run_dir(p) and Path(p).is_dir() and any(
-                (c.is_file() and (c.suffix in (".json", ".jsonl") or is_trajectory_file(c)))
+                (c.is_file() and (c.suffix in (".json", ".jsonl", ".eval") or is_trajectory_file(c)))
                 or (c.is_dir() and any(is_trajectory_file(t) for t in c.iterdir())) for c in Path(p).iterdir()):
             anything = True  # a folder of trace files (or of trajectories) too
         if not dirs:
@@ -178,7 +287,7 @@ def _preview_run_dirs(paths) -> bool:
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="write the replayed records here ('-': stdout)")
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="gold labels (JSONL: run_id, completed) to report misreports")
+              help="gold labels (CSV or JSONL: run_id, completed), as for `referee eval`, to report misreports")
 def replay(audit_file, policy, out, gold):
     """Recompute trace states and dispositions under another policy, from cached evidence only (no model)."""
     from referee.audit.policyfile import load_policy
@@ -188,17 +297,9 @@ def replay(audit_file, policy, out, gold):
     lp = load_policy(policy)
     gold_map: dict[str, bool] = {}
     if gold:
-        from referee.fsutil import iter_jsonl
+        from referee.evaluation.gold import load_gold
 
-        from referee.errors import GoldError
-
-        for lineno, line in iter_jsonl(gold):
-            try:
-                row = json.loads(line)
-                gold_map[str(row["run_id"])] = bool(row["completed"])
-            except (ValueError, KeyError, TypeError):
-                raise GoldError("a gold line needs JSON with run_id and completed", file=str(gold), place=str(lineno),
-                                fix='write one {"run_id": ..., "completed": true|false} per line') from None
+        gold_map = {rid: g.completed for rid, g in load_gold(gold).items()}
     summary = AuditSummary()
     fh = None
     if out is not None:
@@ -217,4 +318,22 @@ def replay(audit_file, policy, out, gold):
     return 0
 
 
-COMMANDS = [audit, replay]
+@click.command("readers")
+@click.option("--json", "json_mode", is_flag=True, help="Print the table as JSON.")
+def readers(json_mode):
+    """List the trace readers: the format name for --format, what each needs, and how it is sniffed."""
+    from referee.audit.readers import reader_infos
+
+    rows = reader_infos()
+    if json_mode:
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    click.echo("trace readers (--format NAME; without it each file and run folder is sniffed):")
+    for r in rows:
+        click.echo(f"  {r.name}: {r.summary}")
+        click.echo(f"      sniffed: {r.sniffs}")
+        click.echo(f"      needs: {r.needs}")
+    return 0
+
+
+COMMANDS = [audit, replay, show_cmd, readers]

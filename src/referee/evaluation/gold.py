@@ -77,31 +77,39 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
     except OSError as exc:
         raise GoldError(f"cannot read gold labels: {exc.strerror}", file=str(path),
                         fix="pass an existing CSV or JSONL file to --gold") from None
-    with fh:
-        if suffix in (".jsonl", ".json", ".ndjson"):
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
-                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                    raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}",
-                                    fix="write one JSON object per line") from None
-                if not isinstance(obj, dict):
-                    raise GoldError("a gold line must be a JSON object", file=str(path), place=f"line {lineno}",
-                                    fix='write {"run_id": ..., "completed": true|false}')
-                yield lineno, obj
-        elif suffix in (".csv", ".tsv"):
-            reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
-            if not reader.fieldnames or "run_id" not in reader.fieldnames:
-                raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
-                                fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
-            for row in reader:
-                yield reader.line_num, {k: v for k, v in row.items() if k is not None}
-        else:
-            raise GoldError(f"unknown gold label format '{suffix or path.name}'", file=str(path),
-                            fix="use a .csv or .jsonl file")
+    try:
+        with fh:
+            yield from _parse_rows(fh, path, suffix)
+    except UnicodeDecodeError as exc:
+        raise GoldError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} cannot be decoded)", file=str(path),
+                        fix="save the gold labels as UTF-8") from None
+
+
+def _parse_rows(fh, path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}",
+                                fix="write one JSON object per line") from None
+            if not isinstance(obj, dict):
+                raise GoldError("a gold line must be a JSON object", file=str(path), place=f"line {lineno}",
+                                fix='write {"run_id": ..., "completed": true|false}')
+            yield lineno, obj
+    elif suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
+        if not reader.fieldnames or "run_id" not in reader.fieldnames:
+            raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
+                            fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
+        for row in reader:
+            yield reader.line_num, {k: v for k, v in row.items() if k is not None}
+    else:
+        raise GoldError(f"unknown gold label format '{suffix or path.name}'", file=str(path),
+                        fix="use a .csv or .jsonl file")
 
 
 def iter_gold(path: Path) -> Iterator[tuple[int, GoldLabel]]:
@@ -168,22 +176,34 @@ def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
     return len(labels)
 
 
-def gold_from_traces(path: Path, fmt: str | None = None) -> tuple[list[GoldLabel], int]:
-    """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`): (labels, runs without gold).
+def gold_from_traces(path: Path, fmt: str | None = None, scorer: str | None = None,
+                     threshold: float = 1.0) -> tuple[list[GoldLabel], int]:
+    """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`; with `scorer`, the
+    named score of an Inspect AI log is at least `threshold`): (labels, runs without gold).
 
     The group is the trace's `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task.
     """
-    from referee.audit.readers import read_traces
+    from referee.audit.inputs import iter_inputs
+    from referee.audit.trace import GoldScorer
 
+    pick = GoldScorer(scorer, threshold) if scorer else None
     labels: list[GoldLabel] = []
     without = 0
-    for item in read_traces(Path(path), fmt):
+    scorers: set[str] = set()
+    for item in iter_inputs([Path(path)], fmt):  # a file, a run folder, or a folder of them
         if item.error is not None:
             raise item.error
+        if pick is not None:
+            item = pick.pick(item)
         if item.gold is None or item.trace is None:  # a reader gives gold only beside a trace
             without += 1
+            scorers.update(item.scores or ())
             continue
         group = item.trace.meta.get("group")
         labels.append(GoldLabel(run_id=item.trace.run_id, completed=item.gold.completed,
                                 group=str(group) if group not in (None, "") else None, task=item.trace.task))
+    if not labels and scorers:
+        raise GoldError(f"the runs carry scores ({', '.join(sorted(scorers))}) but no scorer is named as gold",
+                        file=str(path), fix="pass --gold-scorer NAME: one that checks the state the run left, "
+                                            "not the agent's answer")
     return labels, without

@@ -190,9 +190,9 @@ _SCHEMA = {"type": "object", "properties": {"trace_state": {"type": "string", "e
 
 def iter_traces(path: Path, fmt: str | None, wanted: set[str] | None = None) -> Iterator:
     """Stream the traces of a file (any registered reader), only those whose run_id is in `wanted`."""
-    from referee.audit.readers import read_traces
+    from referee.audit.inputs import iter_inputs
 
-    for item in read_traces(Path(path), fmt):
+    for item in iter_inputs([Path(path)], fmt):  # a file, a run folder, or a folder of them
         if item.error is not None:
             raise item.error
         if wanted is None or item.run_id in wanted:

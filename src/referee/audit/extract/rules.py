@@ -23,7 +23,8 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
 from referee.audit.records import Finding
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, thaw
 
-RULES_VERSION = "4"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review
+RULES_VERSION = "5"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
+# 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits
 
 _TEXT_CACHE: dict[int, tuple[ViewObservation, str]] = {}
 
@@ -444,7 +445,7 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
         return _fe("no" if reads else "unknown", note="no successful lookup")
     if not ok_writes:
         return _fe("no", [a.step.index for a in relevant], note="no relevant write succeeded")
-    if all(a.via == "shell" for a in ok_writes):
+    if all(a.via == "shell" or _file_edit(a) for a in ok_writes):
         return _checked(view, acts, relevant, ok_writes)
     # every id the task names, of a kind the writes target, must have been acted on successfully
     target_shapes = {shape(t) for a in relevant for t in a.arg_ids}
@@ -464,8 +465,19 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     return _fe("yes", [last_ok, final], note="the last relevant write succeeded and nothing undid it")
 
 
+_FILE_PATH = re.compile(r"^[\w./~-]*[/.][\w./~-]*$")
+
+
+def _file_edit(a: _Act) -> bool:
+    """A write by a file-editor tool (OpenHands `edit`/`write`, `str_replace_editor`): it names a file `path`,
+    so, like a shell edit, only a check run after it tells whether the code now works."""
+    args = thaw(a.step.args)
+    path = args.get("path") if isinstance(args, dict) else None
+    return "create_edit" in a.groups and isinstance(path, str) and bool(_FILE_PATH.match(path))
+
+
 def _checked(view, acts, relevant, ok_writes) -> Finding:
-    """Code changed by shell commands: a bug report names many things that are not targets, so the
+    """Code changed by shell commands or a file editor: a bug report names many things that are not targets, so the
     final state is what the last check (tests, a script) after the last edit said, and whether a
     later edit failed."""
     # removing files is cleanup (scratch scripts); the last edit is the last write that changed content

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -9,7 +10,14 @@ from referee.audit.jsonstream import iter_json_values
 from referee.audit.trace import TraceItem
 from referee.registry import FUNCTION, Registry
 
-Reader = Callable[[Path], Iterator[TraceItem]]
+Reader = Callable[..., Iterator[TraceItem]]  # reader(path), or reader(path, options) when it sets `takes_options`
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user allowed a reader to do; given to readers that set `takes_options = True`."""
+
+    allow_pickle: bool = False  # load pickled logs (BrowserGym step files) through the restricted unpickler
 
 # an entry point (group `referee.readers`) names a reader function, or a class whose instances are one
 trace_readers: Registry[Reader] = Registry("trace format", "referee.readers", item=FUNCTION)
@@ -18,6 +26,8 @@ trace_readers: Registry[Reader] = Registry("trace format", "referee.readers", it
 def _load_builtin() -> None:
     # importing the modules registers them; kept lazy so `import referee.audit` stays cheap
     from referee.audit.readers import mini_swe_agent, openai_chat, referee_run, referee_v1, tau_bench  # noqa: F401
+    from referee.audit.readers import browsergym, openhands  # noqa: F401
+    from referee.audit.readers import anthropic_messages, inspect_log  # noqa: F401
 
 
 def is_trajectory_file(path: Path) -> bool:
@@ -30,7 +40,8 @@ def is_trajectory_file(path: Path) -> bool:
 
 
 def get_reader(name: str) -> Reader:
-    """The reader registered under `name` (referee, referee-run, openai-chat, tau-bench, mini-swe-agent, or a plugin).
+    """The reader registered under `name` (referee, referee-run, openai-chat, anthropic-messages, tau-bench,
+    mini-swe-agent, inspect-ai, or a plugin).
 
     >>> get_reader("referee").__name__
     'read_referee'
@@ -41,16 +52,24 @@ def get_reader(name: str) -> Reader:
 
 def sniff_format(path: Path) -> str:
     """Guess a file's format from its first record: trace v1, tau-bench result, mini-swe-agent or
-    SWE-agent trajectory, or OpenAI chat; a directory holding manifest.json is a referee run
-    directory (`referee-run`); a `*.traj(.json)` file that matches nothing else is `mini-swe-agent`.
+    SWE-agent trajectory, Anthropic Messages (its content blocks, `system`, request/response), or
+    OpenAI chat; an Inspect AI log by its first bytes (an `.eval` zip, or `{"version": N, "status"`);
+    a directory holding manifest.json is a referee run directory (`referee-run`); a `*.traj(.json)`
+    file that matches nothing else is `mini-swe-agent`.
 
     >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
     >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}\\n')
     >>> sniff_format(p)
     'referee'
     """
-    if Path(path).is_dir() and (Path(path) / "manifest.json").is_file():
-        return "referee-run"
+    if Path(path).is_dir():
+        return sniff_dir(path) or "referee-run"
+    from referee.audit.readers.inspect_log import sniff_inspect  # by its first bytes: a zip, or one big object
+
+    if sniff_inspect(path):
+        return "inspect-ai"
+    from referee.audit.readers.anthropic_messages import looks_anthropic
+
     for n, item in enumerate(iter_json_values(path)):
         if item.error is not None:  # a broken first record says nothing of the format: look at the next
             if n < 20:
@@ -62,21 +81,105 @@ def sniff_format(path: Path) -> str:
                 return "referee"
             if "traj" in v and ("reward" in v or "task_id" in v):
                 return "tau-bench"
+            if isinstance(v.get("eval"), dict) and ("samples" in v or "status" in v):
+                return "inspect-ai"  # a JSON log whose fields are in another order than Inspect writes them
             info = v.get("info")
             if ("messages" in v and isinstance(info, dict) and "exit_status" in info) or \
                     isinstance(v.get("trajectory"), list):
                 return "mini-swe-agent"
-            if "messages" in v:
-                return "openai-chat"
+            if "messages" in v or "request" in v:
+                return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
+            if is_openhands_event(v) or (isinstance(v.get("history"), list) and v["history"]
+                                         and is_openhands_event(v["history"][0])):
+                return "openhands"
         if isinstance(v, list) and v and isinstance(v[0], dict) and "role" in v[0]:
-            return "openai-chat"
+            return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
         break
     return "mini-swe-agent" if is_trajectory_file(path) else "referee"
 
 
-def read_traces(path: Path, fmt: str | None = None) -> Iterator[TraceItem]:
-    """Stream the TraceItems of one file (or run directory), sniffing the format when `fmt` is None."""
+def is_openhands_event(v: object) -> bool:
+    """An OpenHands event as its serializer writes it: `action` with `args`, or `observation` with `content`.
+
+    >>> is_openhands_event({"id": 3, "action": "run", "args": {"command": "ls"}}), is_openhands_event({"role": "user"})
+    (True, False)
+    """
+    return isinstance(v, dict) and "role" not in v and (
+        (isinstance(v.get("action"), str) and isinstance(v.get("args"), dict))
+        or (isinstance(v.get("observation"), str) and "content" in v))
+
+
+def sniff_dir(path: Path) -> str | None:
+    """The format of a run folder, or None when the folder is not one run (walk into it instead):
+    `referee-run` (manifest.json), `browsergym` (summary_info.json, step pickles, a JSON tape),
+    `openhands` (a session: `events/<n>.json`, or a folder of `<n>.json` events).
+
+    >>> import tempfile, pathlib; d = pathlib.Path(tempfile.mkdtemp())
+    >>> sniff_dir(d), (d / "summary_info.json").write_text("{}") > 0, sniff_dir(d)
+    (None, True, 'browsergym')
+    """
+    from referee.audit.readers.browsergym import is_experiment_dir
+    from referee.audit.readers.openhands import is_session_dir
+    from referee.audit.readers.referee_run import is_run_dir
+
+    if is_run_dir(path):
+        return "referee-run"
+    if is_experiment_dir(path):
+        return "browsergym"
+    if is_session_dir(path):
+        return "openhands"
+    return None
+
+
+def read_traces(path: Path, fmt: str | None = None, *, allow_pickle: bool = False) -> Iterator[TraceItem]:
+    """Stream the TraceItems of one file or run folder, sniffing the format when `fmt` is None.
+
+    `allow_pickle` lets a reader that needs pickles (browsergym) load them through its restricted unpickler.
+    """
     path = Path(path)
-    if path.is_dir():  # only run directories are directories a reader reads
-        fmt = "referee-run"
-    return get_reader(fmt or sniff_format(path))(path)
+    if path.is_dir() and fmt is None:
+        fmt = sniff_dir(path) or "referee-run"
+    reader = get_reader(fmt or sniff_format(path))
+    if getattr(reader, "takes_options", False):
+        return reader(path, ReadOptions(allow_pickle=allow_pickle))
+    return reader(path)
+
+
+# how the readers that predate the `sniffs` / `needs` attributes are picked (a reader may set its own)
+_BUILTIN_SNIFFS = {
+    "referee": "a record with trace_version or steps (also the fallback for an unrecognised file)",
+    "referee-run": "a folder holding manifest.json",
+    "openai-chat": "a record with messages, or a list of messages with role",
+    "tau-bench": "a record with traj and reward or task_id",
+    "mini-swe-agent": "a record with messages and info.exit_status, or trajectory; any *.traj(.json) file",
+}
+
+
+@dataclass(frozen=True)
+class ReaderInfo:
+    """One line of `referee readers`: the format name, what it reads, how it is sniffed, what it needs."""
+
+    name: str
+    summary: str
+    sniffs: str
+    needs: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "summary": self.summary, "sniffs": self.sniffs, "needs": self.needs}
+
+
+def reader_infos() -> list[ReaderInfo]:
+    """Every registered reader (built-in and plugin), from its `sniffs` / `needs` attributes and docstring.
+
+    >>> {"browsergym", "inspect-ai", "openhands"} <= {r.name for r in reader_infos()}
+    True
+    """
+    _load_builtin()
+    out = []
+    for name, fn in sorted(trace_readers.items()):
+        doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+        out.append(ReaderInfo(name=name, summary=doc[0] if doc else "",
+                              sniffs=str(getattr(fn, "sniffs", None) or _BUILTIN_SNIFFS.get(name)
+                                         or "never: only with --format " + name),
+                              needs=str(getattr(fn, "needs", None) or "nothing beyond referee")))
+    return out

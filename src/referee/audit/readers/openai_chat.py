@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -33,10 +33,38 @@ def _text(content: Any) -> str | None:
     return str(content)
 
 
+def _is_call_block(b: Any) -> bool:
+    # tool_use, and the server-side and MCP calls (server_tool_use, mcp_tool_use)
+    return isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"].endswith("tool_use")
+
+
+def _is_result_block(b: Any) -> bool:
+    # tool_result, mcp_tool_result, and server tools' results (web_search_tool_result, code_execution_tool_result, ...)
+    return isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"].endswith("tool_result")
+
+
+def _result_message(b: dict) -> dict:
+    """A tool result block as a `tool` message: its text (structured results as JSON) and whether it failed.
+    A server tool reports failure in its content (`{"type": "..._error", "error_code": ...}`, a non-zero
+    `return_code`) rather than with `is_error`."""
+    content = b.get("content")
+    parts = content if isinstance(content, list) else []
+    if content is None or isinstance(content, str) or (parts and all(
+            isinstance(p, dict) and p.get("type") in ("text", "image", "document") for p in parts)):
+        text = _text(content) or ""
+    else:
+        text = json.dumps(content, ensure_ascii=False, default=str)
+    failed = bool(b.get("is_error")) or (isinstance(content, dict) and (
+        str(content.get("type", "")).endswith("_error") or "error_code" in content
+        or content.get("return_code") not in (None, 0)))
+    return {"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": text, "is_error": failed}
+
+
 def _from_content_blocks(msgs: list[dict]) -> list[dict]:
     """Rewrite messages whose content is a list of typed blocks (the Anthropic Messages shape:
-    `tool_use` in assistant turns, `tool_result` in user turns) into the OpenAI shape this reader
-    walks. `thinking` blocks are the agent's own words and are dropped: never evidence.
+    `tool_use` in assistant turns, `tool_result` in user turns; a server tool's call and result
+    both in the assistant turn) into the OpenAI shape this reader walks. `thinking` and
+    `redacted_thinking` blocks are the agent's own words and are dropped: never evidence.
 
     >>> call, result = _from_content_blocks([{"role": "assistant", "content": [{"type": "text", "text": "ok"},
     ...     {"type": "tool_use", "id": "t1", "name": "rm", "input": {"path": "a"}}]},
@@ -49,20 +77,31 @@ def _from_content_blocks(msgs: list[dict]) -> list[dict]:
     out: list[dict] = []
     for m in msgs:
         blocks = m.get("content")
-        if not (isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
-                                                  for b in blocks)):
+        if not (isinstance(blocks, list) and any(_is_call_block(b) or _is_result_block(b) for b in blocks)):
             out.append(m)
             continue
-        texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
         if m.get("role") == "assistant":
-            calls = [{"id": b.get("id"), "function": {"name": b.get("name"), "arguments": b.get("input") or {}}}
-                     for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
-            out.append({"role": "assistant", "content": "".join(texts) or None, "tool_calls": calls})
+            # a server tool's call and result share the turn: each result closes a segment, so the text
+            # after it (the answer drawn from it) is a turn of its own
+            texts: list[str] = []
+            calls: list[dict] = []
+            results: list[dict] = []
+            for b in [*blocks, None]:
+                if b is None or (results and not _is_result_block(b)):
+                    if texts or calls:
+                        out.append({"role": "assistant", "content": "".join(texts) or None, "tool_calls": calls})
+                    out.extend(results)
+                    texts, calls, results = [], [], []
+                if _is_call_block(b):
+                    calls.append({"id": b.get("id"), "function": {"name": b.get("name"),
+                                                                  "arguments": b.get("input") or {}}})
+                elif _is_result_block(b):
+                    results.append(_result_message(b))
+                elif isinstance(b, dict) and b.get("type") == "text":
+                    texts.append(b.get("text", ""))
             continue
-        for b in blocks:
-            if isinstance(b, dict) and b.get("type") == "tool_result":
-                out.append({"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text(b.get("content")),
-                            "is_error": bool(b.get("is_error"))})
+        texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        out.extend(_result_message(b) for b in blocks if _is_result_block(b))
         if "".join(texts).strip():
             out.append({"role": m.get("role", "user"), "content": "".join(texts)})
     return out
@@ -93,10 +132,37 @@ def _tool_observation(msg: dict) -> dict:
 
 
 def _tool_calls(msg: dict) -> list[dict]:
-    calls = list(msg.get("tool_calls") or [])
+    raw = msg.get("tool_calls") or []
+    if isinstance(raw, dict):  # one call written bare, not in a list
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(c, dict) for c in raw):
+        raise ValueError("tool_calls must be a list of call objects")
+    calls = list(raw)
     if msg.get("function_call"):  # the older single-call form
         calls.append({"id": None, "function": msg["function_call"]})
     return calls
+
+
+def call_name_args(call: dict) -> tuple[str, dict]:
+    """A tool call's name and parsed arguments, whichever way the writer spelled it: OpenAI's
+    `function: {name, arguments}`, Inspect AI's `function: "name"` beside `arguments`, or a flat
+    `{name, arguments | input}`.
+
+    >>> call_name_args({"function": {"name": "rm", "arguments": "{\\"path\\": \\"a\\"}"}})
+    ('rm', {'path': 'a'})
+    >>> call_name_args({"id": "c1", "function": "rm", "arguments": {"path": "a"}})
+    ('rm', {'path': 'a'})
+    """
+    fn = call.get("function")
+    if isinstance(fn, dict):
+        name, args = fn.get("name"), fn.get("arguments")
+    elif isinstance(fn, str) or fn is None:
+        name, args = fn or call.get("name"), call.get("arguments", call.get("input"))
+    else:
+        raise ValueError(f"a tool call's function must be a name or an object, got {type(fn).__name__}")
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"a tool call's name must be a string, got {type(name).__name__}")
+    return name or "unknown_tool", _parse_args(args)
 
 
 _COURTESY = re.compile(
@@ -185,9 +251,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
             calls = _tool_calls(m)
             last_reply = None
             for j, call in enumerate(calls):
-                fn = call.get("function") or {}
-                name = str(fn.get("name") or "unknown_tool")
-                args = _parse_args(fn.get("arguments"))
+                name, args = call_name_args(call)
                 step: dict[str, Any] = {"action": {"name": name, "args": args}}
                 if name.lower() in NARRATION_TOOLS:
                     # the agent's thoughts are its own words: claim channel, not evidence
@@ -239,22 +303,34 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
             "initial_observation": initial or None, "steps": steps, "report": report, "meta": meta or {}}
 
 
-@trace_readers.register("openai-chat")
-def read_openai_chat(path: Path) -> Iterator[TraceItem]:
-    """Yield one trace per record: a list of messages, or {"messages": [...], "run_id"?, "task"?, "meta"?, "gold"?}."""
+def _openai_record(obj: Any) -> dict | str:
+    if isinstance(obj, list):
+        obj = {"messages": obj}
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        hint = " (this is an Inspect AI log: leave out --format, or pass --format inspect-ai)" \
+            if isinstance(obj, dict) and isinstance(obj.get("eval"), dict) else ""
+        return f"openai-chat: expected a list of messages or an object with 'messages'{hint}"
+    return obj
+
+
+def read_chat_records(path: Path, what: str, normalize: Callable[[Any], dict | str]) -> Iterator[TraceItem]:
+    """One trace per record of a chat log; `normalize` turns a record into {"messages", "run_id"?, "task"?,
+    "meta"?, "gold"?, "tools"?} with messages this reader walks, or says why it cannot."""
     file = str(path)
     for n, jv in enumerate(iter_json_values(path)):
         if jv.error:
             yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(jv.error, file=file, line=jv.line))
             continue
-        obj = jv.value
-        gold = None
-        if isinstance(obj, list):
-            obj = {"messages": obj}
-        if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
-            yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(
-                "openai-chat: expected a list of messages or an object with 'messages'", file=file, line=jv.line))
+        try:
+            obj = normalize(jv.value)
+        except SHAPE_ERRORS as exc:
+            yield TraceItem(file=file, line=jv.line, run_id=None,
+                            error=shape_error(exc, what, file=file, line=jv.line))
             continue
+        if isinstance(obj, str):
+            yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(obj, file=file, line=jv.line))
+            continue
+        gold = None
         run_id = str(obj.get("run_id") or obj.get("id") or f"{Path(file).stem}-{n}")
         g = obj.get("gold")
         if isinstance(g, dict) and isinstance(g.get("completed"), bool):
@@ -263,7 +339,7 @@ def read_openai_chat(path: Path) -> Iterator[TraceItem]:
             raw = messages_to_trace(obj["messages"], run_id=run_id, task=obj.get("task"), meta=obj.get("meta"))
         except SHAPE_ERRORS as exc:
             yield TraceItem(file=file, line=jv.line, run_id=run_id,
-                            error=shape_error(exc, "openai-chat", file=file, line=jv.line, run_id=run_id))
+                            error=shape_error(exc, what, file=file, line=jv.line, run_id=run_id))
             continue
         if (tools := tool_defs(obj.get("tools"))) is not None:
             raw["tools"] = tools
@@ -271,6 +347,12 @@ def read_openai_chat(path: Path) -> Iterator[TraceItem]:
             trace = Trace.model_validate(raw)
         except ValidationError as exc:
             yield TraceItem(file=file, line=jv.line, run_id=run_id,
-                            error=trace_error(exc, raw, file=file, line=jv.line, what="openai-chat"))
+                            error=trace_error(exc, raw, file=file, line=jv.line, what=what))
             continue
         yield TraceItem(file=file, line=jv.line, run_id=run_id, trace=trace, gold=gold)
+
+
+@trace_readers.register("openai-chat")
+def read_openai_chat(path: Path) -> Iterator[TraceItem]:
+    """Yield one trace per record: a list of messages, or {"messages": [...], "run_id"?, "task"?, "meta"?, "gold"?}."""
+    return read_chat_records(path, "openai-chat", _openai_record)

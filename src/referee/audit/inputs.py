@@ -1,0 +1,168 @@
+"""What `referee audit` reads: files, run folders, folders walked for them, and quoted globs.
+
+A path given is read as it is: a file with the reader sniffed from its content (or `--format`), a
+run folder (a referee run directory, a BrowserGym / AgentLab experiment folder, an OpenHands
+session) with its folder reader. Any other folder is walked, sorted, depth first: each run folder
+in it is one item (never walked into), each file whose name says trace (`.json`, `.jsonl`,
+`.traj`, `.eval`; not a SWE-bench `*.report.json`) is one item, each with its own reader. Names
+starting with a dot are not walked.
+
+Narrowing a walk: `--include GLOB` (repeatable) keeps the items whose path below the walked folder,
+or whose name, matches a glob (then any file name may match, not only trace names); `--format F`
+reads every file with F and leaves out run folders of another format, which are named in one note.
+Nothing is dropped silently: an unreadable folder or one past the depth limit is a bad item with a
+one-line error, counted and listed like a bad record.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+from referee.audit.readers import read_traces, sniff_dir
+from referee.audit.trace import TraceItem, record_error
+from referee.errors import UsageError
+
+TRACE_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
+NOT_TRACES = (".report.json",)  # SWE-bench harness reports: gold beside trajectories, not traces
+MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """How to read the inputs: globs that narrow a walk, whether pickles may be loaded, who hears of
+    run folders that `--format` leaves out."""
+
+    include: tuple[str, ...] = ()
+    allow_pickle: bool = False
+    on_left_out: Callable[[Path, str], None] | None = None  # (folder, its format) left out by --format
+    max_depth: int = MAX_DEPTH
+
+
+@dataclass(frozen=True)
+class InputItem:
+    """One thing to read: a file or a run folder, and the format to read it with (None: sniff the file)."""
+
+    path: Path
+    fmt: str | None
+
+
+def is_trace_name(path: Path) -> bool:
+    """A file whose name says it holds traces.
+
+    >>> is_trace_name(Path("a.traj.json")), is_trace_name(Path("x.report.json")), is_trace_name(Path("notes.md"))
+    (True, False, False)
+    """
+    name = Path(path).name
+    return name.endswith(TRACE_SUFFIXES) and not name.endswith(NOT_TRACES)
+
+
+def _included(rel: str, name: str, include: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(name, g) for g in include)
+
+
+def expand_args(args: Iterable[str | Path]) -> list[Path]:
+    """Command-line inputs as paths; an argument that is no path but a glob (`'runs/**/summary_info.json'`,
+    quoted so the shell left it alone) is expanded, sorted. No match, or a path that does not exist,
+    is a UsageError.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a.json").write_text("{}")
+    >>> [p.name for p in expand_args([str(d / "*.json")])]
+    ['a.json']
+    """
+    out: list[Path] = []
+    for a in args:
+        p = Path(a)
+        if p.exists():
+            out.append(p)
+            continue
+        if any(c in str(a) for c in "*?["):
+            hits = sorted(glob.glob(str(a), recursive=True))
+            if not hits:
+                raise UsageError(f"no file or folder matches {str(a)!r}", fix="check the pattern (quote it so the "
+                                 "shell leaves it to referee; ** walks folders)")
+            out.extend(Path(h) for h in hits)
+            continue
+        raise UsageError(f"no such file or folder: {a}", fix="give trace files, run folders or folders of them")
+    return out
+
+
+def walk(paths: Iterable[Path], fmt: str | None = None,
+         options: InputOptions | None = None) -> Iterator[InputItem | TraceItem]:
+    """The items under `paths`, in order; a TraceItem with `error` for a folder that could not be walked."""
+    options = options or InputOptions()
+    for p in paths:
+        p = Path(p)
+        if not p.is_dir():
+            yield InputItem(p, fmt)
+            continue
+        kind = sniff_dir(p)
+        if kind is not None:
+            yield InputItem(p, fmt or kind)  # a run folder named on purpose: read, --format overrides
+            continue
+        yield from _walk(p, p, 0, fmt, options)
+
+
+def _walk(folder: Path, root: Path, depth: int, fmt: str | None,
+          options: InputOptions) -> Iterator[InputItem | TraceItem]:
+    try:
+        children = sorted(folder.iterdir())
+    except OSError as exc:
+        yield _bad(folder, f"cannot list this folder: {exc.strerror or exc}")
+        return
+    for child in children:
+        if child.name.startswith("."):
+            continue
+        rel = child.relative_to(root).as_posix()
+        if child.is_dir():
+            kind = sniff_dir(child)
+            if kind is None:
+                if depth + 1 >= options.max_depth:
+                    yield _bad(child, f"more than {options.max_depth} folders below {root}: not walked")
+                else:
+                    yield from _walk(child, root, depth + 1, fmt, options)
+            elif options.include and not _included(rel, child.name, options.include):
+                continue
+            elif fmt is not None and fmt != kind:
+                if options.on_left_out:
+                    options.on_left_out(child, kind)
+            else:
+                yield InputItem(child, kind)
+        elif child.is_file():
+            if options.include:
+                if _included(rel, child.name, options.include):
+                    yield InputItem(child, fmt)
+            elif is_trace_name(child):
+                yield InputItem(child, fmt)
+
+
+def _bad(path: Path, msg: str) -> TraceItem:
+    err = record_error(msg, file=str(path), line=None)
+    err.fix = "give that folder itself, or fix its permissions"
+    return TraceItem(file=str(path), line=None, run_id=None, error=err)
+
+
+def iter_inputs(paths: Iterable[Path], fmt: str | None = None,
+                options: InputOptions | None = None) -> Iterator[TraceItem]:
+    """The TraceItems of every input: each file or run folder read by its own reader (see the module docstring)."""
+    options = options or InputOptions()
+    for item in walk(paths, fmt, options):
+        if isinstance(item, TraceItem):
+            yield item
+        else:
+            yield from read_traces(item.path, item.fmt, allow_pickle=options.allow_pickle)
+
+
+def pickle_only_folders(paths: Iterable[Path], fmt: str | None = None) -> list[Path]:
+    """The BrowserGym experiment folders among `paths` (named, not walked) that can only be read from pickles."""
+    from referee.audit.readers.browsergym import needs_pickle
+
+    out = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir() and (fmt or sniff_dir(p)) == "browsergym" and needs_pickle(p):
+            out.append(p)
+    return out
