@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -218,9 +219,12 @@ def test_agents_of_a_runner_killed_with_sigkill_are_ended_by_the_next_run(tmp_pa
         proc.wait(10)
         time.sleep(0.5)
         assert marked_pids(tmp_path), "the agent died with the runner: nothing left to test"
+        homes = list(Path(tempfile.gettempdir()).glob(f"referee-agent-home-{proc.pid}-*"))
+        assert homes, "the killed runner's agent home is not where it should be"
         later = run_plan(_thief_plan(actor(agent(tmp_path, "well_behaved.sh"), "user")))
         assert later.rc in (0, 1), later.explain()
         assert not wait_unmarked(tmp_path, 5), "the next run left the orphaned agent running"
+        assert not [h for h in homes if h.exists()], "the next run left the dead runner's agent home"
     finally:
         if proc.poll() is None:
             proc.kill()

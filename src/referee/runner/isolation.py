@@ -245,8 +245,30 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+HOME_PREFIX = "referee-agent-home-"
+
+
+def _sweep_homes() -> None:
+    """Remove the homes of runners that died without removing them (SIGKILL); the name holds the pid."""
+    try:
+        owners = {os.geteuid(), pwd.getpwnam(AGENT_USER).pw_uid}
+    except KeyError:
+        owners = {os.geteuid()}
+    for d in Path(tempfile.gettempdir()).glob(HOME_PREFIX + "*-*"):
+        pid = d.name[len(HOME_PREFIX):].split("-")[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
+            continue
+        try:
+            st = d.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid in owners:  # never a link, never someone else's folder
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def _make_home(uid: int | None = None, gid: int | None = None) -> Path:
-    home = Path(tempfile.mkdtemp(prefix="referee-agent-home-"))
+    _sweep_homes()
+    home = Path(tempfile.mkdtemp(prefix=f"{HOME_PREFIX}{os.getpid()}-"))
     (home / "tmp").mkdir()
     if uid is not None and gid is not None:
         for p in (home, home / "tmp"):
