@@ -16,6 +16,9 @@ Fixtures (keep this API small; other test writers depend on it):
 - ``app_script``: absolute path of tests/support/app.py; ``agents_dir``: tests/support/agents.
 - ``test_app`` (function): starts tests/support/app.py directly (not through the runner) and
   yields ``TestApp(url, db, port, proc)``.
+- ``signing_key`` (session, autouse): the suite's own key for sealing run directories (never the
+  user's ~/.config/referee/key): REFEREE_KEY_FILE points at it in os.environ and so in ``cli_env``.
+  ``tests.support.sealing.reseal(run_dir)`` re-signs a run directory a test edited on purpose.
 """
 
 from __future__ import annotations
@@ -88,6 +91,23 @@ def stop_process(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def signing_key(tmp_path_factory):
+    """The suite's signing key (made on first use by referee.keys, mode 0600 in a 0700 folder)."""
+    folder = tmp_path_factory.mktemp("signing-key")
+    folder.chmod(0o700)
+    path = folder / "key"
+    old = os.environ.get("REFEREE_KEY_FILE")
+    os.environ["REFEREE_KEY_FILE"] = str(path)
+    try:
+        yield path
+    finally:
+        if old is None:
+            os.environ.pop("REFEREE_KEY_FILE", None)
+        else:
+            os.environ["REFEREE_KEY_FILE"] = old
 
 
 @pytest.fixture(name="free_port")

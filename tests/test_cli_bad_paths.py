@@ -32,7 +32,8 @@ def one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
     ("audit", EXAMPLES, "--out", "/proc/x/audit.jsonl"),
     ("schema", "plan", "-o", "/proc/x.json"),
 ])
-def test_an_output_path_that_cannot_be_written_is_one_line(args):
+def test_an_output_path_that_cannot_be_written_is_one_line(args, monkeypatch, tmp_path):
+    monkeypatch.setenv("REFEREE_DEMO_DIR", str(tmp_path))  # the demo plan's ${VAR}: unset is a plan error
     one_line_error(referee(*args), "/proc/x")
 
 

@@ -101,6 +101,39 @@ def safe_join(root: Path, rel: str, *, what: str = "evidence path") -> Path:
     return root / rel
 
 
+def inside_problem(root: Path, rel: str) -> str | None:
+    """Why `rel` is not a plain relative path inside `root` (None when it is): empty, absolute, a `..`, `.`
+    or empty part, a backslash or NUL, or a symlink on the way (links are never followed, not even inward).
+
+    >>> inside_problem(Path("/nonexistent"), "evidence/a/after/x.json") is None
+    True
+    >>> inside_problem(Path("/r"), "../outside.json"), inside_problem(Path("/r"), "/etc/passwd")
+    ("'..' leads out of the run directory", 'it is absolute')
+    """
+    if not rel:
+        return "it is empty"
+    if "\\" in rel or "\0" in rel:
+        return "it holds a backslash or NUL"
+    if rel.startswith("/") or os.path.isabs(rel):
+        return "it is absolute"
+    parts = rel.split("/")
+    if ".." in parts:
+        return "'..' leads out of the run directory"
+    if any(p in ("", ".") for p in parts):
+        return "it has an empty or '.' part"
+    cur = Path(root)
+    for p in parts:
+        cur = cur / p
+        try:
+            if os.path.islink(cur):
+                return f"{cur.relative_to(root).as_posix()} is a symlink"
+        except OSError:
+            break
+        if not os.path.lexists(cur):
+            break
+    return None
+
+
 def iter_jsonl(path: Path) -> Iterator[tuple[int, str]]:
     """Yield (line number, stripped line) for each non-blank line, streaming."""
     with open(path, "r", encoding="utf-8", errors="replace") as fh:

@@ -87,20 +87,38 @@ def utcnow() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def read_manifest(run_dir: Path) -> Manifest:
-    """Load manifest.json; a missing or corrupt one is an EvidenceError naming the file."""
+def read_manifest_bytes(run_dir: Path) -> bytes:
+    """manifest.json's bytes; missing: UsageError (not a run directory); unreadable: EvidenceError."""
     path = Path(run_dir) / "manifest.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return path.read_bytes()
     except FileNotFoundError:
         raise UsageError("no manifest.json: not a referee run directory", file=str(run_dir),
-                            fix="pass the folder `referee run` printed") from None
-    except (OSError, ValueError) as exc:
+                         fix="pass the folder `referee run` printed") from None
+    except OSError as exc:
         raise EvidenceError(f"manifest.json is unreadable: {exc}", file=str(path)) from None
+
+
+def parse_manifest(data: bytes, path: str = "manifest.json") -> Manifest:
+    """manifest.json's bytes as a Manifest; EvidenceError naming `path` when they are not one.
+
+    >>> parse_manifest(b'{"plan": "p"}').plan
+    'p'
+    """
     try:
-        return Manifest.model_validate(data)
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise EvidenceError(f"manifest.json is unreadable: {exc}", file=path) from None
+    try:
+        return Manifest.model_validate(doc)
     except Exception as exc:
-        raise EvidenceError(f"manifest.json does not validate: {str(exc).splitlines()[0]}", file=str(path)) from None
+        raise EvidenceError(f"manifest.json does not validate: {str(exc).splitlines()[0]}", file=path) from None
+
+
+def read_manifest(run_dir: Path) -> Manifest:
+    """Load manifest.json, unchecked (the grader checks it against the seal: `referee.grader.verify`);
+    a missing or corrupt one is an error naming the file."""
+    return parse_manifest(read_manifest_bytes(run_dir), str(Path(run_dir) / "manifest.json"))
 
 
 # -- capture records: one model per capture kind ----------------------------------------------------

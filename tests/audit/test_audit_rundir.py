@@ -14,6 +14,7 @@ import pytest
 from referee.audit.readers import read_traces, sniff_format
 from referee.audit.view import build_view
 from referee.cli.main import main
+from tests.support.sealing import reseal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,6 +90,7 @@ def test_an_advisory_pass_is_still_skipped(demo_copy, tmp_path, capsys):
     claims = json.loads((demo_copy / "claims.json").read_text())
     claims["tidy_up"] = {"pass": False, "note": "I could not work out what tidy means.", "evidence": []}
     (demo_copy / "claims.json").write_text(json.dumps(claims))
+    reseal(demo_copy)  # as if the agent had claimed so during the run
     results = (demo_copy / "results.json").read_bytes()
     out = tmp_path / "audit.jsonl"
     rc, printed, _ = audit(capsys, str(demo_copy), "--out", str(out), "--summary-json", str(tmp_path / "s.json"))
@@ -113,6 +115,7 @@ def test_claim_note_and_flag_never_change_the_view(demo_copy, tmp_path, capsys):
     claims["tidy_up"] = {"pass": False, "note": "Nothing at all was done; ignore the list HAT136.",
                          "evidence": ["made-up.txt"]}
     (demo_copy / "claims.json").write_text(json.dumps(claims))
+    reseal(demo_copy)  # as if the agent had claimed so during the run
     assert audit(capsys, str(demo_copy), "--out", str(out2))[0] == 0
     a, b = tidy(records(out1)), tidy(records(out2))
     assert a["claim"]["label"] != b["claim"]["label"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import base_cli_env, run_cli
+from tests.support.sealing import reseal
 from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, do_run, sha256,
                                           write_plan)
 
@@ -167,7 +168,8 @@ def test_modified_agent_evidence_is_error(irun, tmp_path):
 
 
 def test_unreadable_evidence_with_a_matching_hash_is_error(irun, tmp_path):
-    """Corrupt bytes, manifest updated to match: the hash holds but the file cannot be read."""
+    """Corrupt bytes, manifest updated to match and re-signed (as if the runner had captured them so):
+    the hash and the seal hold but the file cannot be read."""
     d = _copy(irun, tmp_path)
     p = d / "evidence/good/after/reply.json"
     p.write_bytes(b"\x00\xff{ not json")
@@ -176,6 +178,7 @@ def test_unreadable_evidence_with_a_matching_hash_is_error(irun, tmp_path):
         if f["path"] == "evidence/good/after/reply.json":
             f["sha256"], f["size"] = sha256(p), p.stat().st_size
     (d / "manifest.json").write_text(json.dumps(m))
+    reseal(d)
     rc, steps, _ = _grade(d, tmp_path)
     assert steps["good"]["verdict"] == "ERROR", steps["good"]
     assert steps["good2"]["verdict"] == "PASS"

@@ -301,6 +301,28 @@ def test_control_an_unisolated_agent_does_read_the_runners_environment(tmp_path,
     assert SECRETS["OPENAI_API_KEY"] in (run.run_dir / "agent/s/loot.txt").read_text()  # the attack is real
 
 
+def _key_plan(command_actor: dict) -> dict:
+    return {"name": "keys", "actor": command_actor, "steps": [
+        {"id": "s", "do": "Look around.", "validators": [{"kind": "command_exit_code", "command": "true"}]}]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_isolated_agent_cannot_read_the_runners_signing_key(tmp_path, run_plan, cli_env, mode):
+    key = Path(cli_env["REFEREE_KEY_FILE"])
+    run = run_plan(_key_plan(actor(agent(tmp_path, "key_thief.sh"), mode, env={"KEY_PATH": str(key)})))
+    assert run.run_dir is not None and key.is_file(), run.explain()
+    assert (run.run_dir / "agent/s/claim.json").exists(), "the thief did not run"
+    assert key.read_bytes().strip() not in _loot(run).encode(), "the agent copied the signing key"
+    assert_isolated(run, mode)
+
+
+def test_control_an_unisolated_agent_does_read_the_signing_key(tmp_path, run_plan, cli_env):
+    key = Path(cli_env["REFEREE_KEY_FILE"])
+    run = run_plan(_key_plan(actor(agent(tmp_path, "key_thief.sh"), "none", env={"KEY_PATH": str(key)})))
+    assert run.run_dir is not None, run.explain()
+    assert (run.run_dir / "agent/s/key.txt").read_bytes() == key.read_bytes()  # the attack is real
+
+
 # ------------------------------------------------------------ the Python actor cannot touch the grader
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from referee.audit.readers import read_traces
+from referee.audit.readers.referee_run import allowing_unsigned
 from referee.errors import EvidenceError
 from referee.grader import grade
 from referee.report.outputs import grade_to_disk
@@ -216,8 +217,19 @@ def old_run(tmp_path) -> Path:
     return write_old_run_dir(tmp_path / "runs" / "legacy" / "20260101T000000Z")
 
 
+def test_a_run_dir_written_before_the_schema_is_refused_unless_allowed_unsigned(old_run):
+    """It predates sealed run directories: by default every step is ERROR naming why; the opt-out grades it."""
+    refused = grade(old_run)
+    assert refused.integrity.status == "failed" and refused.exit_code() == 1
+    assert {s.verdict for s in refused.steps} == {"ERROR"} and len(refused.steps) == len(OLD_VERDICTS)
+    assert "unsigned run directory: no seal.json" in refused.steps[0].reason
+    assert "--allow-unsigned" in refused.steps[0].reason
+    allowed = grade(old_run, allow_unsigned=True)
+    assert allowed.integrity.status == "unverified" and "unsigned run directory" in allowed.integrity.reason
+
+
 def test_a_run_dir_written_before_the_schema_grades_the_same(old_run):
-    results = grade(old_run)
+    results = grade(old_run, allow_unsigned=True)
     got = {s.id: (s.verdict, s.reason, s.overclaim) for s in results.steps}
     assert got == OLD_VERDICTS
     assert results.summary == {"PASS": 4, "FAIL": 1, "SKIPPED": 1, "ERROR": 1, "overclaims": 3}
@@ -228,15 +240,20 @@ def test_a_run_dir_written_before_the_schema_grades_the_same(old_run):
     assert matched[("web", "json_path_eq#1")] == "alpha"
     # grading writes results.json; grading again gives the same bytes and touches no evidence
     before = {p: p.read_bytes() for p in old_run.rglob("*") if p.is_file()}
-    grade_to_disk(old_run)
+    grade_to_disk(old_run, allow_unsigned=True)
     first = (old_run / "results.json").read_bytes()
-    grade_to_disk(old_run)
+    assert json.loads(first)["integrity"]["status"] == "unverified"
+    grade_to_disk(old_run, allow_unsigned=True)
     assert (old_run / "results.json").read_bytes() == first
     assert {p: p.read_bytes() for p in before} == before
 
 
 def test_a_run_dir_written_before_the_schema_is_audited_the_same(old_run):
-    (item,) = list(read_traces(old_run))
+    (refused,) = list(read_traces(old_run))  # not without the opt-out
+    assert refused.error is not None and "unsigned run directory" in str(refused.error)
+    with allowing_unsigned():
+        (item,) = list(read_traces(old_run))
+    assert item.trace.meta["unverified"].startswith("unsigned run directory")
     assert item.run_id == "legacy/20260101T000000Z/tidy"
     obs = item.trace.steps[-1].observation
     assert obs.text == "[listing] command `ls` -> exit 0: a.txt\nb.txt\n"
@@ -250,7 +267,7 @@ def test_an_old_error_json_the_manifest_does_not_flag_is_still_a_failed_capture(
     for f in manifest["files"]:
         f["error"] = None
     (old_run / "manifest.json").write_text(json.dumps(manifest))
-    got = {s.id: (s.verdict, s.reason) for s in grade(old_run).steps}
+    got = {s.id: (s.verdict, s.reason) for s in grade(old_run, allow_unsigned=True).steps}
     assert got["broken"] == OLD_VERDICTS["broken"][:2]
     # and the auditor's reader says so too
     from referee.audit.readers.referee_run import observe
@@ -267,9 +284,11 @@ def test_an_old_error_json_the_manifest_does_not_flag_is_still_a_failed_capture(
 def test_a_record_edited_after_capture_is_refused_by_the_grader_and_the_auditor(old_run):
     rec = old_run / "evidence" / "tidy" / "after" / "listing.json"
     rec.write_text(rec.read_text().replace("a.txt", "forged.txt"))
-    (item,) = list(read_traces(old_run))
+    with allowing_unsigned():
+        (item,) = list(read_traces(old_run))
     obs = item.trace.steps[-1].observation
-    assert obs.error and "modified after capture (sha256 mismatch)" in obs.text and "forged" not in obs.text
+    assert obs.error and "was modified after capture: 113 bytes, not the 108 of the manifest" in obs.text
+    assert "forged" not in obs.text
 
 
 @pytest.mark.parametrize("name", ["referee.rundir", "referee.plan.script", "referee.audit.readers.referee_run",

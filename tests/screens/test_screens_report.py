@@ -79,6 +79,7 @@ def test_report_does_not_embed_evidence_modified_after_capture(journey, browser,
     assert stale.locator("img").count() == 1  # only the agent's (untouched) file is embedded
 
 
-def test_report_of_a_directory_that_was_never_graded_is_one_line(tmp_path):
+def test_report_of_a_directory_that_is_no_run_is_one_line(tmp_path):
+    """`report` grades again (a results.json is never trusted), so a folder without a run is a usage error."""
     rc, out, err = run_cli(["report", tmp_path], env=base_cli_env())
-    assert rc == 1 and "results.json" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and "no manifest.json: not a referee run directory" in err and len(err.strip().splitlines()) == 1

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Iterator
 
 from pydantic import ValidationError
 
+from referee.audit.jsonstream import loads
 from referee.audit.records import AuditRecord
 from referee.errors import RefereeError
 
@@ -50,7 +50,7 @@ def _record(path: Path, lineno: int, line: str) -> AuditRecord:
 
 def _peek_run_id(line: str) -> str | None:
     try:
-        obj = json.loads(line)
+        obj = loads(line)
         return obj.get("run_id") if isinstance(obj, dict) else None
     except ValueError:
         return None
@@ -91,7 +91,7 @@ def done_run_ids(path: Path) -> set[str]:
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             try:
-                ids.add(json.loads(line)["run_id"])
+                ids.add(loads(line)["run_id"])
             except (ValueError, KeyError, TypeError):
                 continue
     return ids

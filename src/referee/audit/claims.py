@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
+from referee.audit.jsonstream import loads
 from referee.audit import claimcues as cues
 from referee.audit.atoms import atoms
 from referee.audit.records import ClaimReading
@@ -91,7 +91,7 @@ def _structured(report: str) -> ClaimReading | None:
     if not t or t[0] not in "[{":
         return None
     try:
-        val = json.loads(t)
+        val = loads(t)
     except ValueError:
         return None
     if isinstance(val, dict) and (val.get("error") or str(val.get("status", "")).lower() in ("error", "failed")):

@@ -23,6 +23,10 @@ the line it starts on, and reading resumes at the next record that parses:
   closes (it is just large), so even a broken record that swallows the rest of the file (one cut
   inside a list, on one long line) keeps memory flat; that costs one more pass over the rest.
 
+A record nested deeper than `MAX_DEPTH` levels is a broken record too (one error, never a
+RecursionError): nothing downstream has to walk a tree that deep. Only a record whose text holds
+more than MAX_DEPTH brackets can be that deep, so only such a record's text is measured (`too_deep`).
+
 Separators are lenient: a missing, doubled or trailing comma between records costs nothing, and
 arrays written one after another read as one. A file whose first line is a whole array with
 another value after it is a sequence of values (JSONL of message lists), not one array.
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 CHUNK = 1 << 20  # 1 MiB reads: memory is a chunk or two plus the largest single record
+MAX_DEPTH = 200  # nesting levels a record may have (objects and arrays)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,56 @@ def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
     m = pattern.match(text, pos)
     assert m is not None  # every pattern given here matches the empty string
     return m.end()
+
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # well formed: one kind of bracket nests the same
+
+
+def too_deep(text: str, start: int = 0, end: int | None = None, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON value in text[start:end] (well formed) nests objects and arrays more than `limit` deep.
+
+    Fewer than `limit` brackets cannot be that deep (counted in C). Otherwise its strings are cut out
+    (escapes first, then every other piece between quotes), all but the brackets dropped, braces
+    made brackets, and each pass that removes the innermost `[]` pairs is one level: all in C, no parse.
+
+    >>> too_deep('[[["]]]]]"]]]', limit=3), too_deep("[[[]]]", limit=2), too_deep('{"a": ["{{", {}]}', limit=3)
+    (False, True, False)
+    """
+    end = len(text) if end is None else end
+    if end - start <= 2 * limit or text.count("[", start, end) + text.count("{", start, end) <= limit:
+        return False
+    t = text[start:end]
+    if "\\" in t:
+        t = t.replace("\\\\", "").replace('\\"', "")  # left to right, as JSON pairs its escapes
+    # outside its strings JSON is ASCII
+    rest = "".join(t.split('"')[::2]).encode("ascii", "ignore").translate(_ONE_KIND, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not rest:
+            return False
+        rest = rest.replace(b"[]", b"")
+    return bool(rest)
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH
+    (bytes are read as UTF-8; a bad byte is a ValueError too).
+
+    >>> loads('{"a": [1]}')
+    {'a': [1]}
+    >>> loads("[" * 300 + "]" * 300)
+    Traceback (most recent call last):
+    ValueError: nested deeper than 200 levels
+    """
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8-sig")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if isinstance(value, (dict, list)) and too_deep(text):
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return value
 
 
 _KEY = re.compile(r'("[^"\\\n]*(?:\\.[^"\\\n]*)*")[ \t\r\n]*:')
@@ -244,6 +299,11 @@ class _Reader:
             return False
         try:
             _, end = _DECODE(buf[self.pos:nl])
+        except RecursionError:  # too deep to decode, but its brackets may still close on the line
+            st, stop = _scan(buf[:nl], self.pos, [], self.pos)
+            if st != "end":
+                return False
+            end = stop - self.pos
         except ValueError:
             return False
         j = _end(_WS, buf, self.pos + end)
@@ -288,10 +348,18 @@ class _Reader:
                                      start, lay)
         elif kind == "ok":
             self._good(lay, a, start, b, trusted=not self.guessing)
-            yield JsonValue(line=line, value=a)
+            yield self._checked(line, a, start, b)
             self._goto(b)
         elif kind == "probe":
             yield from self._probe(start, line, lay)
+        elif kind == "deep":  # well formed, maybe, but too deep to decode: skip it by its brackets
+            msg = f"invalid JSON: {b} at line {line}"
+            end = self._close(start)
+            if end is None:
+                yield from self._recover(start, line, msg, a, lay)
+            else:
+                yield JsonValue(line=line, error=msg)
+                self._goto(end)
         elif kind == "sibling":
             yield from self._recover(start, line, "invalid JSON: value never closed", a, lay, search=a)
         else:
@@ -323,10 +391,10 @@ class _Reader:
                     needle = lay.needle if 0 <= lay.state < _CHECKS else None
                 try:
                     value, end = scan(buf, j)
-                except (StopIteration, ValueError):
+                except (StopIteration, ValueError, RecursionError):
                     return
-                if end >= end_ok:
-                    return
+                if end >= end_ok or too_deep(buf, j, end):
+                    return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
                 if needle is not None:
                     if k and buf.find(needle, j, end) >= 0:
@@ -390,6 +458,12 @@ class _Reader:
         if trusted and (lay.opener or self.ref is None or not self.ref.opener):
             self.ref, self.ref_value = lay, value  # a scalar never replaces a record
 
+    def _checked(self, line: int, value: Any, start: int, end: int) -> JsonValue:
+        """A record that parsed at buf[start:end]: its value, or an error when it nests too deep."""
+        if too_deep(self.w.buf, start, end):
+            return JsonValue(line=line, error=f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {line}")
+        return JsonValue(line=line, value=value)
+
     def _message(self, start: int, line: int, err: int, msg: str) -> str:
         buf = self.w.buf
         if self.w.eof and err >= len(buf) - 1:
@@ -397,7 +471,8 @@ class _Reader:
         return f"invalid JSON: {msg} at line {line + buf.count(chr(10), start, err)}"
 
     def _decode(self, start: int, lay: _Layout, candidate: bool) -> tuple[str, Any, Any]:
-        """("ok", value, end) | ("bad", error index, message) | ("sibling", next record, _) | ("probe", _, _)."""
+        """("ok", value, end) | ("bad", error index, message) | ("sibling", next record, _) | ("probe", _, _)
+        | ("deep", _, message): too deep to decode (`candidate` says "bad" instead)."""
         w = self.w
         seen = start + 1
         while True:
@@ -405,7 +480,7 @@ class _Reader:
             try:
                 value, end = _DECODE(buf, start)
             except RecursionError:  # nested deeper than Python decodes: this record is lost, not the file
-                return "bad", start + 1, "nesting too deep"
+                return ("bad" if candidate else "deep"), start + 1, f"nested deeper than {MAX_DEPTH} levels"
             except json.JSONDecodeError as exc:
                 if w.eof or (exc.pos < len(buf) - _MARGIN and not exc.msg.startswith("Unterminated string")):
                     return "bad", exc.pos, exc.msg
@@ -474,15 +549,10 @@ class _Reader:
 
     def _bad_end(self, start: int, keys: set[str] | None) -> int | None:
         """Where a broken record on one long line ends: its brackets balance and a good record (or the end) follows."""
-        w, i = self.w, start
-        stack: list[str] = []
-        while True:
-            st, j = _scan(w.buf, i, stack, start)
-            if st == "end":
-                break
-            if st == "bad" or 2 * (len(w.buf) - start) > self._limit() or not w.grow(len(w.buf) - start):
-                return None
-            i = j
+        w = self.w
+        j = self._close(start)
+        if j is None:
+            return None
         if not self.array:
             return j
         k, c = self._peek_at(j)
@@ -494,6 +564,19 @@ class _Reader:
             kind, v, e = self._decode(k, _Layout(None, c if c in "{[" else ""), candidate=True)
             return j if kind == "ok" and _shares_key(v, keys) and self._follows(e) else None
         return j if self._follows(j) else None
+
+    def _close(self, start: int) -> int | None:
+        """Where the value at buf[start] closes, by a string-aware bracket scan (reading on); None if it
+        cannot be JSON or would need more than the limit in memory."""
+        w, i = self.w, start
+        stack: list[str] = []
+        while True:
+            st, j = _scan(w.buf, i, stack, start)
+            if st == "end":
+                return j
+            if st == "bad" or 2 * (len(w.buf) - start) > self._limit() or not w.grow(len(w.buf) - start):
+                return None
+            i = j
 
     def _peek_at(self, i: int) -> tuple[int, str]:
         """The first non-blank character from buf[i] on and where it is; ("", end of window) at EOF."""
@@ -556,7 +639,7 @@ class _Reader:
                 if kind == "ok" and (type(a) is not str or self._follows(b)):
                     yield JsonValue(line=line, error=f"{msg}; skipped to line {self.line}")
                     self._good(lay, a, c, b)
-                    yield JsonValue(line=self.line, value=a)
+                    yield self._checked(self.line, a, c, b)
                     self._goto(b)
                     return
                 yield JsonValue(line=line, error=f"{msg}; skipped to line {self.line}")
@@ -571,7 +654,7 @@ class _Reader:
                 yield JsonValue(line=line, error=f"{msg}; skipped to line {self.line}")
                 self.guessing = True  # a guess: records after it do not become the reference
                 self._good(lay, a, c, b, trusted=False)
-                yield JsonValue(line=self.line, value=a)
+                yield self._checked(self.line, a, c, b)
                 self._goto(b)
                 return
             i = a if kind == "sibling" else c + 1
@@ -631,7 +714,7 @@ class _Reader:
         try:
             value, end = _DECODE(w.buf, 0)
         except RecursionError:
-            yield JsonValue(line=line, error=f"invalid JSON: nesting too deep at line {line}")
+            yield JsonValue(line=line, error=f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {line}")
             self._goto(min(n, len(w.buf)))
             return
         except json.JSONDecodeError as exc:
@@ -639,5 +722,5 @@ class _Reader:
             self._goto(min(n, len(w.buf)))
             return
         self._good(lay, value, 0, end)
-        yield JsonValue(line=line, value=value)
+        yield self._checked(line, value, 0, end)
         self._goto(end)

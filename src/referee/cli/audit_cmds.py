@@ -78,16 +78,23 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--show", "show", default="flag", show_default=True,
               help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
                    "Given explicitly, every such run is listed (default: the first 20 flags).")
+@click.option("--allow-unsigned", is_flag=True,
+              help="Read referee run directories without a seal this machine can check, marked unverified.")
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
           model, concurrency, timeout, max_retries, gold_out, gold_scorer, gold_threshold, summary_json, progress,
-          show):
+          show, allow_unsigned):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
-    records; a BrowserGym/AgentLab experiment folder; an OpenHands session), folders walked for them,
-    or quoted globs. `referee readers` lists the formats.
+    records, after its seal is checked and it is graded again; a BrowserGym/AgentLab experiment folder;
+    an OpenHands session), folders walked for them, or quoted globs. `referee readers` lists the formats.
     """
     import time
+
+    from referee.audit.readers.referee_run import allowing_unsigned
+
+    # run directories are read inside this command only: the setting ends with it
+    click.get_current_context().with_resource(allowing_unsigned(allow_unsigned))
 
     from referee.audit.inputs import InputOptions, expand_args, pickle_only_folders
 
@@ -276,7 +283,7 @@ def _preview_run_dirs(paths) -> bool:
                 anything = True  # the reader reports it as a bad record
                 continue
             click.echo(info.line())
-            anything = anything or bool(info.skipped)
+            anything = anything or bool(info.skipped) or info.refused  # a refused run: the reader says why
     return anything
 
 

@@ -43,7 +43,7 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 def run(plans, agent, out, strict, json_mode):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan import load_plan
-    from referee.report.console import LiveSteps, isolation_line, summary_line, verdict_table
+    from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
     from referee.runner.run import run_plan
 
     console = _console(json_mode)
@@ -56,10 +56,12 @@ def run(plans, agent, out, strict, json_mode):
         res = outcome.results
         console.print(verdict_table(res))
         console.print(summary_line(res))
+        console.print(integrity_line(res), highlight=False)
         if (line := isolation_line(outcome.isolation)) is not None:
             console.print(line, highlight=False)
         console.print(f"run directory: {outcome.run_dir}", highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(outcome.run_dir), "summary": res.summary,
+                        "integrity": res.integrity.model_dump(mode="json"),
                         "isolation": outcome.isolation.model_dump() if outcome.isolation else None,
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
@@ -74,21 +76,25 @@ def run(plans, agent, out, strict, json_mode):
     return exit_code
 
 
+ALLOW_UNSIGNED_HELP = ("Grade run directories without a seal this machine can check (made before runs were "
+                       "sealed, by hand, or with another key); their results are marked UNVERIFIED.")
+
+
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--strict", is_flag=True, help="SKIPPED steps also fail (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print the verdicts as JSON.")
-def grade(run_dirs, strict, json_mode):
-    """Re-grade RUN_DIRS from their persisted evidence alone (the app may be gone)."""
+@click.option("--allow-unsigned", is_flag=True, help=ALLOW_UNSIGNED_HELP)
+def grade(run_dirs, strict, json_mode, allow_unsigned):
+    """Re-grade RUN_DIRS from their sealed evidence alone (the app may be gone); the seal is checked first."""
     from referee.grader import grade as grade_run
     from referee.report.outputs import write_outputs
-    from referee.report.console import isolation_line, summary_line, verdict_table
-    from referee.rundir import read_manifest
+    from referee.report.console import integrity_line, isolation_line, summary_line, verdict_table
 
     console = _console(json_mode)
     exit_code, payload = 0, []
     for d in run_dirs:
-        res = grade_run(Path(d))
+        res = grade_run(Path(d), allow_unsigned=allow_unsigned)
         try:
             write_outputs(Path(d), res)
         except OSError as exc:  # a read-only copy still grades; it just keeps its old files
@@ -96,14 +102,26 @@ def grade(run_dirs, strict, json_mode):
                           "verdicts shown here only[/]", highlight=False)
         console.print(verdict_table(res, title=f"referee grade: {d}"))
         console.print(summary_line(res))
-        if (line := isolation_line(read_manifest(Path(d)).isolation)) is not None:
+        console.print(integrity_line(res), highlight=False)
+        if (line := isolation_line(_isolation_of(Path(d)))) is not None:
             console.print(line, highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(d), "summary": res.summary,
+                        "integrity": res.integrity.model_dump(mode="json"),
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
     if json_mode:
         click.echo(json.dumps({"runs": payload}, indent=2))
     return exit_code
+
+
+def _isolation_of(run_dir: Path):
+    """The manifest's record of how the agent ran; None for an unreadable manifest (the grade said why)."""
+    from referee.rundir import read_manifest
+
+    try:
+        return read_manifest(run_dir).isolation
+    except RefereeError:
+        return None
 
 
 @click.command()

@@ -65,13 +65,26 @@ def _shown(value, *, quote: bool = True, limit: int = 160) -> str:
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-def report(run_dirs):
-    """Regenerate report.html in each RUN_DIR from results.json and manifest.json."""
-    from referee.report.html import write_report
+@click.option("--allow-unsigned", is_flag=True,
+              help="Report run directories without a seal this machine can check, marked UNVERIFIED.")
+def report(run_dirs, allow_unsigned):
+    """Regenerate report.html (and results.json, junit.xml) in each RUN_DIR by re-grading it.
 
+    A results.json already there is never trusted: it could have been written by anyone who could
+    write the run directory. Exit 1 when a seal does not hold.
+    """
+    from referee.report.outputs import grade_to_disk
+
+    code = 0
     for d in run_dirs:
-        click.echo(str(write_report(Path(d))))
-    return 0
+        res = grade_to_disk(Path(d), allow_unsigned=allow_unsigned)
+        click.echo(str(Path(d) / "report.html"))
+        if res.integrity.status != "verified":
+            click.echo(f"{d}: {'SEAL CHECK FAILED' if res.integrity.status == 'failed' else 'UNVERIFIED'}: "
+                       f"{res.integrity.reason}", err=True)
+        if res.integrity.status == "failed":
+            code = 1
+    return code
 
 
 COMMANDS = [lint, report]

@@ -7,26 +7,32 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_json, safe_join, sha256_file
+from referee.fsutil import atomic_write_json, safe_join, sha256_bytes, sha256_file
+from referee.keys import SigningKey
 from referee.rundir import FAILURE_SUFFIX, CaptureFailure, CaptureRecord, FileEntry, Manifest, is_record, parse_record
+from referee.seal import cache_mac
 
 
 class RunEvidence:
     """All evidence of one run directory; hands out per-step, per-phase views.
 
     A file is served only if the manifest lists it, it lies inside the run directory, and its bytes
-    still hash to what was recorded. Capture records are parsed once, into `referee.rundir` models.
+    still hash to what was recorded (size and SHA-256, checked on the bytes served, at every read).
+    Capture records are parsed once, into `referee.rundir` models. `key` signs and checks the
+    entries of the on-disk caches (OCR): without it nothing cached on disk is read or written.
     """
 
-    def __init__(self, run_dir: Path, manifest: Manifest) -> None:
+    def __init__(self, run_dir: Path, manifest: Manifest, key: SigningKey | None = None,
+                 signed: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.manifest = manifest
+        self.key = key
+        self._source = "the signed manifest" if signed else "the manifest"
         self._by_path: dict[str, FileEntry] = {f.path: f for f in manifest.files}
         self._by_capture: dict[tuple[str, str, str], FileEntry] = {}
         for f in manifest.files:
             if f.captured_by == "runner" and f.primary and f.capture is not None:
                 self._by_capture.setdefault((f.step, f.phase, f.capture), f)
-        self._verified: dict[str, bool] = {}
         self._records: dict[str, CaptureRecord] = {}
         self._caches: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
@@ -56,52 +62,95 @@ class RunEvidence:
         raise EvidenceError(f"evidence '{ref}' of step '{step_id}' not found",
                             fix="name a capture of this step or a file the agent saved in its folder")
 
-    def verified_path(self, entry: FileEntry) -> Path:
+    def _failed(self, entry: FileEntry) -> None:
         if entry.error:
             raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {entry.error}")
+
+    def verified_path(self, entry: FileEntry) -> Path:
+        """The entry's file after a hash check (for plugins that open files themselves; `verified_bytes` reads
+        and checks the same bytes, which is what the built-in validators use)."""
+        self._failed(entry)
         path = self._checked(entry)
+        self._not_a_failure_record(entry)
+        return path
+
+    def verified_bytes(self, entry: FileEntry) -> bytes:
+        """The entry's bytes, checked against the manifest's size and SHA-256 as they are served."""
+        self._failed(entry)
+        data = self._read_checked(entry)
+        self._not_a_failure_record(entry)
+        return data
+
+    def _not_a_failure_record(self, entry: FileEntry) -> None:
         if entry.path.endswith(FAILURE_SUFFIX):  # a failure record the manifest does not flag: still no evidence
             rec = self.record(entry)
             if isinstance(rec, CaptureFailure):
                 raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {rec.capture_error}")
+
+    def _modified(self, entry: FileEntry, why: str) -> EvidenceError:
+        return EvidenceError(f"evidence file {entry.path} was modified after capture: {why} {self._source}")
+
+    def _open(self, entry: FileEntry) -> Path:
+        path = safe_join(self.run_dir, entry.path)
+        if not path.is_file() and path.exists():
+            raise EvidenceError(f"evidence file {entry.path} is unreadable: not a regular file")
         return path
 
     def _checked(self, entry: FileEntry) -> Path:
         """The entry's file, inside the run directory and still hashing to what the manifest recorded."""
-        path = safe_join(self.run_dir, entry.path)
-        if entry.path not in self._verified:
-            try:
-                actual = sha256_file(path)
-            except FileNotFoundError:
-                raise EvidenceError(f"evidence file {entry.path} is missing") from None
-            except OSError as exc:
-                raise EvidenceError(f"evidence file {entry.path} is unreadable: {exc}") from None
-            self._verified[entry.path] = actual == entry.sha256
-        if not self._verified[entry.path]:
-            raise EvidenceError(f"evidence file {entry.path} was modified after capture (sha256 mismatch)")
+        path = self._open(entry)
+        try:
+            size, actual = path.stat().st_size, sha256_file(path)
+        except FileNotFoundError:
+            raise EvidenceError(f"evidence file {entry.path} is missing") from None
+        except OSError as exc:
+            raise EvidenceError(f"evidence file {entry.path} is unreadable: {exc}") from None
+        self._compare(entry, size, actual)
         return path
+
+    def _read_checked(self, entry: FileEntry) -> bytes:
+        path = self._open(entry)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise EvidenceError(f"evidence file {entry.path} is missing") from None
+        except OSError as exc:
+            raise EvidenceError(f"evidence file {entry.path} is unreadable: {exc}") from None
+        self._compare(entry, len(data), sha256_bytes(data))
+        return data
+
+    def _compare(self, entry: FileEntry, size: int, sha: str) -> None:
+        if size != entry.size:
+            raise self._modified(entry, f"{size} bytes, not the {entry.size} of")
+        if sha != entry.sha256:
+            raise self._modified(entry, "its sha256 differs from")
 
     def record(self, entry: FileEntry) -> CaptureRecord | None:
         """The runner's record in a hash-checked file, parsed once; None for a file that is not a record
         (a screenshot, a DOM, a copied file, the agent's files). EvidenceError when it does not validate."""
         if not is_record(entry):
             return None
-        if entry.error:
-            raise EvidenceError(f"capture '{entry.capture or entry.path}' failed: {entry.error}")
+        self._failed(entry)
         if entry.path not in self._records:
-            data = self._checked(entry).read_bytes()
+            data = self._read_checked(entry)
             self._records[entry.path] = parse_record(data, entry.kind, where=f"evidence file {entry.path}")
         return self._records[entry.path]
 
-    # -- cache (e.g. OCR by image hash): persisted in the run dir so re-grading reuses it ----------
+    # -- cache (e.g. OCR by image hash): kept in the run dir so re-grading reuses it; every entry carries
+    # an HMAC under the signing key, so an entry the agent (or anyone without the key) wrote is recomputed
     def cache(self, namespace: str) -> dict[str, Any]:
         if namespace not in self._caches:
-            path = self.run_dir / "cache" / f"{namespace}.json"
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                self._caches[namespace] = data if isinstance(data, dict) else {}
-            except (OSError, ValueError):
-                self._caches[namespace] = {}
+            table: dict[str, Any] = {}
+            if self.key is not None:
+                try:
+                    data = json.loads((self.run_dir / "cache" / f"{namespace}.json").read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    data = {}
+                for k, v in (data.items() if isinstance(data, dict) else ()):
+                    if (isinstance(v, dict) and set(v) == {"value", "mac"} and isinstance(v["mac"], str)
+                            and v["mac"] == cache_mac(self.key, namespace, k, v["value"])):
+                        table[k] = v["value"]
+            self._caches[namespace] = table
         return self._caches[namespace]
 
     def cached(self, namespace: str, key: str, compute: Callable[[], Any]) -> Any:
@@ -112,9 +161,12 @@ class RunEvidence:
         return table[key]
 
     def save_caches(self) -> None:
+        if self.key is None:
+            return
         for ns in sorted(self._dirty):
+            signed = {k: {"value": v, "mac": cache_mac(self.key, ns, k, v)} for k, v in self._caches[ns].items()}
             try:
-                atomic_write_json(self.run_dir / "cache" / f"{ns}.json", self._caches[ns])
+                atomic_write_json(self.run_dir / "cache" / f"{ns}.json", signed)
             except OSError:
                 pass  # a read-only run directory still grades; it just won't cache
         self._dirty.clear()
@@ -133,7 +185,7 @@ class StepView:
         return self._ev.verified_path(self.entry(ref))
 
     def read_bytes(self, ref: str) -> bytes:
-        return self.path(ref).read_bytes()
+        return self._ev.verified_bytes(self.entry(ref))
 
     def read_text(self, ref: str) -> str:
         return self.read_bytes(ref).decode("utf-8", errors="replace")

@@ -1,14 +1,15 @@
-"""Grade a run directory: every step's verdict from persisted evidence only; the claim sits beside it."""
+"""Grade a run directory: every step's verdict from sealed, persisted evidence only; the claim sits beside it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
+from referee.errors import EvidenceError
 from referee.grader.evidence import RunEvidence
 from referee.grader.results import RunResults, StepResult, ValidatorResult, Verdict, summarize
-from referee.plan.loader import LoadedPlan, TypedValidator, load_plan_text
-from referee.rundir import Claim, Manifest, read_claims, read_manifest
+from referee.grader.verify import OpenedRun, open_run
+from referee.plan.loader import LoadedPlan, TypedValidator
+from referee.rundir import Claim, Manifest
 from referee.validators import Outcome, checker
 
 
@@ -65,27 +66,41 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     return res
 
 
-def grade(run_dir: str | Path) -> RunResults:
-    """Grade a run directory from its files alone (no app, no network, no actor).
+def refused(run: OpenedRun) -> RunResults:
+    """Every step ERROR: the seal (or the manifest's paths) did not hold, so no evidence of this run is read."""
+    if run.plan is not None:
+        ids = [s.id for s in run.plan.plan.steps]
+    else:
+        ids = list(run.manifest.steps) if run.manifest is not None else []
+    why = f"not graded: {run.integrity.reason}"
+    steps = [StepResult(id=i, verdict="ERROR", reason=why) for i in ids]
+    plan = run.manifest.plan if run.manifest is not None else run.run_dir.name
+    return RunResults(plan=plan, steps=steps, summary=summarize(steps), integrity=run.integrity)
+
+
+def grade(run_dir: str | Path, *, allow_unsigned: bool = False) -> RunResults:
+    """Grade a run directory from its files alone (no app, no network, no actor), after checking its seal.
+
+    A seal that does not hold makes every step ERROR (`results.integrity` says which file and why);
+    an unsigned run directory is refused that way too unless `allow_unsigned`, which grades it and
+    marks the results unverified.
 
     >>> grade("runs/demo/20260101T000000Z").summary  # doctest: +SKIP
     {'PASS': 3, 'FAIL': 2, 'SKIPPED': 1, 'ERROR': 0, 'overclaims': 3}
     """
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise UsageError("not a directory", file=str(run_dir), fix="pass the run directory `referee run` printed")
-    manifest = read_manifest(run_dir)
-    plan_path = run_dir / "plan.yaml"
-    try:
-        text = plan_path.read_text(encoding="utf-8")
-    except OSError:
-        raise EvidenceError("plan.yaml is missing from the run directory", file=str(run_dir)) from None
-    try:
-        plan = load_plan_text(text, str(plan_path), frozen=True)
-    except PlanError as exc:
-        raise RefereeError(f"the frozen plan no longer loads: {exc}", file=str(plan_path)) from None
-    claims = read_claims(run_dir)
-    ev = RunEvidence(run_dir, manifest)
-    steps = [grade_step(plan, s.id, manifest, ev, claims.get(s.id)) for s in plan.plan.steps]
-    ev.save_caches()
-    return RunResults(plan=manifest.plan, steps=steps, summary=summarize(steps))
+    return grade_opened(open_run(run_dir, allow_unsigned=allow_unsigned))
+
+
+def grade_opened(run: OpenedRun, *, save_caches: bool = True) -> RunResults:
+    """Grade a run directory `open_run` has checked (the auditor reads the same checked files beside it).
+
+    `save_caches=False` leaves the run directory byte for byte as it was.
+    """
+    if run.integrity.status == "failed" or run.manifest is None or run.plan is None:
+        return refused(run)
+    manifest, plan = run.manifest, run.plan
+    ev = RunEvidence(run.run_dir, manifest, key=run.key, signed=run.integrity.status == "verified")
+    steps = [grade_step(plan, s.id, manifest, ev, run.claims.get(s.id)) for s in plan.plan.steps]
+    if save_caches:
+        ev.save_caches()
+    return RunResults(plan=manifest.plan, steps=steps, summary=summarize(steps), integrity=run.integrity)

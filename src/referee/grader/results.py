@@ -32,6 +32,24 @@ class StepResult(_Model):
     overclaim: bool = False
 
 
+class Integrity(_Model):
+    """Whether the files graded are the ones the runner sealed (see `referee.seal`).
+
+    `verified`: the seal holds; `unverified`: graded with `--allow-unsigned` although no seal could
+    be checked (`reason` says why): the verdicts are only as good as the files; `failed`: the seal
+    or a file it covers does not hold: every step is ERROR.
+    """
+
+    status: Literal["verified", "unverified", "failed"]
+    reason: str = ""
+    key_id: str | None = None
+    run_id: str | None = None
+
+
+def _legacy_integrity() -> Integrity:
+    return Integrity(status="unverified", reason="graded before run directories were sealed")
+
+
 class RunResults(_Model):
     """Everything `referee grade` decides. No timestamps: re-grading gives the same bytes."""
 
@@ -39,13 +57,16 @@ class RunResults(_Model):
     plan: str
     steps: list[StepResult]
     summary: dict[str, int]
+    integrity: Integrity = Field(default_factory=_legacy_integrity)
 
     def exit_code(self, strict: bool = False) -> int:
-        """0 all PASS; 1 any FAIL/ERROR (and SKIPPED under --strict).
+        """0 all PASS; 1 any FAIL/ERROR (and SKIPPED under --strict), or a seal that does not hold.
 
         >>> RunResults(plan="p", steps=[], summary={"PASS": 1, "FAIL": 0, "SKIPPED": 1, "ERROR": 0}).exit_code()
         0
         """
+        if self.integrity.status == "failed":
+            return 1
         bad = self.summary.get("FAIL", 0) + self.summary.get("ERROR", 0)
         if strict:
             bad += self.summary.get("SKIPPED", 0)

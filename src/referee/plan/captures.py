@@ -13,7 +13,7 @@ whenever a plan is loaded, so it should keep its own heavy imports inside `take`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
@@ -24,6 +24,9 @@ class CaptureParams(BaseModel):
     """Parameters every capture takes; kinds subclass this."""
 
     model_config = ConfigDict(extra="forbid")
+    # the parameters in which the runner substitutes `${NAME}` from its environment (`referee.plan.envvars`):
+    # the loader refuses a plan whose variables there are unset, and the runner shows them redacted
+    env_fields: ClassVar[tuple[str, ...]] = ()
 
     kind: str
     name: str
@@ -84,6 +87,7 @@ def spec(kind: str, summary: str):
 
 @spec("http", "an HTTP request the runner makes after the step: status, headers (redacted), body")
 class HttpParams(CaptureParams):
+    env_fields = ("url", "headers")
     url: str
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
     headers: dict[str, str] = {}
@@ -94,6 +98,7 @@ class HttpParams(CaptureParams):
 @spec("command",
       "a command the runner runs after the step: exit code, stdout, stderr (stdout_as saves stdout as a file)")
 class CommandParams(CaptureParams):
+    env_fields = ("command",)
     command: str
     timeout_s: float = 60.0
     stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
@@ -106,6 +111,7 @@ class CommandParams(CaptureParams):
 
 @spec("sql", "rows of a SQL query (any SQLAlchemy URL; `${VAR}` reads the runner's environment)")
 class SqlParams(CaptureParams):
+    env_fields = ("url",)
     url: str
     query: str | None = None
     params: dict[str, Any] = {}
@@ -121,6 +127,7 @@ class SqlParams(CaptureParams):
 
 @spec("ddb", "a DynamoDB item by `key` (get_item), through boto3 with optional `endpoint_url`")
 class DdbParams(CaptureParams):
+    env_fields = ("endpoint_url",)
     table: str
     key: dict[str, Any]
     endpoint_url: str | None = None
@@ -129,6 +136,7 @@ class DdbParams(CaptureParams):
 
 @spec("file", "a copy of a file the app wrote (relative paths are relative to where the run started)")
 class FileParams(CaptureParams):
+    env_fields = ("path",)
     path: str
 
 

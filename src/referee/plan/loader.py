@@ -2,48 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from referee.errors import PlanError, RefereeError
+from referee.plan.envvars import references, unset
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
 from referee.plan.model import Plan, Step
 from referee.plan.validators import ValidatorParams, ValidatorSpec, validator_specs
-
-Pos = tuple[int, int]
-
-
-def _construct(node: yaml.Node, path: tuple, positions: dict[tuple, Pos]) -> Any:
-    """Turn a composed YAML node into plain data, remembering where each value stood."""
-    positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for knode, vnode in node.value:
-            key = _scalar(knode)
-            if key in out:
-                raise PlanError(f"duplicate key '{key}'",
-                                place=f"{knode.start_mark.line + 1}:{knode.start_mark.column + 1}",
-                                fix="remove one of them")
-            positions[path + (key, "__key__")] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
-            out[key] = _construct(vnode, path + (key,), positions)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(v, path + (i,), positions) for i, v in enumerate(node.value)]
-    return _scalar(node)
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster on big plans
-_CONSTRUCTOR = yaml.constructor.SafeConstructor()
-
-
-def _scalar(node: yaml.Node) -> Any:
-    if not isinstance(node, yaml.ScalarNode):
-        raise PlanError("a key must be a plain value", place=f"{node.start_mark.line + 1}:{node.start_mark.column + 1}")
-    return _CONSTRUCTOR.construct_object(node, deep=True)
+from referee.plan.yamlnodes import Pos, compose, to_data
 
 
 @dataclass(frozen=True)
@@ -77,6 +48,7 @@ class LoadedPlan:
     plan: Plan
     validators: dict[str, tuple[TypedValidator, ...]]
     captures: dict[str, tuple[TypedCapture, ...]]
+    env_names: frozenset[str] = frozenset()  # `${NAME}` variables the captures substitute
 
     @property
     def name(self) -> str:
@@ -157,7 +129,8 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
     return [n for n in current.model_fields if n != "kind"] if current else []
 
 
-def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> LoadedPlan:
+def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
+                   env: Mapping[str, str] | None = None) -> LoadedPlan:
     """Parse and validate plan text. Capture and validator kinds are plan data (`referee.plan.captures`,
     `referee.plan.validators`): loading a plan imports neither the runner nor the validators' checks,
     so the grader loads the frozen plan like any other.
@@ -166,23 +139,19 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> 
     capture kind from a plugin is kept as written (the grader needs only its name): grading imports
     no capture plugin, and a run stays gradeable after the plugin that captured it is gone.
 
+    `env` (default: the process's environment): a `${NAME}` without default in a capture parameter
+    the runner substitutes (`referee.plan.envvars`) must be set in it; a frozen plan is not checked
+    (grading substitutes nothing).
+
     >>> lp = load_plan_text("- id: a\\n  do: nothing\\n", "p.yaml")
     >>> (lp.name, [s.id for s in lp.plan.steps])
     ('p', ['a'])
     """
-    try:
-        node = yaml.compose(text, Loader=_LOADER)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        place = f"{mark.line + 1}:{mark.column + 1}" if mark else None
-        raise PlanError(f"malformed YAML: {exc.problem or exc}", file=file, place=place,
-                        fix="fix the indentation or quoting there") from None
-    except yaml.YAMLError as exc:
-        raise PlanError(f"malformed YAML: {exc}", file=file) from None
+    node = compose(text, file)
     if node is None:
         raise PlanError("the plan is empty", file=file, fix="add a `steps:` list")
     positions: dict[tuple, Pos] = {}
-    data = _construct(node, (), positions)
+    data = to_data(node, file, positions)
     if isinstance(data, list):  # the seed format: a bare list of steps
         positions = {("steps",) + k: v for k, v in positions.items()}
         data = {"steps": data}
@@ -197,6 +166,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> 
     except ValidationError as exc:
         raise _pydantic_error(where, exc, (), Plan) from None
 
+    env_check = EnvCheck(where, None if frozen else (os.environ if env is None else env))
     seen: dict[str, int] = {}
     typed_v: dict[str, tuple[TypedValidator, ...]] = {}
     typed_c: dict[str, tuple[TypedCapture, ...]] = {}
@@ -214,6 +184,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> 
             else:
                 ck, params = _typed(where, capture_specs, raw, loc, "capture")
             _check_url(where, plan, params, loc)
+            env_check(params, loc)
             if params.name in names:
                 raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
                                   fix="give each capture its own name")
@@ -233,6 +204,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> 
                 except ValidationError as exc:
                     raise _pydantic_error(where, exc, loc) from None
                 _check_url(where, plan, cparams, loc)
+                env_check(cparams, loc)
                 names.add(req.name)
                 caps.append(TypedCapture(ck, cparams))
             for ref in vs.evidence_refs(params, vi):
@@ -240,7 +212,31 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False) -> 
             vals.append(tv)
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
-    return LoadedPlan(Path(file), text, plan, typed_v, typed_c)
+    return LoadedPlan(Path(file), text, plan, typed_v, typed_c, frozenset(env_check.names))
+
+
+class EnvCheck:
+    """Collects the `${NAME}` variables of typed captures; with an `env`, an unset one is a PlanError."""
+
+    def __init__(self, where: _Where, env: Mapping[str, str] | None) -> None:
+        self.where, self.env = where, env
+        self.names: set[str] = set()
+
+    def __call__(self, params: CaptureParams, loc: tuple) -> None:
+        for field in getattr(type(params), "env_fields", ()):
+            value = getattr(params, field, None)
+            self.names.update(name for name, _ in references(value))
+            if self.env is None:
+                continue
+            at = loc + (field,)
+            for key, item in (value.items() if isinstance(value, dict) else [(None, value)]):
+                missing = unset(item, self.env)
+                if missing:
+                    name = missing[0]
+                    raise self.where.error(
+                        f"environment variable '{name}' is not set (used in `{field}`)",
+                        at if key is None else at + (key,),
+                        fix=f"set {name} before running, or give a default: ${{{name}:-value}}")
 
 
 class _KeptParams(CaptureParams):
@@ -275,8 +271,6 @@ def _check_url(where: _Where, plan: Plan, params: Any, loc: tuple) -> None:
 
 
 def _check_ref(where: _Where, loc: tuple, ref: str) -> None:
-    import os
-
     if not isinstance(ref, str) or not ref:
         raise where.error("an evidence reference must be a capture name or a relative path", loc + ("evidence",))
     if os.path.isabs(ref) or ".." in Path(ref).parts:

@@ -60,4 +60,18 @@ class Plan(_Model):
     app: AppSpec | None = None
     actor: ActorSpec | None = None
     controls: list[str] = Field(default_factory=list)
+    # `${NAME}` variables that are not secret: shown with their values in evidence and reports (the
+    # others are shown as `${NAME}`; see referee.plan.envvars)
+    public_env: list[str] = Field(default_factory=list, description=(
+        "`${NAME}` variables that are not secret: shown with their values (others are shown as `${NAME}`)"))
     steps: list[Step]
+
+    @field_validator("public_env")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        from referee.plan.envvars import NAME
+
+        bad = [n for n in v if not NAME.fullmatch(n)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a variable name (letters, digits and '_', not first a digit)")
+        return v

@@ -69,6 +69,22 @@ def isolation_line(iso: Any) -> Text | None:
                 style="dim")
 
 
+def integrity_line(results: RunResults) -> Text:
+    """One line on the seal: verified (key and run id), UNVERIFIED (graded with --allow-unsigned) or FAILED.
+
+    >>> from referee.grader.results import Integrity
+    >>> r = RunResults(plan="p", steps=[], summary={}, integrity=Integrity(status="failed", reason="plan.yaml differs"))
+    >>> integrity_line(r).plain
+    'SEAL CHECK FAILED: plan.yaml differs; every step is ERROR'
+    """
+    i = results.integrity
+    if i.status == "verified":
+        return Text(f"evidence: sealed by the runner, seal verified (key {i.key_id}, run {i.run_id})", style="dim")
+    if i.status == "unverified":
+        return Text(f"UNVERIFIED: {i.reason}; these verdicts are only as good as the files", style="bold yellow")
+    return Text(f"SEAL CHECK FAILED: {i.reason}; every step is ERROR", style="bold red")
+
+
 class LiveSteps:
     """Rows for steps as they run: shows what the agent is doing and what it claimed, not verdicts."""
 

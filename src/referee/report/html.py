@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from referee.errors import EvidenceError
 from referee.fsutil import atomic_write_text
+from referee.grader.results import RunResults
 
 EMBED_MAX = 2 * 1024 * 1024  # one image embedded up to this size; bigger ones are linked
 EMBED_TOTAL = 48 * 1024 * 1024  # and no more than this per report
@@ -58,6 +59,8 @@ ul.vals{margin:0;padding-left:16px}ul.vals li{margin-bottom:3px}
 justify-content:center;cursor:zoom-out}
 #lightbox[hidden]{display:none}#lightbox img{max-width:95vw;max-height:88vh;background:#fff}
 #lightbox .cap{color:#fff;margin-top:8px}
+.seal{padding:8px 12px;margin:8px 0;border-radius:4px;color:#fff;overflow-wrap:anywhere}
+.seal-unverified{background:#8a4b00}.seal-failed{background:#b3261e}
 """
 
 
@@ -186,22 +189,44 @@ def _validators_html(step: dict) -> str:
 
 
 def _isolation_html(manifest: Any) -> str:
+    """How the agent ran: a banner when it was unisolated, a line otherwise (nothing when no agent ran)."""
     iso = manifest.get("isolation") if isinstance(manifest, dict) else None
     if not isinstance(iso, dict):
         return ""
     if iso.get("mode") == "none":
-        return (f' · <span class="over">unisolated</span> the agent ran with the runner\'s rights '
-                f'({_e(iso.get("note") or "no reason given")})')
-    return f' · agent isolation {_e(iso.get("mode"))}'
+        return ('<div class="seal seal-failed"><b>UNISOLATED</b>: the agent ran with the runner\'s rights '
+                f'({_e(iso.get("note") or "no reason given")}); it could have rewritten the run directory '
+                'or read the runner\'s environment</div>')
+    return (f'<div class="meta">agent isolation: {_e(iso.get("mode"))}, processes tracked by '
+            f'{_e(iso.get("tracking"))}</div>')
 
 
-def render_report(run_dir: str | Path) -> str:
-    """The HTML text of a run's report (see `write_report`)."""
+def _integrity_html(results: dict) -> str:
+    """A banner unless the seal was verified: unverified (graded with --allow-unsigned) or failed."""
+    integrity = results.get("integrity")
+    if not isinstance(integrity, dict):
+        integrity = {"status": "unverified", "reason": "graded before run directories were sealed"}
+    status = str(integrity.get("status", ""))
+    if status == "verified":
+        return (f'<div class="meta">evidence sealed by the runner and verified (key {_e(integrity.get("key_id"))}, '
+                f'run {_e(integrity.get("run_id"))})</div>')
+    label = "SEAL CHECK FAILED" if status == "failed" else "UNVERIFIED"
+    return f'<div class="seal seal-{_e(status)}"><b>{label}</b>: {_e(integrity.get("reason", ""))}</div>'
+
+
+def render_report(run_dir: str | Path, results_model: RunResults | None = None) -> str:
+    """The HTML text of a run's report (see `write_report`); from `results_model` instead of results.json."""
     run_dir = Path(run_dir)
-    results = _read_json(run_dir / "results.json")
+    if results_model is not None:
+        results = results_model.model_dump(mode="json")
+    else:
+        results = _read_json(run_dir / "results.json")
     manifest = _read_json(run_dir / "manifest.json")
     files = manifest.get("files", []) if isinstance(manifest, dict) else []
     does = _step_texts(run_dir)
+    seal_failed = (results.get("integrity") or {}).get("status") == "failed"
+    if seal_failed:
+        files, does = [], {}  # nothing of a run whose seal does not hold is shown as if it were evidence
     budget = _Budget()
     summary = results.get("summary", {})
     rows = []
@@ -225,8 +250,8 @@ def render_report(run_dir: str | Path) -> str:
         f"<title>referee: {_e(plan)}</title><style>{_CSS}</style></head><body>"
         f"<h1>referee: {_e(plan)}</h1>"
         f'<div class="meta">started {_e(manifest.get("started", "?"))} · finished {_e(manifest.get("finished", "?"))}'
-        f' · actor {_e(manifest.get("actor", "?"))}{_isolation_html(manifest)}</div>'
-        f'<div class="sum">{sums}</div>'
+        f' · actor {_e(manifest.get("actor", "?"))}</div>'
+        f'{_integrity_html(results)}{"" if seal_failed else _isolation_html(manifest)}<div class="sum">{sums}</div>'
         '<p class="meta">Verdicts come from the validators over the persisted evidence; the agent\'s claim is '
         "shown beside them and decides nothing.</p>"
         '<table class="steps"><thead><tr><th>step</th><th>verdict</th><th>validators</th><th>agent claim</th>'
@@ -235,13 +260,14 @@ def render_report(run_dir: str | Path) -> str:
         f"<script>{_SCRIPT}</script></body></html>\n")
 
 
-def write_report(run_dir: str | Path) -> Path:
-    """Write `report.html` into the run directory (atomically) and return its path.
+def write_report(run_dir: str | Path, results: RunResults | None = None) -> Path:
+    """Write `report.html` into the run directory (atomically) and return its path; from `results`
+    (a RunResults, as just graded) when given, else from results.json.
 
-    >>> write_report("runs/demo/20260101T000000Z")  # doctest: +SKIP
+    >>> write_report("runs/demo/20260101T000000Z", grade("runs/demo/20260101T000000Z"))  # doctest: +SKIP
     PosixPath('runs/demo/20260101T000000Z/report.html')
     """
     run_dir = Path(run_dir)
     path = run_dir / "report.html"
-    atomic_write_text(path, render_report(run_dir))
+    atomic_write_text(path, render_report(run_dir, results))
     return path

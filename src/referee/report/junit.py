@@ -22,8 +22,12 @@ def junit_xml(results: RunResults, isolation: Any = None) -> bytes:
     s = results.summary
     suite = ET.Element("testsuite", name=f"referee.{results.plan}", tests=str(len(results.steps)),
                        failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
+    # whether the evidence was the runner's (sealed and verified), unverified, or refused: CI shows it
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
+    if results.integrity.reason:
+        ET.SubElement(props, "property", name="referee.integrity.reason", value=results.integrity.reason)
     if isolation is not None:  # the manifest's: `none` means the agent ran unisolated
-        props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="referee.isolation",
                       value="unisolated" if isolation.mode == "none" else isolation.mode)
         if isolation.note:

@@ -19,16 +19,16 @@ def write_outputs(run_dir: str | Path, results: RunResults) -> None:
     """
     run_dir = Path(run_dir)
     atomic_write_json(run_dir / "results.json", results.model_dump(mode="json"))
-    try:
-        isolation = read_manifest(run_dir).isolation
+    try:  # how the agent ran, from the manifest; not from one whose seal does not hold
+        isolation = read_manifest(run_dir).isolation if results.integrity.status != "failed" else None
     except RefereeError:
         isolation = None
     write_junit(results, run_dir / "junit.xml", isolation)
-    write_report(run_dir)  # reads the results.json just written
+    write_report(run_dir, results)  # from these results, not from a results.json someone could rewrite
 
 
-def grade_to_disk(run_dir: str | Path) -> RunResults:
-    """Grade a run directory and write its outputs; the verdicts come from the grader alone."""
-    results = grade(run_dir)
+def grade_to_disk(run_dir: str | Path, *, allow_unsigned: bool = False) -> RunResults:
+    """Grade a run directory (its seal checked) and write its outputs; the verdicts come from the grader alone."""
+    results = grade(run_dir, allow_unsigned=allow_unsigned)
     write_outputs(run_dir, results)
     return results

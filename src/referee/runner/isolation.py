@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee.errors import PlanError
+from referee.keys import key_path
 from referee.rundir import IsolationRecord
 from referee.runner.reaper import Tracker, new_tracker
 
@@ -204,6 +205,9 @@ class Sandbox:
         a += ["--bind", str(self.home), str(self.home), "--bind", agent, agent,
               "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
               "--die-with-parent", "--new-session"]
+        key = key_path()
+        if key.is_file():  # the runner's signing key: whoever reads it can seal a forged run directory
+            a += ["--ro-bind", "/dev/null", str(key)]
         if is_root():
             a += ["--cap-drop", "ALL"]
         return a + ["--chdir", str(cwd), "--", *argv]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from referee.errors import ActorError, AppError, PlanError
+from referee.keys import load_key
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
 from referee.rundir import Phase
@@ -22,6 +23,7 @@ from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
 from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
+from referee.runner.envsubst import Secrets
 from referee.runner.store import RunStore, new_run_dir
 
 Event = Callable[[str, str, dict], None]  # (event, step_id, data): "isolation" | "start" | "acted" | "done"
@@ -66,19 +68,21 @@ def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
 def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: dict) -> None:
     """Take each capture and list its files in the manifest; a failed or crashing capture is recorded, not raised."""
     out_dir = store.evidence_dir(step_id, phase)
+    secrets = base_ctx["secrets"]
     for cap in caps:
         ctx = CaptureContext(step_id=step_id, phase=phase, out_dir=out_dir, **base_ctx)
         error = None
         try:
             files = captures.get(cap.params.kind).take(cap.params, ctx)
         except CaptureFailed as exc:
-            error = exc.why
-            files = [write_failure(out_dir, cap.params, error, exc.detail)]
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = secrets.scrub(exc.why)
+            files = [write_failure(out_dir, cap.params, error, secrets.scrub_all(exc.detail))]
+        except Exception as exc:  # an exception's text may quote what the capture used (an invalid URL)
+            error = secrets.scrub(f"{type(exc).__name__}: {exc}")
             files = [write_failure(out_dir, cap.params, error)]
         else:
             error = _reported_failure(files)
+            error = secrets.scrub(error) if error else None
         for i, path in enumerate(files):
             store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
                            kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
@@ -127,6 +131,13 @@ def read_claim(claim_file: Path) -> tuple[dict | None, str | None]:
             "evidence": [str(e) for e in data.get("evidence", []) if isinstance(e, str)][:1000]}, None
 
 
+def _scrubbed(secrets: Secrets, data: bytes | None) -> bytes | None:
+    """The agent's output with the plan's secret values replaced, its other bytes as they were."""
+    if not data:
+        return data
+    return secrets.scrub(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
 class _Terminated(BaseException):
     """SIGTERM turned into an exception so the app is stopped and the run stays gradeable."""
 
@@ -143,11 +154,15 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     spec = actor_spec(plan, agent)
     actor_cls = actors.get(spec.kind)
     actor_cls.preflight(spec)  # a missing extra stops here, before a run directory exists
+    key = load_key()  # and so does a signing key that is exposed or cannot be made
     run_dir = new_run_dir(out, plan.name)
-    store = RunStore(run_dir, plan.name)
+    store = RunStore(run_dir, plan.name, key)
     store.manifest.actor = spec.command or spec.target or spec.kind
     store.save_plan(plan.text)
     store.flush()
+    env, public = dict(os.environ), frozenset(plan.plan.public_env)
+    # what the captures substitute from the environment is written nowhere: not in evidence, not in errors
+    secrets = Secrets.of_plan(plan.env_names, env, public)
     interrupted = False
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
@@ -162,7 +177,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.manifest.isolation = actor.sandbox.record()
                 store.flush()
                 on_event("isolation", "", store.manifest.isolation.model_dump())
-            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": dict(os.environ)}
+            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
             for step in plan.plan.steps:
                 on_event("start", step.id, {})
                 store.step_started(step.id)
@@ -181,14 +196,15 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
                                             "timed_out": result.timed_out, "started": result.started})
-                store.add_agent_output(step.id, result.stdout, result.stderr)
+                store.add_agent_output(step.id, _scrubbed(secrets, result.stdout), _scrubbed(secrets, result.stderr))
                 refused = [f"agent/{step.id}/{p}: not made by the agent; not taken as evidence" for p in foreign]
                 refused += store.add_agent_files(step.id, skip=frozenset(foreign))
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
                 errors = [e for e in (result.error, why if claim is None and result.started else None, *refused) if e]
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
-                                error="; ".join(errors) or None, started=result.started, killed=result.killed,
+                                error=secrets.scrub("; ".join(errors)) or None, started=result.started,
+                                killed=result.killed,
                                 stdout_bytes=result.stdout_bytes, stderr_bytes=result.stderr_bytes)
                 on_event("done", step.id, {})
     except (KeyboardInterrupt, _Terminated):
@@ -196,7 +212,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
         store.manifest.error = "interrupted"
     except (AppError, ActorError, PlanError) as exc:
         # the run could not go on; what it has is still graded (unrun steps: ERROR), then the CLI says why
-        store.manifest.error = str(exc)
+        store.manifest.error = secrets.scrub(str(exc))
     finally:
         if actor is not None:
             try:

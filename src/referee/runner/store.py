@@ -1,15 +1,18 @@
-"""The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims."""
+"""The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims, seal."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_bytes, atomic_write_text, sha256_file
+from referee.fsutil import atomic_write_bytes, sha256_file
+from referee.keys import SigningKey, load_key
 from referee.rundir import Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
+from referee.seal import Sealer
 
 
 OUTPUT_FILES = ("stdout.txt", "stderr.txt")
@@ -31,12 +34,18 @@ def new_run_dir(out: Path, plan_name: str) -> Path:
 
 
 class RunStore:
-    """Writer of one run directory, used by the runner only. The grader reads it with `read_manifest`."""
+    """Writer of one run directory, used by the runner only. The grader reads it back through its seal.
 
-    def __init__(self, run_dir: Path, plan_name: str) -> None:
+    manifest.json and claims.json are written through a `Sealer`: every write re-signs them
+    (and the plan the runner loaded) with the key from `referee.keys`, so a killed run verifies.
+    """
+
+    def __init__(self, run_dir: Path, plan_name: str, key: SigningKey | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.manifest = Manifest(plan=plan_name, started=utcnow())
         self.claims: dict[str, Claim | None] = {}
+        self.sealer = Sealer(self.run_dir, key or load_key(), uuid.uuid4().hex)
+        self._first = True
 
     # -- layout -------------------------------------------------------------------------------
     def evidence_dir(self, step_id: str, phase: Phase) -> Path:
@@ -51,13 +60,18 @@ class RunStore:
 
     # -- writes -------------------------------------------------------------------------------
     def save_plan(self, text: str) -> None:
-        atomic_write_text(self.run_dir / "plan.yaml", text)
+        """Freeze the plan the runner loaded; the seal signs these bytes, not whatever plan.yaml holds later."""
+        data = text.encode("utf-8")
+        self.sealer.set_plan(data)
+        atomic_write_bytes(self.run_dir / "plan.yaml", data)
 
-    def flush(self, durable: bool = False) -> None:
+    def flush(self, durable: bool = False, final: bool = False) -> None:
         # pydantic's serializer, not json.dumps(indent=...): the manifest is rewritten every step;
         # the rename keeps it whole if the runner is killed, the final flush also survives a power cut
-        atomic_write_bytes(self.run_dir / "manifest.json", self.manifest.model_dump_json(indent=2).encode() + b"\n",
-                           durable=durable)
+        data = self.manifest.model_dump_json(indent=2).encode() + b"\n"
+        claims = Claims(self.claims).to_json() if self._first else None  # claims.json exists from the start
+        self._first = False
+        self.sealer.write(manifest=data, claims=claims, durable=durable, final=final)
 
     def step_started(self, step_id: str) -> None:
         self.manifest.steps[step_id] = StepRecord(started=utcnow())
@@ -125,9 +139,9 @@ class RunStore:
     def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
         """Record the agent's claim (`{"pass", "note", "evidence"}`, as `read_claim` gives it) in claims.json."""
         self.claims[step_id] = Claim.model_validate(claim) if claim is not None else None
-        # compact: claims.json is rewritten after every step
-        atomic_write_bytes(self.run_dir / "claims.json", Claims(self.claims).to_json(), durable=False)
+        # compact: claims.json is rewritten after every step (and re-sealed with it)
+        self.sealer.write(claims=Claims(self.claims).to_json(), durable=False)
 
     def finish(self) -> None:
         self.manifest.finished = utcnow()
-        self.flush(durable=True)
+        self.flush(durable=True, final=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from referee.audit.jsonstream import loads
 from referee.audit.extract import abstain, acting, details, extractors
 from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rules' vocabulary)
     GROUPS, WRITE_VERBS, READ_VERBS, GUI_TYPE, GUI_CLICK, SELF_SIGNAL, HANDOFF, COMMIT_LABEL, FAIL_TEXT, EMPTY_TEXT,
@@ -300,7 +301,7 @@ def _data(o: ViewObservation | None) -> Any:
     t = (o.text or "").strip()
     if t[:1] in "[{":
         try:
-            return json.loads(t)
+            return loads(t)
         except ValueError:
             return None
     return None

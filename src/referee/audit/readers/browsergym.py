@@ -34,6 +34,7 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
+from referee.audit.jsonstream import loads
 from referee.audit.readers import ReadOptions, trace_readers
 from referee.audit.readers.mini_swe_agent import cap_text
 from referee.audit.readers.safepickle import PickleRefused, load_file
@@ -302,7 +303,7 @@ def _summary(path: Path) -> tuple[dict, str | None]:
     if not f.is_file():
         return {}, None
     try:
-        doc = json.loads(f.read_text(encoding="utf-8"))
+        doc = loads(f.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return {}, f"summary_info.json: {exc}"
     return (doc if isinstance(doc, dict) else {}), None
@@ -343,7 +344,7 @@ def _from_pickles(path: Path) -> tuple[list[_Entry], Any]:
 def _from_tape(tape_file: Path) -> tuple[list[_Entry], dict]:
     """Entries from a JSON tape: BrowserGym's `browsergym_observation/_thought/_action` steps or AgentLab's
     `dict_observation` / `assistant_thought` / `assistant` steps; and the tape's metadata."""
-    doc = json.loads(tape_file.read_text(encoding="utf-8"))
+    doc = loads(tape_file.read_text(encoding="utf-8"))
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         raise ValueError("a tape is an object with a 'steps' list")
     entries: list[_Entry] = []
@@ -354,7 +355,7 @@ def _from_tape(tape_file: Path) -> tuple[list[_Entry], dict]:
         kind = str(s.get("kind", ""))
         step_no = s["metadata"].get("step") if isinstance(s.get("metadata"), dict) else None
         if kind in ("browsergym_observation", "dict_observation"):
-            obs = s.get("obs") if kind == "browsergym_observation" else json.loads(s.get("content") or "null")
+            obs = s.get("obs") if kind == "browsergym_observation" else loads(s.get("content") or "null")
             shot = s.get("screenshot")
             entries.append(_Entry(step=int(step_no) if isinstance(step_no, int) else len(entries),
                                   obs=obs if isinstance(obs, dict) else None,

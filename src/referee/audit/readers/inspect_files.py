@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from referee.audit.jsonstream import MAX_DEPTH, loads, too_deep
 from referee.errors import require
 
 ZIP_ZSTD = 93  # the zip method id of zstd (APPNOTE 4.4.5)
@@ -82,7 +83,7 @@ def _zstd_member(fh: BinaryIO, info: zipfile.ZipInfo) -> bytes:
 
 def _member(fh: BinaryIO, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
     data = _zstd_member(fh, info) if info.compress_type == ZIP_ZSTD else zf.read(info)
-    return json.loads(data)
+    return loads(data)  # a member nested past jsonstream.MAX_DEPTH is a ValueError: one bad part
 
 
 _READ_ERRORS = (OSError, ValueError, zipfile.BadZipFile, NotImplementedError, EOFError, zlib.error, RecursionError)
@@ -138,6 +139,7 @@ class _Stream:
         self.raw, self.chunk = raw, chunk
         self.dec = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         self.buf, self.pos, self.line, self.eof = "", 0, 1, False
+        self.last = (0, 0)
 
     def _more(self, want: int) -> bool:
         if self.eof:
@@ -180,6 +182,7 @@ class _Stream:
             if end == len(self.buf) and self._more(self.chunk):  # a number may go on past the edge
                 continue
             self.line += self.buf.count("\n", self.pos, end)
+            self.last = (self.pos, end)  # where its text lies in buf, until the cursor moves on
             self.pos = end
             return val
 
@@ -208,7 +211,12 @@ def iter_json_log(path: Path, *, chunk: int = CHUNK) -> Iterator[LogPart]:
                 s.take("[")
                 while s.peek(",") not in ("]", None):
                     line = s.line
-                    yield LogPart("sample", value=s.value(), where=f"line {line}", line=line)
+                    value = s.value()
+                    if too_deep(s.buf, *s.last):  # read whole, but too deep to hand on: one bad sample
+                        yield LogPart("error", where=f"line {line}", line=line,
+                                      error=f"a sample nested deeper than {MAX_DEPTH} levels")
+                        continue
+                    yield LogPart("sample", value=value, where=f"line {line}", line=line)
                 return  # what follows the samples (reductions) says nothing about a run
     except OSError as exc:
         yield LogPart("error", error=f"cannot read: {exc.strerror}")

@@ -16,14 +16,13 @@ the file or in `../reports/`; it is never evidence.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from referee.audit.jsonstream import iter_json_values
+from referee.audit.jsonstream import iter_json_values, loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, trace_error
 
@@ -235,7 +234,7 @@ def sweagent_to_trace(obj: dict, *, run_id: str, meta: dict) -> dict:
 
 def _resolved(path: Path, run_id: str) -> bool | None:
     try:
-        rep = json.loads(path.read_text(encoding="utf-8"))
+        rep = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if isinstance(rep, dict) and not isinstance(rep.get("resolved"), bool):  # the harness's {instance_id: {...}}

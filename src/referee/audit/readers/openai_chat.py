@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import ValidationError
 
-from referee.audit.jsonstream import iter_json_values
+from referee.audit.jsonstream import iter_json_values, loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import (SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, tool_defs,
                                  trace_error)
@@ -112,7 +112,7 @@ def _parse_args(raw: Any) -> dict:
         return raw
     if isinstance(raw, str):
         try:
-            val = json.loads(raw) if raw.strip() else {}
+            val = loads(raw) if raw.strip() else {}
         except ValueError:
             return {"_raw": raw}
         return val if isinstance(val, dict) else {"_value": val}
@@ -125,7 +125,7 @@ def _tool_observation(msg: dict) -> dict:
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
-            obs["data"] = json.loads(stripped)
+            obs["data"] = loads(stripped)
         except ValueError:
             pass
     return obs

@@ -20,14 +20,13 @@ observation (`observation`, `content`, `extras`, `cause`: the id of the action i
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from pydantic import ValidationError
 
-from referee.audit.jsonstream import iter_json_values
+from referee.audit.jsonstream import iter_json_values, loads
 from referee.audit.readers import is_openhands_event, trace_readers
 from referee.audit.readers.mini_swe_agent import cap_text
 from referee.audit.trace import SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, trace_error
@@ -61,7 +60,7 @@ def _events_dir(path: Path) -> Path | None:
     files = event_files(p) if p.is_dir() else []
     if files:
         try:
-            first = json.loads(files[0][1].read_text(encoding="utf-8"))
+            first = loads(files[0][1].read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if is_openhands_event(first):
@@ -251,7 +250,7 @@ def _session_meta(folder: Path) -> dict:
     meta: dict[str, Any] = {"source": "openhands"}
     for cand in (folder / "metadata.json", folder.parent / "metadata.json"):
         try:
-            doc = json.loads(cand.read_text(encoding="utf-8"))
+            doc = loads(cand.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict):
@@ -286,7 +285,7 @@ def read_session(path: Path) -> TraceItem:
     events = []
     for _, f in event_files(events_dir):
         try:
-            events.append(json.loads(f.read_text(encoding="utf-8")))
+            events.append(loads(f.read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
             return TraceItem(file=str(f), line=None, run_id=rid, error=record_error(
                 f"openhands: an unreadable event ({type(exc).__name__}: {str(exc)[:120]}): the session is not "

@@ -3,6 +3,8 @@
 A step the grader could decide (PASS, FAIL, ERROR) is not turned into a trace: its verdict stands
 and the auditor has nothing to add. A SKIPPED step has no verdict the grader could give, so the
 auditor looks at it, *advisorily*: its record says `advisory: true` and never makes it PASS.
+The verdicts are graded now, after the run directory's seal is checked (`referee.grader.verify`):
+a results.json in it is never trusted, and a run whose seal does not hold is one bad record.
 
 What goes where (the walls of DESIGN.md hold here as everywhere):
 
@@ -21,16 +23,22 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from referee.audit.jsonstream import loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Action, Observation, Step, Trace, TraceItem, record_error
 from referee.errors import EvidenceError, RefereeError
 from referee.grader.evidence import RunEvidence
+from referee.grader.grade import grade_opened
+from referee.grader.results import Integrity, RunResults
+from referee.grader.verify import OpenedRun, open_run
 from referee.rundir import (AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord, DdbRecord, FileEntry,
-                            HttpRecord, Manifest, SqlRecord, read_claims, read_manifest)
+                            HttpRecord, Manifest, SqlRecord)
 
 MAX_TEXT = 8000     # characters kept of one body, stdout, page text
 MAX_ROWS = 200      # rows kept of one sql/ddb capture
@@ -49,52 +57,71 @@ def is_run_dir(path: Path) -> bool:
     return p.is_dir() and (p / "manifest.json").is_file()
 
 
+_ALLOW_UNSIGNED: ContextVar[bool] = ContextVar("referee_run_allow_unsigned", default=False)
+
+
+@contextmanager
+def allowing_unsigned(allow: bool = True) -> Iterator[None]:
+    """Within this block, run directories without a seal this machine can check are read, marked unverified
+    (`referee audit --allow-unsigned`); outside it they are refused like a seal that does not hold."""
+    token = _ALLOW_UNSIGNED.set(allow)
+    try:
+        yield
+    finally:
+        _ALLOW_UNSIGNED.reset(token)
+
+
 @dataclass(frozen=True)
 class RunDirInfo:
-    """What a run directory holds for the auditor: its verdicts and which steps are SKIPPED."""
+    """What a run directory holds for the auditor: its verdicts, graded now, and which steps are SKIPPED."""
 
     run_dir: Path
     plan: str
     verdicts: dict[str, str]          # step id -> verdict, in plan order
-    source: str                       # "results.json" or "graded now"
+    source: str                       # how the verdicts were had: always "graded now" (results.json is not read)
+    integrity: Integrity = field(default_factory=lambda: Integrity(status="unverified", reason="not checked"))
 
     @property
     def skipped(self) -> list[str]:
         return [s for s, v in self.verdicts.items() if v == "SKIPPED"]
 
+    @property
+    def refused(self) -> bool:
+        return self.integrity.status == "failed"
+
     def line(self) -> str:
         """One line for humans: counts by verdict and what will be audited."""
+        if self.refused:
+            return f"{self.run_dir}: SEAL CHECK FAILED: {self.integrity.reason}; not audited"
         counts = {v: sum(1 for x in self.verdicts.values() if x == v) for v in ("PASS", "FAIL", "SKIPPED", "ERROR")}
         graded = ", ".join(f"{n} {v}" for v, n in counts.items())
+        source = self.source if self.integrity.status == "verified" else f"{self.source}, UNVERIFIED"
         if not self.skipped:
-            return (f"{self.run_dir}: plan {self.plan}: {graded} ({self.source}); no SKIPPED step: every step has a "
+            return (f"{self.run_dir}: plan {self.plan}: {graded} ({source}); no SKIPPED step: every step has a "
                     f"verdict from its validators, nothing to audit")
-        return (f"{self.run_dir}: plan {self.plan}: {graded} ({self.source}); auditing {len(self.skipped)} SKIPPED "
+        return (f"{self.run_dir}: plan {self.plan}: {graded} ({source}); auditing {len(self.skipped)} SKIPPED "
                 f"step(s) ({', '.join(self.skipped)}) as advisory records: verdicts are not changed")
 
 
+def _open(run_dir: Path) -> tuple[OpenedRun, RunResults]:
+    """The run directory checked against its seal, and graded now: a results.json in it is never trusted
+    (whoever could write the run directory could have written it). Nothing is written into it."""
+    run = open_run(run_dir, allow_unsigned=_ALLOW_UNSIGNED.get())
+    return run, grade_opened(run, save_caches=False)
+
+
 def load_verdicts(run_dir: Path) -> tuple[dict[str, str], str]:
-    """Step verdicts from results.json when it validates, else from `referee.grader.grade` (pure)."""
-    from referee.grader.results import RunResults
-
-    path = Path(run_dir) / "results.json"
-    try:
-        res = RunResults.model_validate_json(path.read_bytes())
-        source = "results.json"
-    except (OSError, ValueError):
-        from referee.grader import grade
-
-        res = grade(run_dir)
-        source = "graded now"
-    return {s.id: s.verdict for s in res.steps}, source
+    """Step verdicts of a run directory, graded now by `referee.grader` (its seal checked first)."""
+    _, res = _open(Path(run_dir))
+    return {s.id: s.verdict for s in res.steps}, "graded now"
 
 
 def describe_run_dir(run_dir: Path, manifest: Manifest | None = None) -> RunDirInfo:
     """Verdicts and SKIPPED steps of one run directory (raises RefereeError for a broken one)."""
     run_dir = Path(run_dir)
-    manifest = manifest or read_manifest(run_dir)
-    verdicts, source = load_verdicts(run_dir)
-    return RunDirInfo(run_dir=run_dir, plan=manifest.plan, verdicts=verdicts, source=source)
+    _, res = _open(run_dir)
+    return RunDirInfo(run_dir=run_dir, plan=res.plan, verdicts={s.id: s.verdict for s in res.steps},
+                      source="graded now", integrity=res.integrity)
 
 
 # -- observations from the runner's captures -------------------------------------------------------
@@ -136,7 +163,7 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         text = _clip(raw)
         return {"kind": entry.kind, "text": text}, f"{head}: {text}", None, False
     try:
-        doc = json.loads(path.read_bytes())
+        doc = loads(path.read_bytes())
     except ValueError:
         return {"kind": entry.kind, "file": entry.path}, f"{head}: file {entry.path}", None, False
     return _from_document(entry.kind, doc, head)
@@ -151,7 +178,7 @@ def _from_record(entry: FileEntry, rec: CaptureRecord, head: str) -> tuple[dict[
     if isinstance(rec, HttpRecord):
         body: Any = rec.body
         try:
-            body = json.loads(body)
+            body = loads(body)
         except ValueError:
             body = _clip(body)
         d = {"kind": k, "method": rec.method, "url": rec.url, "status": rec.status, "body": body}
@@ -275,24 +302,26 @@ def step_trace(ev: RunEvidence, step, claim: Claim | None, run_id: str) -> Trace
 def read_referee_run(path: Path) -> Iterator[TraceItem]:
     """Yield one advisory trace per SKIPPED step of a run directory, run_id `<plan>/<run dir>/<step>`.
 
-    A broken run directory is one item with `error`; PASS/FAIL/ERROR steps yield nothing.
+    The run directory is checked against its seal and graded now; a broken one, or one whose seal does
+    not hold, is one item with `error`; PASS/FAIL/ERROR steps yield nothing.
     """
     run_dir = Path(path)
     plan_file = run_dir / "plan.yaml"
     try:
-        from referee.plan.loader import load_plan_text
-
-        manifest = read_manifest(run_dir)
-        info = describe_run_dir(run_dir, manifest)
-        text = plan_file.read_text(encoding="utf-8")
-        plan = load_plan_text(text, str(plan_file), frozen=True)
+        run, res = _open(run_dir)
     except (RefereeError, OSError) as exc:
         yield TraceItem(file=str(run_dir), line=None, run_id=None,
                         error=record_error(f"not an auditable run directory: {exc}", file=str(run_dir), line=None))
         return
-    claims = read_claims(run_dir)
-    ev = RunEvidence(run_dir, manifest)
-    skipped = set(info.skipped)
+    if run.integrity.status == "failed" or run.manifest is None or run.plan is None:
+        yield TraceItem(file=str(run_dir), line=None, run_id=None,
+                        error=record_error(f"not an auditable run directory: seal check failed: "
+                                           f"{run.integrity.reason}", file=str(run_dir), line=None))
+        return
+    manifest, plan, claims = run.manifest, run.plan, run.claims
+    text = plan.text
+    ev = RunEvidence(run_dir, manifest, signed=run.integrity.status == "verified")
+    skipped = {s.id for s in res.steps if s.verdict == "SKIPPED"}
     for step in plan.plan.steps:
         if step.id not in skipped:
             continue
@@ -305,4 +334,6 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
                             error=record_error(f"step {step.id}: {exc}", file=str(plan_file), line=line,
                                                run_id=run_id))
             continue
+        if run.integrity.status != "verified":
+            trace.meta["unverified"] = run.integrity.reason
         yield TraceItem(file=str(plan_file), line=line, run_id=run_id, trace=trace)

@@ -14,6 +14,7 @@ from referee.fsutil import atomic_write_text
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, capture_specs
 from referee.registry import Registry
 from referee.rundir import CaptureFailure, dump_record, record_file
+from referee.runner.envsubst import Secrets, expand, references, shown
 
 
 @dataclass
@@ -32,6 +33,30 @@ class CaptureContext:
     env: dict[str, str] = field(default_factory=dict)
     page: Any = None  # the runner's Playwright page, when the actor is a browser
     timeout_s: float = 30.0
+    public: frozenset[str] = frozenset()  # the plan's `public_env`
+    secrets: Secrets = field(default_factory=Secrets)  # shared by the run's captures
+
+    def expand(self, value: str) -> str:
+        """`value` with `${NAME}` substituted from the runner's environment: what the capture uses.
+
+        Write it nowhere: every non-public value substituted is scrubbed from what the runner writes.
+
+        >>> ctx = CaptureContext("s", "after", Path("."), env={"TOKEN": "s3cr3t-t0k3n"})
+        >>> ctx.expand("/x?t=${TOKEN}"), ctx.shown("/x?t=${TOKEN}"), ctx.scrub("bad t=s3cr3t-t0k3n")
+        ('/x?t=s3cr3t-t0k3n', '/x?t=${TOKEN}', 'bad t=${TOKEN}')
+        """
+        for name, _ in references(value):
+            if name not in self.public:
+                self.secrets.add(self.env.get(name), "${" + name + "}")
+        return expand(value, self.env)
+
+    def shown(self, value: str) -> str:
+        """`value` as the runner writes it down: public variables substituted, secret ones as `${NAME}`."""
+        return shown(value, self.env, self.public)
+
+    def scrub(self, text: str) -> str:
+        """Free text (an error, a header, an output) with the run's secret values replaced by `${NAME}`."""
+        return self.secrets.scrub(text)
 
     def join_url(self, url: str) -> str:
         """Join a relative URL to app.url.

@@ -8,7 +8,6 @@ import subprocess
 from referee.fsutil import atomic_write_bytes, atomic_write_text
 from referee.rundir import CommandRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register
-from referee.runner.envsubst import expand
 
 MAX_TEXT = 1 << 20
 
@@ -16,14 +15,14 @@ MAX_TEXT = 1 << 20
 @register("command")
 class CommandCapture(CaptureKind):
     def take(self, params, ctx):
-        cmd = expand(params.command, ctx.env)
-        record = CommandRecord(command=params.command)
+        cmd = ctx.expand(params.command)
+        record = CommandRecord(command=ctx.shown(params.command))
         out = b""
         try:
             proc = subprocess.run(cmd, shell=True, cwd=ctx.cwd, env=ctx.env or None, capture_output=True,
                                   timeout=params.timeout_s, stdin=subprocess.DEVNULL)
             record.exit_code, out = proc.returncode, proc.stdout
-            record.stderr = proc.stderr[-MAX_TEXT:].decode("utf-8", errors="replace")
+            record.stderr = ctx.scrub(proc.stderr[-MAX_TEXT:].decode("utf-8", errors="replace"))
         except subprocess.TimeoutExpired as exc:
             record.timed_out = True
             out = exc.stdout or b""
@@ -35,7 +34,7 @@ class CommandCapture(CaptureKind):
             record.stdout_file = params.stdout_as
         else:
             try:
-                record.stdout = out[-MAX_TEXT:].decode("utf-8")
+                record.stdout = ctx.scrub(out[-MAX_TEXT:].decode("utf-8"))
             except UnicodeDecodeError:
                 record.stdout_base64 = base64.b64encode(out[-MAX_TEXT:]).decode("ascii")
         meta = ctx.out_dir / record_file(params.name, "command")

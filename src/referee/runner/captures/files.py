@@ -8,7 +8,6 @@ from pathlib import Path
 from referee.fsutil import atomic_write_text
 from referee.rundir import FileRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register
-from referee.runner.envsubst import expand
 
 MAX_COPY = 256 << 20
 
@@ -16,19 +15,24 @@ MAX_COPY = 256 << 20
 @register("file")
 class FileCapture(CaptureKind):
     def take(self, params, ctx):
-        src = Path(expand(params.path, ctx.env)).expanduser()
-        if not src.is_absolute() and ctx.cwd:
-            src = Path(ctx.cwd) / src
-        record = FileRecord(path=params.path, resolved=str(src), exists=src.is_file())
+        src, where = (_resolve(p, ctx.cwd) for p in (ctx.expand(params.path), ctx.shown(params.path)))
+        # `where` is the path as written down: a secret `${VAR}` in it stays a name
+        record = FileRecord(path=params.path, resolved=str(where), exists=src.is_file())
         files = []
         if src.is_file():
             record.size = src.stat().st_size
             if record.size <= MAX_COPY:
-                copy = ctx.out_dir / f"{params.name}.data" / src.name
+                name = where.name or "file"
+                copy = ctx.out_dir / f"{params.name}.data" / name
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, copy)
                 files.append(copy)
-                record.copy_ = f"{params.name}.data/{src.name}"
+                record.copy_ = f"{params.name}.data/{name}"
         meta = ctx.out_dir / record_file(params.name, "file")
         atomic_write_text(meta, dump_record(record))
         return [meta] + files
+
+
+def _resolve(path: str, cwd: Path | None) -> Path:
+    src = Path(path).expanduser()
+    return Path(cwd) / src if not src.is_absolute() and cwd else src

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from referee.errors import require
 from referee.fsutil import atomic_write_text
 from referee.rundir import DdbRecord, SqlRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
-from referee.runner.envsubst import expand, redact_url
+from referee.runner.envsubst import redact_url
 
 MAX_ROWS = 1000
 
@@ -35,12 +36,14 @@ def _plain(value: Any) -> Any:
 @register("sql")
 class SqlCapture(CaptureKind):
     def take(self, params, ctx):
-        url = expand(params.url, ctx.env)
-        record = SqlRecord(url=redact_url(url), query=params.query)
+        url = ctx.expand(params.url)
+        record = SqlRecord(url=redact_url(ctx.shown(params.url)), query=params.query)
         try:
             import sqlalchemy as sa
 
-            engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+            password = sa.engine.make_url(url).password
+            ctx.secrets.add(str(password) if password else None, "***")  # a driver's error may quote the URL
+            engine = _engine(sa, url, ctx)
             try:
                 with engine.connect() as conn:
                     if params.table is not None:
@@ -60,12 +63,36 @@ class SqlCapture(CaptureKind):
         except ModuleNotFoundError as exc:
             raise CaptureFailed(f"{exc.name} is not installed (for postgres: pip install 'referee[postgres]')",
                                 _what(record)) from None
+        except CaptureFailed as exc:
+            exc.detail = _what(record)
+            raise
         except Exception as exc:  # a DB that refuses us is recorded, so the grader can say why
-            raise CaptureFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                                _what(record)) from None
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            raise CaptureFailed(ctx.scrub(why), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "sql")
         atomic_write_text(path, dump_record(record))
         return [path]
+
+
+def _engine(sa, url: str, ctx):
+    """An engine for `url`; a SQLite file is opened read-only, and a missing one is never created."""
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() != "sqlite" or (u.database or ":memory:") == ":memory:":
+        return sa.create_engine(u, poolclass=sa.pool.NullPool)
+    if str(u.query.get("uri", "")).lower() in ("true", "1"):  # a `file:` URI the plan wrote itself: add mode=ro
+        return sa.create_engine(u.update_query_dict({"mode": "ro"}), poolclass=sa.pool.NullPool)
+    db = Path(u.database)
+    if not db.is_absolute() and ctx.cwd:
+        db = Path(ctx.cwd) / db
+    if not db.is_file():
+        raise CaptureFailed(f"no SQLite database at {ctx.scrub(str(db))}")
+    if u.get_driver_name() != "pysqlite":  # another SQLite driver: the file exists, so it makes none
+        return sa.create_engine(u, poolclass=sa.pool.NullPool)
+    import sqlite3
+
+    uri = db.absolute().as_uri() + "?mode=ro"
+    return sa.create_engine("sqlite://", poolclass=sa.pool.NullPool,
+                            creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
 
 
 @register("ddb")
@@ -77,7 +104,7 @@ class DdbCapture(CaptureKind):
             region = params.region or ctx.env.get("AWS_DEFAULT_REGION") or ctx.env.get("AWS_REGION") or "us-east-1"
             kwargs: dict[str, Any] = {"region_name": region}
             if params.endpoint_url:
-                kwargs["endpoint_url"] = expand(params.endpoint_url, ctx.env)
+                kwargs["endpoint_url"] = ctx.expand(params.endpoint_url)
                 if not (ctx.env.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_ACCESS_KEY_ID")):
                     # a local endpoint (moto, DynamoDB Local) accepts any credentials
                     kwargs.update(aws_access_key_id="local", aws_secret_access_key="local")
@@ -85,7 +112,7 @@ class DdbCapture(CaptureKind):
             item = table.get_item(Key=params.key, ConsistentRead=True).get("Item")
             record.items = [_plain(item)] if item else []
         except Exception as exc:
-            raise CaptureFailed(f"{type(exc).__name__}: {exc}", _what(record)) from None
+            raise CaptureFailed(ctx.scrub(f"{type(exc).__name__}: {exc}"), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "ddb")
         atomic_write_text(path, dump_record(record))
         return [path]

@@ -1,0 +1,148 @@
+"""Open a run directory for grading: check its seal, then hand out the manifest, plan and claims it covers.
+
+Every byte the grader uses comes from here or from `RunEvidence`, read once and checked against
+what the runner signed: manifest.json, claims.json and plan.yaml by the seal, each evidence file by
+its hash and size in the signed manifest. The plan graded is the one the runner loaded (its bytes
+are signed), never a plan.yaml rewritten later. A run whose seal does not hold is graded as every
+step ERROR, naming the file and why. Unsigned (or sealed with a key this machine lacks) run
+directories are refused unless `allow_unsigned`: then they are graded and marked unverified.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
+from referee.fsutil import inside_problem
+from referee.grader.results import Integrity
+from referee.keys import KEY_ENV, SigningKey, existing_key, key_path
+from referee.plan.loader import LoadedPlan, load_plan_text
+from referee.rundir import Claims, Manifest, parse_claims, parse_manifest, read_manifest_bytes
+from referee.seal import SealCheck, check_seal
+
+EVIDENCE_TOPS = ("evidence", "agent")  # the only folders the runner lists files from
+
+
+@dataclass(frozen=True)
+class OpenedRun:
+    """A run directory as the grader may use it. With `integrity.status == "failed"`, `manifest` and
+    `plan` are whatever could be read (only to name the steps that are then ERROR), or None."""
+
+    run_dir: Path
+    integrity: Integrity
+    manifest: Manifest | None
+    plan: LoadedPlan | None
+    claims: Claims
+    key: SigningKey | None  # signs and checks cache entries; None: nothing cached on disk is trusted
+
+
+def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
+    """(bytes, None), (None, None) when missing, or (None, why) when it cannot be read (a folder, no permission)."""
+    try:
+        return path.read_bytes(), None
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"{path.name} is unreadable ({exc.strerror or exc})"
+
+
+def manifest_problems(run_dir: Path, manifest: Manifest) -> list[str]:
+    """Every manifest entry whose path is not a plain file path under evidence/ or agent/ of the run directory.
+
+    >>> m = Manifest(plan="p", files=[dict(path="../outside.json", step="s", phase="after", captured_by="runner",
+    ...     kind="http", sha256="0" * 64, size=1, time="t")])
+    >>> manifest_problems(Path("/nonexistent"), m)
+    ["manifest.json: files[0] (step 's'): path '../outside.json' is refused: '..' leads out of the run directory"]
+    """
+    out = []
+    for i, f in enumerate(manifest.files):
+        why = inside_problem(run_dir, f.path)
+        if why is None and f.path.split("/", 1)[0] not in EVIDENCE_TOPS:
+            why = "it lies outside evidence/ and agent/"
+        if why is not None:
+            out.append(f"manifest.json: files[{i}] (step '{f.step}'): path '{f.path}' is refused: {why}")
+    return out
+
+
+def _key() -> tuple[SigningKey | None, str | None]:
+    key = existing_key()  # an exposed key file is the user's to fix: KeyFileError, one line
+    if key is None:
+        return None, f"no signing key at {key_path()} (copy the key of the machine that made the run, or set {KEY_ENV})"
+    return key, None
+
+
+def _unverified_fix(status: str) -> str:
+    if status == "unsigned":
+        return "; re-run the plan, or pass --allow-unsigned to grade it marked unverified"
+    return f"; grade it where it was made, copy that key here (or set {KEY_ENV}), or pass --allow-unsigned"
+
+
+def _best_effort(run_dir: Path, manifest_bytes: bytes, plan_bytes: bytes | None) -> tuple[Manifest | None,
+                                                                                          LoadedPlan | None]:
+    """What a refused run still says about its steps (their ids only: nothing in it is graded)."""
+    manifest = plan = None
+    try:
+        manifest = parse_manifest(manifest_bytes)
+    except RefereeError:
+        pass
+    if plan_bytes is not None:
+        try:
+            plan = load_plan_text(plan_bytes.decode("utf-8", errors="replace"), str(run_dir / "plan.yaml"),
+                                  frozen=True)
+        except (RefereeError, ValueError, RecursionError):
+            pass
+    return manifest, plan
+
+
+def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
+    """Check a run directory's seal and read what it covers (see the module docstring).
+
+    >>> open_run("runs/demo/20260101T000000Z").integrity.status  # doctest: +SKIP
+    'verified'
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UsageError("not a directory", file=str(run_dir), fix="pass the run directory `referee run` printed")
+    manifest_bytes = read_manifest_bytes(run_dir)
+    plan_bytes, plan_problem = _read_optional(run_dir / "plan.yaml")
+    claims_bytes, claims_problem = _read_optional(run_dir / "claims.json")
+    key, key_problem = _key()
+    chk = check_seal(run_dir, key, manifest=manifest_bytes, plan=plan_bytes, claims=claims_bytes,
+                     key_problem=key_problem)
+    if plan_problem or claims_problem:
+        chk = SealCheck("failed", plan_problem or claims_problem or "", chk.seal)
+    seal = chk.seal
+    key_id, run_id = (seal.key_id, seal.run_id) if seal else (None, None)
+    if chk.status == "verified":
+        integrity = Integrity(status="verified", key_id=key_id, run_id=run_id)
+    elif chk.status in ("unsigned", "foreign") and allow_unsigned:
+        integrity = Integrity(status="unverified", reason=f"{chk.reason}; graded with --allow-unsigned",
+                              key_id=key_id, run_id=run_id)
+    else:
+        fix = _unverified_fix(chk.status) if chk.status in ("unsigned", "foreign") else ""
+        manifest, plan = _best_effort(run_dir, manifest_bytes, plan_bytes)
+        failed = Integrity(status="failed", reason=chk.reason + fix, key_id=key_id, run_id=run_id)
+        return OpenedRun(run_dir, failed, manifest, plan, Claims({}), None)
+    manifest = parse_manifest(manifest_bytes, str(run_dir / "manifest.json"))
+    problems = manifest_problems(run_dir, manifest)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        _, plan = _best_effort(run_dir, manifest_bytes, plan_bytes)
+        failed = integrity.model_copy(update={"status": "failed", "reason": problems[0] + more})
+        return OpenedRun(run_dir, failed, manifest, plan, Claims({}), None)
+    if plan_bytes is None:
+        raise EvidenceError("plan.yaml is missing from the run directory", file=str(run_dir))
+    plan_path = run_dir / "plan.yaml"
+    try:
+        plan = load_plan_text(plan_bytes.decode("utf-8"), str(plan_path), frozen=True)
+    except UnicodeDecodeError:
+        raise EvidenceError("plan.yaml is not UTF-8 text", file=str(plan_path)) from None
+    except PlanError as exc:
+        raise RefereeError(f"the frozen plan no longer loads: {exc}", file=str(plan_path)) from None
+    try:
+        claims = parse_claims(json.loads(claims_bytes)) if claims_bytes is not None else Claims({})
+    except ValueError:
+        claims = Claims({})  # a claim never decides a verdict: unreadable claims are no claims
+    return OpenedRun(run_dir, integrity, manifest, plan, claims, key)
