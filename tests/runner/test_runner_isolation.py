@@ -395,7 +395,7 @@ def test_isolation_none_is_recorded_and_shown_as_unisolated(tmp_path, run_plan, 
     iso = isolation_of(run)
     assert iso["mode"] == "none" and iso["requested"] == "none" and "isolation: none" in iso["note"], iso
     assert "UNISOLATED" in run.stdout, run.stdout
-    assert "unisolated" in (run.run_dir / "report.html").read_text()
+    assert "<b>UNISOLATED</b>" in (run.run_dir / "report.html").read_text()
     assert 'name="referee.isolation" value="unisolated"' in (run.run_dir / "junit.xml").read_text()
     rc, out, err = referee_cli("grade", str(run.run_dir), cwd=tmp_path)
     assert rc == 0 and "UNISOLATED" in out, (rc, out, err)

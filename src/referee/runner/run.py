@@ -24,7 +24,7 @@ from referee.runner.app import App
 from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.envsubst import Secrets
-from referee.runner.store import RunStore, new_run_dir
+from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
 
 Event = Callable[[str, str, dict], None]  # (event, step_id, data): "isolation" | "start" | "acted" | "done"
 CLAIM_NAME = "claim.json"  # REFEREE_CLAIM_FILE: agent/<step>/claim.json
@@ -196,9 +196,13 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
                                             "timed_out": result.timed_out, "started": result.started})
-                store.add_agent_output(step.id, _scrubbed(secrets, result.stdout), _scrubbed(secrets, result.stderr))
                 refused = [f"agent/{step.id}/{p}: not made by the agent; not taken as evidence" for p in foreign]
-                refused += store.add_agent_files(step.id, skip=frozenset(foreign))
+                # the agent's evidence first; then its claim file and its output, each of its own kind
+                refused += store.add_agent_files(step.id, skip=frozenset(foreign) | OUTPUT_FILES | {CLAIM_NAME})
+                if claim_file.is_file() and not claim_file.is_symlink():
+                    store.add_file(claim_file, step=step.id, phase="after", captured_by="agent", capture=None,
+                                   kind="agent_claim")
+                store.add_agent_output(step.id, _scrubbed(secrets, result.stdout), _scrubbed(secrets, result.stderr))
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
                 errors = [e for e in (result.error, why if claim is None and result.started else None, *refused) if e]

@@ -15,7 +15,7 @@ from referee.rundir import Claim, Claims, FileEntry, Manifest, Phase, StepRecord
 from referee.seal import Sealer
 
 
-OUTPUT_FILES = ("stdout.txt", "stderr.txt")
+OUTPUT_FILES = frozenset({"stdout.txt", "stderr.txt"})  # written by the runner into agent/<step>/
 
 
 def new_run_dir(out: Path, plan_name: str) -> Path:
@@ -103,7 +103,7 @@ class RunStore:
         from referee.runner.agentproc import write_output
 
         root = self.agent_dir(step_id)
-        for name, data, kind in ((OUTPUT_FILES[0], stdout, "agent_stdout"), (OUTPUT_FILES[1], stderr, "agent_stderr")):
+        for name, data, kind in (("stdout.txt", stdout, "agent_stdout"), ("stderr.txt", stderr, "agent_stderr")):
             if data is None:
                 continue
             path = write_output(root, name, data)
@@ -119,15 +119,12 @@ class RunStore:
         the runner can record them.
         """
         root = self.agent_dir(step_id)
-        listed = {e.path for e in self.manifest.files}
         refused: list[str] = []
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             for fn in sorted(filenames):
                 p = Path(dirpath) / fn
                 rel = p.relative_to(root).as_posix()
                 if fn.startswith(".") and fn.endswith(".tmp") or rel in skip:
-                    continue
-                if p.relative_to(self.run_dir).as_posix() in listed:  # stdout.txt, stderr.txt
                     continue
                 if p.is_symlink() or not p.is_file():
                     refused.append(f"agent/{step_id}/{rel}: a link or special file; not taken as evidence")
