@@ -87,6 +87,18 @@ class ToolMapError(RefereeError):
     """A user's tool map (`--tools tools.yaml`) that cannot be loaded or does not validate."""
 
 
+class BackendError(RefereeError):
+    """An evidence extractor or claim reader that got no answer it can stand by (a transport failure, a
+    timeout, a malformed response). The auditor records the sample as `unknown`, lists the message in the
+    record's `errors`, caches nothing, and audits the run again on resume."""
+
+    exit_code = 1
+
+
+class BusyError(RefereeError):
+    """An output file that another process is writing now (see `referee.lockfile`)."""
+
+
 class GoldError(RefereeError):
     """Gold labels that cannot be read or do not match the audit records."""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from referee.concurrency import ordered_map
-from referee.errors import RefereeError, UsageError
+from referee.errors import BackendError, UsageError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -19,10 +19,15 @@ R = TypeVar("R")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
-class LLMError(RefereeError):
-    """A model call that failed for good (after retries); callers turn it into `unknown`."""
+class LLMError(BackendError):
+    """A model call with no usable answer (transport failure, timeout, malformed response), after retries.
 
-    exit_code = 1
+    The llm backends raise it so that the auditor records `unknown`, caches nothing and asks again on resume.
+    """
+
+
+class _Deadline(Exception):
+    """A request that ran past its overall deadline (internal: chat() turns it into a timeout result)."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ class LLMConfig:
     base_url: str
     model: str
     api_key: str | None = None
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0        # one request, from connect to the last byte of the answer
     max_retries: int = 4           # retries after the first attempt
     backoff_s: float = 0.5         # first wait; doubles each retry, with jitter
     max_backoff_s: float = 20.0
@@ -120,29 +125,68 @@ class LLMClient:
     sleep: Callable[[float], None] = time.sleep
     calls: int = 0                 # HTTP requests sent, retries included (tests count these)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _local: threading.local = field(default_factory=threading.local, repr=False)
-    _clients: list = field(default_factory=list, repr=False)
+    _idle: list = field(default_factory=list, repr=False)     # httpx clients not in use now
+    _clients: list = field(default_factory=list, repr=False)  # every open httpx client, to close
 
-    def _http(self):
+    def _checkout(self):
+        """An httpx client for one request: an idle one (its connections kept alive) or a new one."""
         import httpx
 
-        client = getattr(self._local, "client", None)
-        if client is None:
-            headers = {"Content-Type": "application/json"}
-            if self.config.api_key:
-                headers["Authorization"] = f"Bearer {self.config.api_key}"
-            client = httpx.Client(timeout=self.config.timeout_s, headers=headers)
-            self._local.client = client
-            with self._lock:
-                self._clients.append(client)
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        client = httpx.Client(timeout=self.config.timeout_s, headers=headers)
+        with self._lock:
+            self._clients.append(client)
         return client
+
+    def _checkin(self, client) -> None:
+        with self._lock:
+            if client in self._clients:
+                self._idle.append(client)
+
+    def _discard(self, client) -> None:
+        with self._lock:
+            if client in self._clients:
+                self._clients.remove(client)
+        client.close()
+
+    def _post(self, body: dict):
+        """POST one request under an overall deadline of `timeout_s`, from connect to the last byte.
+
+        httpx's timeouts bound each read, so a server that sends a byte a second would never trip them.
+        The request runs in a worker thread and the caller waits at most `timeout_s`; past it the caller
+        gives up and closes that request's own client, which ends the abandoned read at its next byte.
+        """
+        http = self._checkout()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["resp"] = http.post(self.config.chat_url, json=body)
+            except BaseException as exc:  # handed to the caller's thread as it is
+                box["exc"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="referee-llm-request", daemon=True).start()
+        if not done.wait(self.config.timeout_s):
+            self._discard(http)
+            raise _Deadline()
+        self._checkin(http)
+        if "exc" in box:
+            raise box["exc"]
+        return box["resp"]
 
     def close(self) -> None:
         with self._lock:
-            for c in self._clients:
-                c.close()
-            self._clients.clear()
-        self._local = threading.local()
+            clients, self._clients, self._idle = self._clients, [], []
+        for c in clients:
+            c.close()
 
     def __enter__(self) -> "LLMClient":
         return self
@@ -186,8 +230,8 @@ class LLMClient:
                 self.calls += 1
             retry_after = None
             try:
-                resp = self._http().post(self.config.chat_url, json=body)
-            except httpx.TimeoutException:
+                resp = self._post(body)
+            except (httpx.TimeoutException, _Deadline):
                 error = f"timeout after {self.config.timeout_s}s"
             except httpx.TransportError as exc:
                 error = f"transport error: {type(exc).__name__}: {exc}"

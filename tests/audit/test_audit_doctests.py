@@ -14,7 +14,8 @@ MODULES = ["referee.llm", "referee.audit.trace", "referee.audit.jsonstream", "re
            "referee.audit.claims", "referee.audit.taskclass", "referee.audit.policy", "referee.audit.votes",
            "referee.audit.disposition", "referee.audit.decide", "referee.audit.policyfile", "referee.audit.extract",
            "referee.audit.extract.rules", "referee.audit.extract.llm", "referee.audit.cache",
-           "referee.audit.pipeline", "referee.audit.replay", "referee.audit.summary"]
+           "referee.audit.pipeline", "referee.audit.replay", "referee.audit.summary", "referee.audit.auditfile",
+           "referee.audit.resume", "referee.lockfile"]
 
 
 @pytest.mark.parametrize("name", MODULES)

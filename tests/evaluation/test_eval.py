@@ -14,7 +14,8 @@ from referee.evaluation.results import evaluate
 from tests.evaluation.helpers import audit_and_gold, record, write_jsonl
 
 RECORDS = [
-    record("r1", claim="success", disposition="flag", group="A", split="dev", task_class="create_edit"),
+    # r1 twice: a resume appended a new record for it, which supersedes this one; the last is scored
+    record("r1", claim="success", disposition="pass", group="A", split="dev"),
     record("r2", claim="success", disposition="review", group="A", split="dev", task_class="create_edit",
            trace_state="unknown"),
     record("r3", claim="success", disposition="pass", group="B", split="test", task_class="delete"),
@@ -23,7 +24,7 @@ RECORDS = [
     record("r6", claim="success", disposition="flag", group="B", split="test", task_class="query"),
     record("r7", claim="unclear", disposition="review", group="A", split="test", task_class="other"),
     record("r8", claim="success", disposition="flag", group="A", split="dev"),   # no gold label
-    record("r1", claim="success", disposition="pass", group="A", split="dev"),   # duplicate run_id
+    record("r1", claim="success", disposition="flag", group="A", split="dev", task_class="create_edit"),  # stands
 ]
 GOLD = "run_id,completed\nr1,false\nr2,false\nr3,false\nr4,true\nr5,false\nr6,true\nr7,false\nr9,true\n"
 
@@ -69,7 +70,7 @@ def test_mismatches_are_reported_not_dropped(files):
     assert (cov.audit_records, cov.evaluated) == (9, 7)
     assert cov.unlabelled == ["r8"] and cov.missing == ["r9"] and cov.duplicates == ["r1"]
     notes = " ".join(cov.notes())
-    assert "r8" in notes and "r9" in notes and "twice" in notes
+    assert "r8" in notes and "r9" in notes and "the last is scored" in notes
     assert "shared claim reading" in notes   # gold has no claim column
 
 
@@ -117,10 +118,11 @@ def test_records_out_lists_every_method_per_run(tmp_path, files):
     out = tmp_path / "per-record.jsonl"
     tally(audit, load_gold(gold), methods(), records_out=out)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["run_id"] for r in rows] == ["r1", "r2", "r3", "r4", "r5", "r6", "r7"]
-    assert rows[0]["dispositions"] == {"auditor": "flag", "trust-claim": "pass", "flag-all": "flag",
-                                       "claim-gate-only": "flag"}
-    assert rows[0]["positive"] is True and rows[3]["positive"] is False
+    # file order of the records that stand: r1's is its second record, the last line
+    assert [r["run_id"] for r in rows] == ["r2", "r3", "r4", "r5", "r6", "r7", "r1"]
+    assert rows[-1]["dispositions"] == {"auditor": "flag", "trust-claim": "pass", "flag-all": "flag",
+                                        "claim-gate-only": "flag"}
+    assert rows[-1]["positive"] is True and rows[2]["positive"] is False
 
 
 def test_bad_audit_line_names_file_line_and_run(tmp_path):

@@ -17,15 +17,21 @@ is served (or `handler(request_body)` if given, which returns an answer). An ans
 - `Status(code, body="", retry_after=None)`: an HTTP error (429, 500, ...);
 - `Hang(seconds)`: sleep that long before answering with `default` (for client timeouts);
 - `Raw(bytes, status=200)`: a raw HTTP body (e.g. a broken envelope);
+- `Trickle(answer, interval=0.1, headers=False)`: the answer's response sent one byte every
+  `interval` seconds (the body only, or the headers too): per-read timeouts never fire;
+- `Drop()`: close the connection without a response (a reset);
 - a callable: called with the request body (dict), returns one of the above.
 
 `stub.calls` counts requests; `stub.requests` keeps every request body (thread-safe);
-`stub.max_in_flight` is the most requests it held at once.
+`stub.max_in_flight` is the most requests it held at once; `stub.trickles_cut` counts trickled
+answers whose client hung up before the last byte.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -51,6 +57,18 @@ class Raw:
     status: int = 200
 
 
+@dataclass(frozen=True)
+class Trickle:
+    answer: Any = "{}"
+    interval: float = 0.1
+    headers: bool = False  # trickle the status line and headers too, not only the body
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Close the connection at once, with no response."""
+
+
 def completion(content: str, model: str = "stub") -> dict:
     """The OpenAI chat.completion envelope around one assistant message."""
     return {"id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": model,
@@ -72,6 +90,7 @@ class LLMStub:
         self.requests: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests the stub held at once: concurrency without a stopwatch
+        self.trickles_cut = 0   # trickled answers the client hung up on before the last byte
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -115,9 +134,41 @@ class LLMStub:
                 finally:
                     with stub._lock:
                         stub.in_flight -= 1
-                if callable(answer) and not isinstance(answer, (Status, Raw)):
+                if callable(answer) and not isinstance(answer, (Status, Raw, Trickle, Drop)):
                     answer = answer(body)
-                self._send(answer, body)
+                if isinstance(answer, Drop):
+                    self._drop()
+                elif isinstance(answer, Trickle):
+                    self._trickle(answer, body)
+                else:
+                    self._send(answer, body)
+
+            def _drop(self) -> None:
+                self.close_connection = True
+                try:  # linger 0: the client sees a reset, not a clean end of stream
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+            def _trickle(self, t: Trickle, body: dict) -> None:
+                content = t.answer if isinstance(t.answer, str) else json.dumps(t.answer)
+                data = json.dumps(completion(content, body.get("model", "stub"))).encode()
+                head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                        "\r\n").encode()
+                self.close_connection = True
+                try:
+                    if not t.headers:
+                        self.wfile.write(head)
+                        self.wfile.flush()
+                    rest = (head if t.headers else b"") + data
+                    for i in range(len(rest)):
+                        self.wfile.write(rest[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(t.interval)
+                except OSError:  # the client hung up (BrokenPipe, ConnectionReset)
+                    with stub._lock:
+                        stub.trickles_cut += 1
 
             def _send(self, answer: Any, body: dict) -> None:
                 headers: dict[str, str] = {}

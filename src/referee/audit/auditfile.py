@@ -1,8 +1,10 @@
-"""The audit JSONL on disk: stream its records, see which runs it already holds, mend a half-written end."""
+"""The audit JSONL on disk: stream its records (the last per run_id), mend a half-written end."""
 
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -17,9 +19,70 @@ class AuditFileError(RefereeError):
     """An audit JSONL that cannot be read as audit records."""
 
 
-def iter_records(path: Path) -> Iterator[tuple[int, AuditRecord]]:
-    """Stream (line number, AuditRecord) from an audit JSONL; a bad line raises naming file, line and run_id."""
+@dataclass
+class LatestIndex:
+    """Where each run_id's last record is, in a snapshot of an audit JSONL (see `index_latest`)."""
+
+    last: dict[str, int] = field(default_factory=dict)           # run_id -> line of its last record
+    superseded: list[tuple[str, int]] = field(default_factory=list)  # (run_id, line) a later record replaces
+    lines: int = 0                                                 # lines in the snapshot
+
+
+_RUN_ID = re.compile(rb'^\{"record_version":\d+,"run_id":("(?:[^"\\]|\\.)*")')  # how referee writes a record
+
+
+def index_latest(path: Path) -> LatestIndex:
+    """Find the last record of every run_id (one cheap pass: run_ids only, records are not validated).
+
+    An audit file may hold several records of one run: a resume appends a new record for a run whose
+    trace changed (or whose backend calls failed, or with `--reaudit-changed`) and never edits the file.
+    The last one stands; every reader goes through `iter_records`, which applies this.
+    """
     path = Path(path)
+    idx = LatestIndex()
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise AuditFileError(f"cannot read audit records: {exc.strerror}", file=str(path),
+                             fix="pass the JSONL that `referee audit` wrote") from None
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            idx.lines = lineno
+            m = _RUN_ID.match(line)
+            try:
+                rid = loads(m.group(1)) if m else _peek_run_id(line)
+            except ValueError:
+                rid = None
+            if not isinstance(rid, str):
+                continue  # blank or bad: iter_records reports a bad line where it is
+            prev = idx.last.get(rid)
+            if prev is not None:
+                idx.superseded.append((rid, prev))
+            idx.last[rid] = lineno
+    return idx
+
+
+def iter_records(path: Path, *, index: LatestIndex | None = None,
+                 every: bool = False) -> Iterator[tuple[int, AuditRecord]]:
+    """Stream (line number, AuditRecord) from an audit JSONL: the last record of each run_id, in file order.
+
+    A bad line raises naming file, line and run_id. `every=True` streams superseded records too.
+    Lines appended after the first pass (a writer still running) are not read.
+
+    >>> import tempfile, pathlib
+    >>> from referee.audit.pipeline import audit_trace
+    >>> from referee.audit.trace import Trace
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.jsonl"
+    >>> a = audit_trace(Trace(run_id="r", task="Delete note N42", steps=[], report="Done."))
+    >>> b = a.model_copy(update={"task": "Delete note N43"})
+    >>> _ = p.write_text(a.model_dump_json() + "\\n" + b.model_dump_json() + "\\n")
+    >>> [(line, rec.task) for line, rec in iter_records(p)]
+    [(2, 'Delete note N43')]
+    """
+    path = Path(path)
+    if index is None and not every:
+        index = index_latest(path)
+    gone = {line for _, line in index.superseded} if index is not None else set()
     try:
         fh = open(path, "rb")  # decoded line by line, so a bad byte is reported at its own line
     except OSError as exc:
@@ -27,6 +90,10 @@ def iter_records(path: Path) -> Iterator[tuple[int, AuditRecord]]:
                              fix="pass the JSONL that `referee audit` wrote") from None
     with fh:
         for lineno, raw in enumerate(fh, start=1):
+            if index is not None and lineno > index.lines:
+                break
+            if lineno in gone:
+                continue
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -48,7 +115,7 @@ def _record(path: Path, lineno: int, line: str) -> AuditRecord:
                              fix="pass the JSONL written by `referee audit` or `referee replay`") from None
 
 
-def _peek_run_id(line: str) -> str | None:
+def _peek_run_id(line: str | bytes) -> str | None:
     try:
         obj = loads(line)
         return obj.get("run_id") if isinstance(obj, dict) else None
@@ -83,15 +150,9 @@ def cut_partial_line(path: Path) -> int:
 
 
 def done_run_ids(path: Path) -> set[str]:
-    """Run ids already in an audit JSONL (read only; lines that do not parse are not counted)."""
+    """Run ids already in an audit JSONL (read only; lines that do not parse are not counted).
+
+    A resume reads more than run_ids (settings, content hashes, failed calls): `referee.audit.resume.scan`.
+    """
     path = Path(path)
-    ids: set[str] = set()
-    if not path.exists():
-        return ids
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                ids.add(loads(line)["run_id"])
-            except (ValueError, KeyError, TypeError):
-                continue
-    return ids
+    return set(index_latest(path).last) if path.exists() else set()

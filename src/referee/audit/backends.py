@@ -14,6 +14,8 @@ only with the keys it declares as attributes:
 A factory that declares neither is called with no arguments. What it gives has `name`, `model`,
 `prompt_version` (the cache key) and `extract(view, sample)` (extractor) or `read(report)`
 (claim reader); an extractor may set `default_runs` (the `llm` one: 5) for when `--runs` is not given.
+A call with no answer it can stand by raises `referee.errors.BackendError`: the auditor reads it as
+`unknown`, caches nothing, and lists it in the record's `errors` so a resume asks again.
 """
 
 from __future__ import annotations

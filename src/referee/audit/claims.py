@@ -11,6 +11,7 @@ from referee.audit.jsonstream import loads
 from referee.audit import claimcues as cues
 from referee.audit.atoms import atoms
 from referee.audit.records import ClaimReading
+from referee.llm import LLMError
 from referee.registry import FACTORY, Registry
 
 CLAIM_PROMPT_VERSION = "2"  # 2: cue families
@@ -241,8 +242,8 @@ class LLMClaimReader:
                                json_schema=CLAIM_SCHEMA, schema_name="claim")
         label = (res.data or {}).get("label")
         if label not in ("success", "failure_or_incomplete", "unclear"):
-            return ClaimReading(label="unclear", votes=["unclear"], backend=self.name,
-                                cue=f"model answer unusable: {res.error or 'bad label'}"[:200])
+            # not an answer to stand by: the auditor reads `unclear`, caches nothing and asks again on resume
+            raise LLMError(f"model answer unusable: {res.error or 'bad label'}"[:200])
         cue = (res.data or {}).get("cue")
         family = (res.data or {}).get("family")
         if family not in cues.FAMILY_LABEL or cues.FAMILY_LABEL[family] != label:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from referee.audit.auditfile import cut_partial_line, done_run_ids, iter_records  # noqa: F401 (re-export)
+from referee.audit.auditfile import cut_partial_line, iter_records  # noqa: F401 (re-export)
 from referee.audit.cache import EvidenceCache
 from referee.concurrency import ordered_map
 from referee.audit.decide import decide
@@ -18,10 +18,12 @@ from referee.audit.grounding import ground
 from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers.referee_run import is_run_dir
-from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef
+from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, PolicyRef
+from referee.audit.resume import Settings, action, changed_error, scan, settings_of
 from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
-from referee.audit.view import build_view
-from referee.errors import TraceError
+from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
+from referee.errors import BackendError, RefereeError, TraceError
+from referee.lockfile import exclusive
 
 
 @dataclass
@@ -35,35 +37,61 @@ class Auditor:
     cache: EvidenceCache | None = None
     backend_calls: int = 0  # extractor + claim-reader calls actually made (cache misses)
 
-    def _claim(self, report: str | None) -> ClaimReading:
+    def _claim(self, report: str | None, errors: list[str]) -> ClaimReading:
         r = self.claim_reader
         if r.name == "rules" or self.cache is None:  # rules are cheaper than a cache lookup
             if r.name != "rules":
                 self.backend_calls += 1
-            return r.read(report)
-        key = hashlib.sha256((report or "").encode("utf-8")).hexdigest()
+            return self._read(report, errors)
+        key = text_sha256(report)
         got = self.cache.get_claim(r.name, r.model, r.prompt_version, key)
         if got is not None:
             return ClaimReading.model_validate(got)
         self.backend_calls += 1
-        reading = r.read(report)
-        self.cache.put_claim(r.name, r.model, r.prompt_version, key, reading.model_dump())
+        failed = len(errors)
+        reading = self._read(report, errors)
+        if len(errors) == failed:  # only an answer goes in the cache: a failure is asked again next time
+            self.cache.put_claim(r.name, r.model, r.prompt_version, key, reading.model_dump())
         return reading
 
-    def _evidence(self, view, sample: int) -> dict:
+    def _read(self, report: str | None, errors: list[str]) -> ClaimReading:
+        try:
+            return self.claim_reader.read(report)
+        except BackendError as exc:
+            errors.append(f"claim reader: {exc.message}"[:300])
+            return ClaimReading(label="unclear", votes=["unclear"], backend=self.claim_reader.name,
+                                cue=exc.message[:200])
+
+    def _evidence(self, view, sample: int, errors: list[str]) -> dict:
         x = self.extractor
         if self.cache is not None:
             got = self.cache.get_evidence(x.name, x.model, x.prompt_version, view.sha256, sample)
             if got is not None:
                 return got
         self.backend_calls += 1
-        fields = x.extract(view, sample)
+        try:
+            fields = x.extract(view, sample)
+        except BackendError as exc:
+            # no answer: unknown for this sample, and nothing cached, so a resume asks again
+            errors.append(f"extraction sample {sample}: {exc.message}"[:300])
+            return {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}
         if self.cache is not None:
             self.cache.put_evidence(x.name, x.model, x.prompt_version, view.sha256, sample, fields)
         return fields
 
-    def audit(self, trace: Trace) -> AuditRecord:
+    def settings(self) -> Settings:
+        """What this auditor's records say they were made with (what a resume compares, audit/resume.py)."""
+        x, r, p = self.extractor, self.claim_reader, self.policy
+        return settings_of({"backend": {"name": x.name, "model": x.model, "prompt_version": x.prompt_version,
+                                        "runs": self.samples},
+                            "policy": {"name": p.policy.name, "sha256": p.sha256},
+                            "claim_reader": {"name": r.name, "model": r.model, "prompt_version": r.prompt_version},
+                            "view_version": VIEW_VERSION})
+
+    def audit(self, trace: Trace, view: ClaimBlindView | None = None) -> AuditRecord:
         """Audit one trace: the report goes to the claim reader only, the view to the extractor only.
+
+        `view` is `build_view(trace)` when the caller has made it already.
 
         >>> from referee.audit.policyfile import load_policy
         >>> from referee.audit.claims import RulesClaimReader
@@ -74,13 +102,16 @@ class Auditor:
         'flag'
         """
         policy = self.policy.policy
-        view = build_view(trace)
-        claim = self._claim(claim_text(trace))
+        view = view or build_view(trace)
+        errors: list[str] = []
+        text = claim_text(trace)
+        claim = self._claim(text, errors)
         observed = {s.index for s in view.steps if s.observation is not None}
-        evidence = [validate_citations(self._evidence(view, i), len(view.steps), observed) for i in range(self.samples)]
+        evidence = [validate_citations(self._evidence(view, i, errors), len(view.steps), observed)
+                    for i in range(self.samples)]
         grounding = ground(claim, view)
         d = decide(trace.task, claim.label, evidence, grounding, policy)
-        x = self.extractor
+        x, r = self.extractor, self.claim_reader
         meta = trace.meta or {}
         return AuditRecord(
             run_id=trace.run_id, task=trace.task, task_class=d.task_class, claim=claim,  # type: ignore[arg-type]
@@ -90,7 +121,18 @@ class Auditor:
             backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.samples),
             view_sha256=view.sha256, grounding=grounding,
             group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")),
-            advisory=meta.get("advisory") is True)
+            advisory=meta.get("advisory") is True, errors=errors,
+            claim_reader=BackendRef(name=r.name, model=r.model, prompt_version=r.prompt_version),
+            view_version=VIEW_VERSION, claim_sha256=text_sha256(text))
+
+
+def text_sha256(text: str | None) -> str:
+    """SHA-256 of a claim text (None hashes as the empty text): the claim cache key and the record's claim_sha256.
+
+    >>> text_sha256(None) == text_sha256("")
+    True
+    """
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
 
 
 def claim_text(trace: Trace) -> str | None:
@@ -138,8 +180,11 @@ def _s(v: Any) -> str | None:
 @dataclass
 class AuditStats:
     written: int = 0
-    skipped_done: int = 0
+    skipped_done: int = 0  # runs whose record in the file stands (same settings, same content, all answered)
     duplicates: int = 0  # records whose run_id came earlier in the same input: warned about, audited once
+    stale: int = 0       # runs whose trace changed since their record (view or claim text): audited again
+    retried: int = 0     # runs whose record had failed backend calls: audited again
+    reaudited: int = 0   # runs whose record was made with other settings, audited again (--reaudit-changed)
     errors: list[str] = field(default_factory=list)
     scorers: set[str] = field(default_factory=set)  # scores the runs carry when none is named gold (a hint)
 
@@ -179,9 +224,16 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
                 on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
-                inputs: InputOptions | None = None,
-                gold_scorer: GoldScorer | None = None) -> AuditStats:
-    """Audit every trace in `paths`, appending one record per run to `out`; runs already there are skipped.
+                inputs: InputOptions | None = None, gold_scorer: GoldScorer | None = None,
+                reaudit_changed: bool = False) -> AuditStats:
+    """Audit every trace in `paths`, appending one record per run to `out`; runs whose record stands are skipped.
+
+    Only one process writes `out` at a time (a lock on `out.lock`; a second gets BusyError at once).
+    Resume is keyed by content (audit/resume.py): a run already in `out` is audited again when its
+    trace changed since (`stats.stale`) or a backend call of its record failed (`stats.retried`); the
+    new record is appended and supersedes the old one for every reader. A record made with other
+    settings (backend, model, prompt, samples, claim reader, policy, view version) stops the audit with
+    ResumeError, after what is in flight is written, unless `reaudit_changed` (`stats.reaudited`).
 
     `gold_scorer` takes gold from a score the runs carry (an Inspect AI scorer); a run whose scores lack it
     raises GoldError naming the scorers there. Gold only reaches `on_gold`, never the audit.
@@ -193,11 +245,24 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     flight), so an interrupted audit leaves a clean prefix and resumes where it stopped.
     """
     out = Path(out)
-    cut_partial_line(out)
-    done = done_run_ids(out)
+    with exclusive(out, by="referee audit", fix="wait for it to finish, or give another --out"):
+        return _audit_locked(paths, auditor, out, fmt=fmt, on_error=on_error, concurrency=concurrency,
+                             on_record=on_record, on_error_cb=on_error_cb, on_gold=on_gold,
+                             on_duplicate=on_duplicate, on_ignored=on_ignored, inputs=inputs,
+                             gold_scorer=gold_scorer, reaudit_changed=reaudit_changed)
+
+
+def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None, on_error: str,
+                  concurrency: int, on_record, on_error_cb, on_gold, on_duplicate, on_ignored,
+                  inputs: InputOptions | None, gold_scorer: GoldScorer | None,
+                  reaudit_changed: bool) -> AuditStats:
+    cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
+    done = scan(out)
+    settings = auditor.settings()
     seen: dict[str, str] = {}  # run_id -> where it first came in this input
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
     stats = AuditStats()
+    stop: list[RefereeError] = []  # a record made with other settings: raised once what is in flight is written
 
     def skip(err: TraceError) -> None:
         """A record that cannot be read or audited: stop, or count it and say so."""
@@ -207,7 +272,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
         if on_error_cb:
             on_error_cb(err)
 
-    def todo() -> Iterator[Trace]:
+    def todo() -> Iterator[tuple[Trace, ClaimBlindView | None]]:
         for item in iter_items(paths, fmt, inputs):
             if item.error is not None:
                 skip(item.error)
@@ -231,10 +296,29 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                     on_duplicate(duplicate_error(item, seen[rid]))
                 continue
             seen[rid] = item.file if item.line is None else f"{item.file}:{item.line}"
-            if rid in done:
+            prev = done.get(rid)
+            if prev is None:
+                yield item.trace, None
+                continue
+            try:
+                view = build_view(item.trace)
+            except SHAPE_ERRORS:
+                yield item.trace, None  # audit_one reports it
+                continue
+            what = action(prev, view.sha256, text_sha256(claim_text(item.trace)), settings)
+            if what == "skip":
                 stats.skipped_done += 1
                 continue
-            yield item.trace
+            if what == "changed":
+                if not reaudit_changed:
+                    stop.append(changed_error(out, rid, prev, settings))
+                    return
+                stats.reaudited += 1
+            elif what == "stale":
+                stats.stale += 1
+            else:
+                stats.retried += 1
+            yield item.trace, view
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a", encoding="utf-8") as fh:
@@ -245,9 +329,10 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
             if on_record:
                 on_record(rec)
 
-        def audit_one(trace: Trace) -> AuditRecord | TraceError:
+        def audit_one(job: tuple[Trace, ClaimBlindView | None]) -> AuditRecord | TraceError:
+            trace, view = job
             try:
-                return auditor.audit(trace)
+                return auditor.audit(trace, view)
             except SHAPE_ERRORS as exc:
                 # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
                 # skipped record, not the end of the audit
@@ -259,4 +344,6 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 skip(got)
             else:
                 write(got)
+    if stop:
+        raise stop[0]
     return stats

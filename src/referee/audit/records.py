@@ -76,10 +76,12 @@ class AuditRecord(_Model):
     """One audited run. Everything `referee replay` needs to recompute without a backend.
 
     `evidence` holds one mapping per extraction run (field -> Finding); `run_states` the
-    checker's state of each run; `trace_state` the k-of-n vote over them.
+    checker's state of each run; `trace_state` the k-of-n vote over them. An audit file may hold
+    several records of one run_id (a resume re-audited it): the last one stands (`auditfile.iter_records`).
     """
 
-    record_version: Literal[1, 2] = 2  # 2: claim family and atoms, grounding, the `details` field
+    # 2: claim family and atoms, grounding, the `details` field; 3: claim_reader, view_version, claim_sha256
+    record_version: Literal[1, 2, 3] = 3
     run_id: str
     task: str
     task_class: TaskClass
@@ -96,7 +98,13 @@ class AuditRecord(_Model):
     source: str | None = None
     advisory: bool = False  # true for records made from SKIPPED runner steps: never a PASS
     grounding: Grounding | None = None
+    # backend calls that got no answer (transport failure, timeout, malformed response): read as unknown,
+    # never cached; a resume audits the run again
     errors: list[str] = Field(default_factory=list)
+    # version 3: what a resume compares (audit/resume.py): the claim reader, the view version, the claim text
+    claim_reader: BackendRef | None = None
+    view_version: int | None = None
+    claim_sha256: str | None = None  # SHA-256 of the text the claim reader read (the report, or the answer call)
 
 
 # version-1 names, kept so code and plugins written against them go on working

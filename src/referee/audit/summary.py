@@ -20,8 +20,12 @@ class AuditSummary:
     states: Counter = field(default_factory=Counter)         # trace state -> n
     misreports: Counter = field(default_factory=Counter)     # disposition of (claim success, gold not completed)
     advisory: Counter = field(default_factory=Counter)       # disposition of advisory records (SKIPPED steps)
+    unanswered: int = 0                                      # records with backend calls that got no answer
     gold_seen: int = 0
     duplicates: int = 0                                       # repeated run_ids in the input (set by the caller)
+    stale: int = 0       # runs audited again because their trace changed since their record (set by the caller)
+    retried: int = 0     # runs audited again because backend calls of their record had failed (set by the caller)
+    reaudited: int = 0   # runs audited again with other settings, --reaudit-changed (set by the caller)
     n: int = 0
 
     def add(self, rec: AuditRecord, gold: dict[str, bool] | None = None) -> None:
@@ -31,6 +35,8 @@ class AuditSummary:
         self.states[rec.trace_state] += 1
         if rec.advisory:
             self.advisory[rec.disposition] += 1
+        if rec.errors:
+            self.unanswered += 1
         if gold and rec.run_id in gold:
             self.gold_seen += 1
             if rec.claim.label == "success" and not gold[rec.run_id]:
@@ -45,7 +51,8 @@ class AuditSummary:
                 "gold_records": self.gold_seen,
                 "success_claim_not_completed": {d: self.misreports[d] for d in DISPOSITIONS},
                 "advisory": {d: self.advisory[d] for d in DISPOSITIONS},
-                "duplicates": self.duplicates}
+                "unanswered": self.unanswered, "duplicates": self.duplicates, "stale": self.stale,
+                "retried": self.retried, "reaudited": self.reaudited}
 
 
 def summarize(records: Iterable[AuditRecord], gold: dict[str, bool] | None = None) -> AuditSummary:
@@ -86,6 +93,16 @@ def render(s: AuditSummary) -> str:
         a = s.advisory
         lines.append(f"advisory (SKIPPED runner steps, verdicts unchanged): {sum(a.values())} records: "
                      f"advisory pass {a['pass']} (still SKIPPED), flag {a['flag']}, review {a['review']}")
+    if s.unanswered:
+        lines.append(f"records with backend calls that got no answer: {s.unanswered} (read as unknown, not cached; "
+                     "run the same command again to ask again)")
     if s.duplicates:
         lines.append(f"duplicate run_ids: {s.duplicates} (each audited once; see the warnings)")
+    if s.stale:
+        lines.append(f"stale records: {s.stale} (trace changed since its record: audited again, the new record "
+                     "stands)")
+    if s.retried:
+        lines.append(f"retried: {s.retried} (backend calls of their record had failed: asked again)")
+    if s.reaudited:
+        lines.append(f"re-audited with other settings: {s.reaudited} (--reaudit-changed)")
     return "\n".join(lines)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -55,7 +56,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
               help="causal | final-state | low-load | unanimous | strict | PATH")
 @click.option("--samples", "--runs", "runs", type=int, default=None,
               help="extraction samples per trace, voted on (default 1 for rules, 5 for llm; --runs is the old name)")
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="audit.jsonl to append to (resumable)")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="audit.jsonl to append to (resumable; one writer at a time)")
 @click.option("--cache", type=click.Path(path_type=Path), default=None,
               help="SQLite evidence cache (default OUT.cache.sqlite)")
 @click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True,
@@ -64,7 +66,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per model call")
+@click.option("--timeout", type=float, default=60.0, show_default=True,
+              help="seconds per model request, from connect to the last byte of the answer")
 @click.option("--max-retries", type=int, default=4, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
@@ -74,6 +77,9 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--gold-threshold", type=float, default=1.0, show_default=True,
               help="a --gold-scorer value at least this is completed")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
+@click.option("--reaudit-changed", is_flag=True,
+              help="audit again the runs whose record in --out was made with another backend, model, prompt, "
+                   "samples, claim reader, policy or view version (default: stop and say so)")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on a terminal.")
 @click.option("--show", "show", default="flag", show_default=True,
               help="Which runs to list after the summary: flag, review, pass (comma-separated), all, or none. "
@@ -81,8 +87,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--allow-unsigned", is_flag=True,
               help="Read referee run directories without a seal this machine can check, marked unverified.")
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
-          model, concurrency, timeout, max_retries, gold_out, gold_scorer, gold_threshold, summary_json, progress,
-          show, allow_unsigned):
+          model, concurrency, timeout, max_retries, gold_out, gold_scorer, gold_threshold, summary_json,
+          reaudit_changed, progress, show, allow_unsigned):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
@@ -164,7 +170,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored, inputs=inputs,
+                                on_ignored=on_ignored, inputs=inputs, reaudit_changed=reaudit_changed,
                                 gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None)
         finally:
             cache_db.close()
@@ -183,11 +189,12 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
         atomic_write_text(gold_out, "".join(json.dumps(r) + "\n" for r in gold_rows))
     summary = summarize((rec for _, rec in iter_records(out)), gold or None)
     summary.duplicates = stats.duplicates
+    summary.stale, summary.retried, summary.reaudited = stats.stale, stats.retried, stats.reaudited
     click.echo(render(summary))
     _list_runs(out, shown, None if show_all else 20)
     rate = stats.written / elapsed if elapsed > 0 else 0.0
     click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
-               f"{len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
+               f"{stats.stale} stale; {len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
                f"{auditor.backend_calls} backend calls")
     if summary_json:
         from referee.fsutil import atomic_write_json
@@ -301,6 +308,8 @@ def replay(audit_file, policy, out, gold):
     from referee.audit.replay import replay_file
     from referee.audit.summary import AuditSummary, render
 
+    from referee.lockfile import exclusive
+
     lp = load_policy(policy)
     gold_map: dict[str, bool] = {}
     if gold:
@@ -308,19 +317,23 @@ def replay(audit_file, policy, out, gold):
 
         gold_map = {rid: g.completed for rid, g in load_gold(gold).items()}
     summary = AuditSummary()
-    fh = None
-    if out is not None:
-        fh = sys.stdout if str(out) == "-" else open(out.with_name(out.name + ".tmp"), "w", encoding="utf-8")
-    try:
-        for rec in replay_file(audit_file, lp):
-            summary.add(rec, gold_map or None)
-            if fh is not None:
-                fh.write(rec.model_dump_json() + "\n")
-    finally:
-        if fh is not None and fh is not sys.stdout:
-            fh.close()
-    if out is not None and str(out) != "-":
-        out.with_name(out.name + ".tmp").replace(out)
+    to_file = out is not None and str(out) != "-"
+    # replacing a file a running `referee audit` appends to would lose its records: take its lock
+    with exclusive(out, by="referee replay", fix="wait for it to finish, or give another --out") if to_file \
+            else nullcontext():
+        fh = None
+        if out is not None:
+            fh = sys.stdout if not to_file else open(out.with_name(out.name + ".tmp"), "w", encoding="utf-8")
+        try:
+            for rec in replay_file(audit_file, lp):
+                summary.add(rec, gold_map or None)
+                if fh is not None:
+                    fh.write(rec.model_dump_json() + "\n")
+        finally:
+            if fh is not None and fh is not sys.stdout:
+                fh.close()
+        if to_file:
+            out.with_name(out.name + ".tmp").replace(out)
     click.echo(render(summary), err=fh is sys.stdout)
     return 0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 
-from referee.audit.auditfile import AuditFileError, iter_records  # noqa: F401 (one reader of audit files)
+from referee.audit.auditfile import AuditFileError, index_latest, iter_records  # noqa: F401 (one reader of audit files)
 from referee.errors import RefereeError
 from referee.evaluation.baselines import Method
 from referee.evaluation.equal_load import GATE, N_JOINT, joint_cell
@@ -33,7 +33,7 @@ class Coverage:
     evaluated: int = 0
     unlabelled: list[str] = field(default_factory=list)      # audit records with no gold label
     missing: list[str] = field(default_factory=list)         # gold labels with no audit record
-    duplicates: list[str] = field(default_factory=list)      # run_ids seen twice in the audit file (first kept)
+    duplicates: list[str] = field(default_factory=list)      # run_ids with several records (the last is scored)
     claim_from_gold: int = 0
     claim_from_reader: int = 0
     advisory: int = 0
@@ -49,8 +49,8 @@ class Coverage:
         if self.missing:
             out.append(f"{len(self.missing)} gold label(s) have no audit record: " + _ids(self.missing))
         if self.duplicates:
-            out.append(f"{len(self.duplicates)} run_id(s) appear twice in the audit file; the first is scored: "
-                       + _ids(self.duplicates))
+            out.append(f"{len(self.duplicates)} run_id(s) have more than one record in the audit file (a resume "
+                       "audited them again); the last is scored: " + _ids(self.duplicates))
         if self.claim_from_reader and not self.claim_from_gold:
             out.append("gold labels carry no claim: positives use the shared claim reading (the audit "
                        "record's claim.label), the same for every method")
@@ -143,17 +143,15 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
         t.joint = {m.name: [0] * N_JOINT for m in methods if m.name != GATE}
     cov = t.coverage
     cov.gold_labels = len(gold)
-    seen: set[str] = set()
+    index = index_latest(audit_path)  # the last record of each run_id stands, as for every reader
+    cov.duplicates = list(dict.fromkeys(rid for rid, _ in index.superseded))
+    cov.audit_records = len(index.superseded)
     tmp = Path(str(records_out) + ".tmp") if records_out else None
     out = open(tmp, "w", encoding="utf-8") if tmp else None
     try:
-        for _lineno, rec in iter_records(audit_path):
+        for _lineno, rec in iter_records(audit_path, index=index):
             cov.audit_records += 1
             rid = rec.run_id
-            if rid in seen:
-                cov.duplicates.append(rid)
-                continue
-            seen.add(rid)
             g = gold.get(rid)
             if g is None:
                 cov.unlabelled.append(rid)
@@ -209,7 +207,7 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
         out.close()
     if tmp is not None and records_out is not None:
         tmp.replace(records_out)  # atomic: a reader never sees half a file
-    cov.missing = [rid for rid in gold if rid not in seen]
+    cov.missing = [rid for rid in gold if rid not in index.last]
     for m in methods:
         t.cells[m.name] = dict(t.cells[m.name])
     return t

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from referee.audit.extract import extractors
 from referee.audit.records import ALL_FIELDS, FINDING_FIELDS, Finding
 from referee.audit.view import ClaimBlindView, canonical_json
+from referee.llm import LLMError
 
 EXTRACT_PROMPT_VERSION = "2"  # 2: details, abstention, information and conditional tasks, tool descriptions
 MAX_VIEW_CHARS = 60_000     # long traces are cut in the middle: start and end carry the most evidence
@@ -112,8 +113,9 @@ class LLMExtractor:
                     {"role": "user", "content": render_view(view) + f"\n\n(extraction run {sample})"}]
         res = self.client.chat(messages, json_schema=SCHEMA, schema_name="evidence", temperature=self.temperature)
         if res.data is None:
-            note = f"model answer unusable: {res.error or 'no JSON'}"[:200]
-            return {f: Finding(value="unknown", note=note) for f in FINDING_FIELDS}
+            # no answer to stand by (transport failure, timeout, a malformed response, no JSON object): the
+            # auditor makes the sample unknown and caches nothing, so a later run asks again
+            raise LLMError(f"model answer unusable: {res.error or 'no JSON'}"[:200])
         return parse_fields(res.data)
 
 

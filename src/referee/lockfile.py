@@ -1,0 +1,86 @@
+"""One writer per output file: an exclusive flock on a sidecar `NAME.lock` that names its holder to a second one."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from referee.errors import BusyError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock, as before
+    fcntl = None  # type: ignore[assignment]
+
+
+def lock_path(path: Path) -> Path:
+    """The sidecar lock file of an output file.
+
+    >>> lock_path(Path("runs/audit.jsonl")).as_posix()
+    'runs/audit.jsonl.lock'
+    """
+    path = Path(path)
+    return path.with_name(path.name + ".lock")
+
+
+@contextmanager
+def exclusive(path: Path, *, by: str = "referee", fix: str = "wait for it to finish, or write to another file"
+              ) -> Iterator[None]:
+    """Hold the write lock of `path` for the block; raise BusyError (exit 2) at once when another process holds it.
+
+    The lock is a flock on `path.lock`, not on `path`, so it also covers a writer that replaces `path`
+    and one that has not created it yet. The kernel drops a flock when its holder exits, however it
+    exits (kill -9 included): there is no stale lock to clear. The lock file stays, empty, afterwards.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "out.jsonl"
+    >>> with exclusive(p, by="doc"):
+    ...     with exclusive(p):
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    referee.errors.BusyError: ...out.jsonl: is being written by another process (doc, pid ...); wait for it ...
+    """
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BusyError(f"is being written by another process{_holder(fd)}", file=str(path), fix=fix) from None
+        except OSError as exc:  # a file system without locks: refuse rather than risk two writers
+            raise BusyError(f"cannot lock {lock.name}: {exc.strerror}", file=str(path),
+                            fix="write to a local file system") from None
+        info = {"by": by, "pid": os.getpid(), "host": socket.gethostname(),
+                "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode("utf-8"), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # the next holder's reader must not name a process that has finished
+    finally:
+        os.close(fd)  # closing the last descriptor releases the flock
+
+
+def _holder(fd: int) -> str:
+    """' (by, pid N on host, since T)' from the lock file, or '' when the holder has not written it yet."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        parts = [str(info["by"])] if info.get("by") else []
+        if info.get("pid"):
+            host = info.get("host")
+            parts.append(f"pid {info['pid']}" + (f" on {host}" if host and host != socket.gethostname() else ""))
+        if info.get("since"):
+            parts.append(f"since {info['since']}")
+        return f" ({', '.join(parts)})" if parts else ""
+    except (OSError, ValueError, TypeError, AttributeError):
+        return ""
