@@ -1,15 +1,18 @@
-"""Small file helpers every stage shares: atomic writes, hashing, safe paths, JSONL streaming."""
+"""Small file helpers every stage shares: atomic writes, defensive reads, hashing, safe paths, JSONL streaming."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
-from referee.errors import EvidenceError
+from referee.errors import EvidenceError, RefereeError
 
 
 def _umask() -> int:
@@ -65,18 +68,233 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    """Hash a file in 1 MiB chunks.
+def sha256_file(path: Path, *, root: Path | None = None) -> str:
+    """Hash a regular file in 1 MiB chunks (opened as `open_regular` opens it: a FIFO never hangs).
 
     >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"")
     >>> sha256_file(p)[:12]
     'e3b0c44298fc'
     """
+    return hash_regular(path, root=root)[0]
+
+
+def hash_regular(path: Path, *, root: Path | None = None, max_bytes: int | None = None) -> tuple[str, int]:
+    """(SHA-256, size) of a regular file, read through `open_regular` with the same checks.
+
+    >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"hi")
+    >>> hash_regular(p)[1]
+    2
+    """
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    size = 0
+    with open_regular(path, root=root, max_bytes=max_bytes) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise _too_big(path, max_bytes, EvidenceError)
             h.update(chunk)
-    return h.hexdigest()
+    return h.hexdigest(), size
+
+
+# -- defensive reads: what an agent may have planted is never followed, waited on or read whole --------
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a link"))
+_RDONLY = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FD = os.open in os.supports_dir_fd and bool(_NOFOLLOW and _DIRECTORY)
+
+
+def _what(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a plain file")
+
+
+def not_regular(path: Path, mode: int, error: type[RefereeError] = EvidenceError) -> RefereeError:
+    """The one-line error for a path that is not a regular file (its `st_mode` says what it is)."""
+    return error(f"not a regular file ({_what(mode)}); only regular files are read", file=str(path),
+                 fix="replace it with the file itself")
+
+
+def _too_big(path: Path, max_bytes: int, error: type[RefereeError]) -> RefereeError:
+    return error(f"larger than {max_bytes} bytes; not read", file=str(path))
+
+
+def _linked(path: Path, part: str, error: type[RefereeError]) -> RefereeError:
+    return error(f"'{part}' is a link or not a folder; links are not followed inside a run directory",
+                 file=str(path), fix="save the file itself, not a link")
+
+
+def _open_under(root: Path, path: Path, error: type[RefereeError]) -> int:
+    """Open `path` below `root` without following a link in any component after `root` (O_NOFOLLOW per step)."""
+    try:
+        rel = Path(path).relative_to(root)
+    except ValueError:
+        raise error("lies outside the run directory; not read", file=str(path)) from None
+    parts = rel.parts
+    if not parts or ".." in parts:
+        raise error("escapes the run directory; not read", file=str(path))
+    if not _DIR_FD:  # no openat here: check each component with lstat, then open (a small race is left)
+        cur = Path(root)
+        for part in parts[:-1]:
+            cur = cur / part
+            if not stat.S_ISDIR(os.lstat(cur).st_mode):
+                raise _linked(path, part, error)
+        st = os.lstat(cur / parts[-1])
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(path, st.st_mode, error)
+        return os.open(cur / parts[-1], _RDONLY | _NONBLOCK)
+    dfd = os.open(root, _RDONLY | _DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            try:
+                nfd = os.open(part, _RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _linked(path, part, error) from None
+                raise
+            os.close(dfd)
+            dfd = nfd
+        st = os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device is never even opened
+            raise not_regular(path, st.st_mode, error)
+        return os.open(parts[-1], _RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+def open_regular(path: Path, *, root: Path | None = None, max_bytes: int | None = None,
+                 error: type[RefereeError] = EvidenceError) -> BinaryIO:
+    """Open a regular file for reading, defensively; `error` (one line naming the file) for anything else.
+
+    With `root` (a run directory or an agent's folder) no symlink is followed anywhere below it: not the
+    file, not a folder on the way. Without it (a file the user named) a link is followed, as the user
+    chose it. Either way only a regular file is opened: a FIFO, a device or a socket is refused without
+    waiting on it (O_NONBLOCK), and a file over `max_bytes` is refused. A missing file raises
+    FileNotFoundError, so callers can say "no claim" or "not a run directory".
+
+    >>> import tempfile, pathlib; d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"hi")
+    >>> with open_regular(d / "a", root=d) as fh: fh.read()
+    b'hi'
+    >>> import os; os.mkfifo(d / "pipe"); open_regular(d / "pipe", root=d)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    referee.errors.EvidenceError: .../pipe: not a regular file (a FIFO); only regular files are read; ...
+    """
+    path = Path(path)
+    try:
+        if root is not None:
+            fd = _open_under(Path(root), path, error)
+        else:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise not_regular(path, st.st_mode, error)
+            fd = os.open(path, _RDONLY | _NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error("is a link; links are not followed inside a run directory", file=str(path),
+                        fix="save the file itself, not a link") from None
+        raise error(f"unreadable: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        st = os.fstat(fd)  # what was opened, not what was looked at a moment before
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(path, st.st_mode, error)
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise _too_big(path, max_bytes, error)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path, *, max_bytes: int, root: Path | None = None,
+                 error: type[RefereeError] = EvidenceError) -> bytes:
+    """The bytes of a regular file of at most `max_bytes` (see `open_regular` for what is refused).
+
+    >>> import tempfile, pathlib; d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"hello")
+    >>> read_regular(d / "a", max_bytes=10, root=d)
+    b'hello'
+    >>> read_regular(d / "a", max_bytes=3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    referee.errors.EvidenceError: .../a: larger than 3 bytes; not read
+    """
+    with open_regular(path, root=root, max_bytes=max_bytes, error=error) as fh:
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise error(f"unreadable: {exc.strerror or exc}", file=str(path)) from None
+    if len(data) > max_bytes:  # it grew after it was opened
+        raise _too_big(path, max_bytes, error)
+    return data
+
+
+def loads_json(data: bytes | str, *, max_depth: int = 64) -> Any:
+    """Parse JSON that nests at most `max_depth` arrays/objects deep; ValueError for anything else.
+
+    Invalid UTF-8 is replaced, not an error: the text is what it is. Depth is counted before
+    parsing, so a hostile `[[[[...]]]]` costs one pass over the bytes, never a RecursionError.
+
+    >>> loads_json(b'{"a": [1, "x\\xff"]}') == {"a": [1, "x\\ufffd"]}
+    True
+    >>> loads_json(b"[" * 100 + b"]" * 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: JSON nested deeper than 64 levels
+    """
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).translate(_OPENERS)
+    depth = 0
+    for c in brackets:
+        depth += 1 if c == "[" else -1
+        if depth > max_depth:
+            raise ValueError(f"JSON nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
+
+
+# a JSON string, or an unterminated one up to the end; possessive, so no input makes it backtrack
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\[\s\S]?)*+(?:"|\Z)')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_OPENERS = str.maketrans("{}", "[]")
+
+
+def own_dir(root: Path, *parts: str) -> tuple[Path, list[str]]:
+    """Make `root/parts...` a chain of real folders, replacing whatever else stands on the way.
+
+    For the runner's own folders in a run directory (`agent/<step>`, `evidence/<step>/<phase>`,
+    `claims`): a link, a FIFO or a file the agent planted there is removed (never followed) and a
+    folder made in its place. Returns the folder and one line per thing removed.
+
+    >>> import tempfile, pathlib; d = pathlib.Path(tempfile.mkdtemp()); (d / "x").symlink_to("/")
+    >>> p, removed = own_dir(d, "x", "y"); p.is_dir() and not (d / "x").is_symlink(), removed
+    (True, ['x was a link, not a folder; removed'])
+    """
+    cur = Path(root)
+    removed: list[str] = []
+    for i, part in enumerate(parts):
+        if not part or part in (".", "..") or "/" in part or "\\" in part:
+            raise EvidenceError(f"'{part}' is not a folder name", file=str(root))
+        cur = cur / part
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            os.unlink(cur)  # unlink removes a link itself, never what it points to
+            removed.append(f"{'/'.join(parts[:i + 1])} was {_what(st.st_mode)}, not a folder; removed")
+            st = None
+        if st is None:
+            try:
+                os.mkdir(cur)
+            except FileExistsError:  # made in between: looked at again on the next call
+                pass
+    return cur, removed
 
 
 def safe_join(root: Path, rel: str, *, what: str = "evidence path") -> Path:
@@ -134,9 +352,11 @@ def inside_problem(root: Path, rel: str) -> str | None:
     return None
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield (line number, stripped line) for each non-blank line, streaming."""
-    with open(path, "r", encoding="utf-8", errors="replace") as fh:
+def iter_jsonl(path: Path, *, error: type[RefereeError] = EvidenceError) -> Iterator[tuple[int, str]]:
+    """Yield (line number, stripped line) for each non-blank line, streaming (a regular file only)."""
+    import io
+
+    with io.TextIOWrapper(open_regular(path, error=error), encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, start=1):
             line = line.strip()
             if line:

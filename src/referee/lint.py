@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
 from referee.errors import EvidenceError, UsageError
-from referee.fsutil import atomic_write_json
+from referee.fsutil import atomic_write_json, loads_json, read_regular
 from referee.plan.script import parse_script
 from referee.rundir import CaptureFailure, CaptureRecord, sniff_record
 from referee.validators import checker
 
 Status = Literal["loose", "specific", "not_applicable", "negative"]
+MAX_CONTROL_BYTES = 256 << 20  # one control file, or one lint cache file
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ class ControlView:
     def _bytes(self) -> bytes:
         if self._data is None:
             try:
-                self._data = self.control.read_bytes()
+                self._data = read_regular(self.control, max_bytes=MAX_CONTROL_BYTES)
             except OSError as exc:
                 raise EvidenceError(f"control {self.control} is unreadable: {exc}") from None
         return self._data
@@ -171,6 +172,9 @@ def resolve_controls(plan, controls: Sequence[str | Path] = ()) -> list[Path]:
     base = Path(plan.path).parent
     out: list[Path] = []
     for c in [*(base / c for c in plan.plan.controls), *(Path(c) for c in controls)]:
+        if c.exists() and not c.is_file():  # a FIFO would hang the read, a device never end
+            raise UsageError("control is not a regular file (a FIFO or a device is never read)", file=str(c),
+                             fix="pass the screenshot, snapshot, page or capture JSON itself")
         if not c.is_file():
             raise UsageError(f"control file not found: {c}", file=str(plan.path),
                              fix="pass a screenshot, aria snapshot, HTML page or capture JSON "
@@ -251,8 +255,8 @@ def _load_cache(cache_dir: Path | None) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for p in Path(cache_dir).glob("lint-*.json"):
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = loads_json(read_regular(p, root=Path(cache_dir), max_bytes=MAX_CONTROL_BYTES))
+        except (OSError, ValueError, EvidenceError):
             continue
         if isinstance(data, dict):
             table[p.stem.removeprefix("lint-")] = data

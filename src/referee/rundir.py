@@ -18,11 +18,22 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, TypeAdapter, ValidationError, field_validator
 
 from referee.errors import EvidenceError, UsageError
+from referee.fsutil import loads_json, read_regular
+from referee.safetext import clean
 
 Phase = Literal["before", "after"]
+
+# what referee reads of a run directory, at most: the agent can write there, so nothing is read unbounded
+MAX_MANIFEST_BYTES = 256 << 20
+MAX_CLAIMS_BYTES = 64 << 20
+MAX_RESULTS_BYTES = 256 << 20
+MAX_EVIDENCE_BYTES = 512 << 20   # one evidence file (a file capture copies at most 256 MiB)
+MAX_NOTE_CHARS = 10_000
+MAX_CLAIM_EVIDENCE = 1000        # paths an agent may cite in one claim
+MAX_PATH_CHARS = 4096
 
 
 class _Model(BaseModel):
@@ -88,10 +99,10 @@ def utcnow() -> str:
 
 
 def read_manifest_bytes(run_dir: Path) -> bytes:
-    """manifest.json's bytes; missing: UsageError (not a run directory); unreadable: EvidenceError."""
+    """manifest.json's bytes; missing: UsageError (not a run directory); unreadable, a link or a FIFO: EvidenceError."""
     path = Path(run_dir) / "manifest.json"
     try:
-        return path.read_bytes()
+        return read_regular(path, root=Path(run_dir), max_bytes=MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         raise UsageError("no manifest.json: not a referee run directory", file=str(run_dir),
                          fix="pass the folder `referee run` printed") from None
@@ -106,7 +117,7 @@ def parse_manifest(data: bytes, path: str = "manifest.json") -> Manifest:
     'p'
     """
     try:
-        doc = json.loads(data)
+        doc = loads_json(data)
     except ValueError as exc:
         raise EvidenceError(f"manifest.json is unreadable: {exc}", file=path) from None
     try:
@@ -284,7 +295,7 @@ def parse_record(data: bytes | str | dict[str, Any], kind: str | None, *, where:
     """
     if not isinstance(data, dict):
         try:
-            data = json.loads(data)
+            data = loads_json(data, max_depth=256)
         except ValueError as exc:
             raise EvidenceError(f"{where} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -344,6 +355,17 @@ class Claim(_Model):
     note: str = ""
     evidence: list[str] = Field(default_factory=list)
 
+    # the agent wrote these: kept as given, except what cannot be stored (lone surrogates) or is unbounded
+    @field_validator("note")
+    @classmethod
+    def _note(cls, v: str) -> str:
+        return clean(v[:MAX_NOTE_CHARS])
+
+    @field_validator("evidence")
+    @classmethod
+    def _evidence(cls, v: list[str]) -> list[str]:
+        return [clean(p[:MAX_PATH_CHARS]) for p in v[:MAX_CLAIM_EVIDENCE]]
+
     def as_given(self) -> dict[str, Any]:
         """The claim as the agent gave it (results.json shows this beside the verdict)."""
         return {"pass": self.passed, "note": self.note, "evidence": list(self.evidence)}
@@ -379,9 +401,9 @@ def parse_claims(data: Any) -> Claims:
 
 
 def read_claims(run_dir: Path) -> Claims:
-    """Load claims.json; missing or corrupt -> no claims (a claim never decides a verdict anyway)."""
+    """Load claims.json; missing, corrupt, a link or a FIFO -> no claims (a claim never decides a verdict anyway)."""
     try:
-        data = json.loads((Path(run_dir) / "claims.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = loads_json(read_regular(Path(run_dir) / "claims.json", root=Path(run_dir), max_bytes=MAX_CLAIMS_BYTES))
+    except (OSError, ValueError, EvidenceError):
         data = {}
     return parse_claims(data)

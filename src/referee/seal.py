@@ -14,14 +14,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from referee.fsutil import atomic_write_bytes, sha256_bytes
+from referee.errors import EvidenceError
+from referee.fsutil import atomic_write_bytes, open_regular, sha256_bytes
 from referee.keys import SigningKey
 
 SEAL_FILE = "seal.json"
@@ -154,14 +154,15 @@ class SealCheck:
 def read_seal(run_dir: Path) -> Seal | str | None:
     """seal.json parsed; None when there is none; a one-line reason when it is not a valid seal."""
     path = Path(run_dir) / SEAL_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # a link or a FIFO planted as seal.json is refused, never followed or waited on
+        with open_regular(path, root=Path(run_dir)) as fh:
+            data = fh.read(MAX_SEAL_BYTES + 1)
     except FileNotFoundError:
         return None
+    except EvidenceError as exc:
+        return f"{SEAL_FILE}: {exc.message}"
     except OSError as exc:
         return f"{SEAL_FILE} is unreadable ({exc.strerror or exc})"
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_SEAL_BYTES + 1)
     if len(data) > MAX_SEAL_BYTES:
         return f"{SEAL_FILE} is larger than any seal ({MAX_SEAL_BYTES} bytes)"
     try:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from referee.audit.jsonstream import loads
 from referee.audit.records import AuditRecord
 from referee.errors import RefereeError
+from referee.fsutil import open_regular
 
 
 class AuditFileError(RefereeError):
@@ -40,8 +41,8 @@ def index_latest(path: Path) -> LatestIndex:
     """
     path = Path(path)
     idx = LatestIndex()
-    try:
-        fh = open(path, "rb")
+    try:  # a regular file only: a FIFO is one line naming it, never a wait
+        fh = open_regular(path, error=AuditFileError)
     except OSError as exc:
         raise AuditFileError(f"cannot read audit records: {exc.strerror}", file=str(path),
                              fix="pass the JSONL that `referee audit` wrote") from None
@@ -84,7 +85,7 @@ def iter_records(path: Path, *, index: LatestIndex | None = None,
         index = index_latest(path)
     gone = {line for _, line in index.superseded} if index is not None else set()
     try:
-        fh = open(path, "rb")  # decoded line by line, so a bad byte is reported at its own line
+        fh = open_regular(path, error=AuditFileError)  # decoded line by line: a bad byte is reported at its line
     except OSError as exc:
         raise AuditFileError(f"cannot read audit records: {exc.strerror}", file=str(path),
                              fix="pass the JSONL that `referee audit` wrote") from None

@@ -41,6 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from referee.errors import TraceError
+from referee.fsutil import open_regular
+
 CHUNK = 1 << 20  # 1 MiB reads: memory is a chunk or two plus the largest single record
 MAX_DEPTH = 200  # nesting levels a record may have (objects and arrays)
 
@@ -142,7 +145,8 @@ def iter_json_values(path: Path, *, chunk: int = CHUNK) -> Iterator[JsonValue]:
     >>> [(v.line, v.value, v.error is not None) for v in iter_json_values(p)]
     [(1, {'a': 1}, False), (2, None, True), (3, {'a': 3}, False)]
     """
-    with open(path, "rb") as raw:
+    # a regular file only: a FIFO or a device given as a trace file is one line naming it, never a wait
+    with open_regular(path, error=TraceError) as raw:
         yield from _Reader(raw, max(int(chunk), 1024)).run()
 
 

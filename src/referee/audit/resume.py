@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from referee.audit.jsonstream import loads
 from referee.errors import UsageError
+from referee.fsutil import open_regular
 
 Settings = tuple[tuple[str, Any], ...]  # (what, value) pairs, in a fixed order; see settings_of
 Action = Literal["skip", "changed", "stale", "retry"]
@@ -91,7 +92,7 @@ def scan(path: Path) -> dict[str, Done]:
     if not path.exists():
         return done
     interned: dict[Settings, Settings] = {}
-    with open(path, "rb") as fh:
+    with open_regular(path, error=UsageError) as fh:  # an --out that is a FIFO is one line, never a wait
         for lineno, line in enumerate(fh, start=1):
             try:
                 rec = loads(line)  # bounded depth, as every reader of user files

@@ -8,6 +8,7 @@ import sys
 import click
 
 from referee.errors import RefereeError
+from referee.safetext import visible
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="referee", standalone_mode=False)
     except RefereeError as err:
-        click.echo(f"referee: error: {err}", err=True)
+        # one line, whatever an agent put in a file name or a note: newlines and escapes shown, not acted on
+        click.echo(f"referee: error: {visible(err, keep_newlines=False)}", err=True)
         return err.exit_code
     except click.exceptions.Abort:
         click.echo("referee: interrupted", err=True)

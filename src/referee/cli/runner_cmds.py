@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from referee.errors import RefereeError
+from referee.safetext import for_console
 
 EXIT_INTERRUPTED = 130
 
@@ -27,10 +28,10 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
     try:
         findings = lint_plan(loaded, cache_dir=cache_dir)  # controls are OCR'd once, not every run
     except RefereeError as exc:
-        console.print(f"[yellow]lint skipped: {exc}[/]")
+        console.print(f"[yellow]lint skipped: {for_console(exc)}[/]")
         return
     for f in findings:
-        console.print(f"[yellow]warning: too loose: {f}[/]")
+        console.print(f"[yellow]warning: too loose: {for_console(f)}[/]")
 
 
 @click.command()
@@ -59,14 +60,14 @@ def run(plans, agent, out, strict, json_mode):
         console.print(integrity_line(res), highlight=False)
         if (line := isolation_line(outcome.isolation)) is not None:
             console.print(line, highlight=False)
-        console.print(f"run directory: {outcome.run_dir}", highlight=False)
+        console.print(f"run directory: {for_console(outcome.run_dir)}", highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(outcome.run_dir), "summary": res.summary,
                         "integrity": res.integrity.model_dump(mode="json"),
                         "isolation": outcome.isolation.model_dump() if outcome.isolation else None,
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
         if outcome.error:
-            console.print(f"[bold red]the run stopped early: {outcome.error}[/]", highlight=False)
+            console.print(f"[bold red]the run stopped early: {for_console(outcome.error)}[/]", highlight=False)
         if outcome.interrupted:
             console.print("[bold]interrupted: the run directory is gradeable with `referee grade`[/]")
             exit_code = EXIT_INTERRUPTED
@@ -98,7 +99,8 @@ def grade(run_dirs, strict, json_mode, allow_unsigned):
         try:
             write_outputs(Path(d), res)
         except OSError as exc:  # a read-only copy still grades; it just keeps its old files
-            console.print(f"[yellow]warning: {d}: results not written ({exc.strerror or exc}); "
+            why = for_console(exc.strerror or exc)
+            console.print(f"[yellow]warning: {for_console(d)}: results not written ({why}); "
                           "verdicts shown here only[/]", highlight=False)
         console.print(verdict_table(res, title=f"referee grade: {d}"))
         console.print(summary_line(res))

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_json, safe_join, sha256_bytes, sha256_file
+from referee.fsutil import atomic_write_json, hash_regular, loads_json, own_dir, read_regular, safe_join, sha256_bytes
 from referee.keys import SigningKey
-from referee.rundir import FAILURE_SUFFIX, CaptureFailure, CaptureRecord, FileEntry, Manifest, is_record, parse_record
+from referee.rundir import (FAILURE_SUFFIX, MAX_EVIDENCE_BYTES, CaptureFailure, CaptureRecord, FileEntry, Manifest,
+                            is_record, parse_record)
 from referee.seal import cache_mac
+
+MAX_CACHE_BYTES = 64 << 20
 
 
 class RunEvidence:
     """All evidence of one run directory; hands out per-step, per-phase views.
 
-    A file is served only if the manifest lists it, it lies inside the run directory, and its bytes
-    still hash to what was recorded (size and SHA-256, checked on the bytes served, at every read).
+    A file is served only if the manifest lists it, it lies inside the run directory, it is a regular
+    file reached without following any link (a FIFO or a symlink an agent planted is ERROR, never a
+    hang), and its bytes still hash to what was recorded (size and SHA-256, checked on the bytes
+    served, at every read).
     Capture records are parsed once, into `referee.rundir` models. `key` signs and checks the
     entries of the on-disk caches (OCR): without it nothing cached on disk is read or written.
     """
@@ -90,32 +94,29 @@ class RunEvidence:
     def _modified(self, entry: FileEntry, why: str) -> EvidenceError:
         return EvidenceError(f"evidence file {entry.path} was modified after capture: {why} {self._source}")
 
-    def _open(self, entry: FileEntry) -> Path:
-        path = safe_join(self.run_dir, entry.path)
-        if not path.is_file() and path.exists():
-            raise EvidenceError(f"evidence file {entry.path} is unreadable: not a regular file")
-        return path
+    def _open_error(self, entry: FileEntry, exc: BaseException) -> EvidenceError:
+        if isinstance(exc, FileNotFoundError):
+            return EvidenceError(f"evidence file {entry.path} is missing")
+        if isinstance(exc, EvidenceError):  # a link, a FIFO, too big: the one-line reason, named by its path
+            return EvidenceError(f"evidence file {entry.path}: {exc.message}")
+        return EvidenceError(f"evidence file {entry.path} is unreadable: {exc}")
 
     def _checked(self, entry: FileEntry) -> Path:
         """The entry's file, inside the run directory and still hashing to what the manifest recorded."""
-        path = self._open(entry)
-        try:
-            size, actual = path.stat().st_size, sha256_file(path)
-        except FileNotFoundError:
-            raise EvidenceError(f"evidence file {entry.path} is missing") from None
-        except OSError as exc:
-            raise EvidenceError(f"evidence file {entry.path} is unreadable: {exc}") from None
+        path = safe_join(self.run_dir, entry.path)
+        try:  # no link followed below the run directory, no FIFO waited on, at most MAX_EVIDENCE_BYTES
+            actual, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES)
+        except (OSError, EvidenceError) as exc:
+            raise self._open_error(entry, exc) from None
         self._compare(entry, size, actual)
         return path
 
     def _read_checked(self, entry: FileEntry) -> bytes:
-        path = self._open(entry)
+        path = safe_join(self.run_dir, entry.path)
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise EvidenceError(f"evidence file {entry.path} is missing") from None
-        except OSError as exc:
-            raise EvidenceError(f"evidence file {entry.path} is unreadable: {exc}") from None
+            data = read_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES)
+        except (OSError, EvidenceError) as exc:
+            raise self._open_error(entry, exc) from None
         self._compare(entry, len(data), sha256_bytes(data))
         return data
 
@@ -142,9 +143,10 @@ class RunEvidence:
         if namespace not in self._caches:
             table: dict[str, Any] = {}
             if self.key is not None:
-                try:
-                    data = json.loads((self.run_dir / "cache" / f"{namespace}.json").read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                path = self.run_dir / "cache" / f"{namespace}.json"
+                try:  # a FIFO or a link planted as the cache: nothing cached
+                    data = loads_json(read_regular(path, root=self.run_dir, max_bytes=MAX_CACHE_BYTES))
+                except (OSError, ValueError, EvidenceError):
                     data = {}
                 for k, v in (data.items() if isinstance(data, dict) else ()):
                     if (isinstance(v, dict) and set(v) == {"value", "mac"} and isinstance(v["mac"], str)
@@ -166,8 +168,9 @@ class RunEvidence:
         for ns in sorted(self._dirty):
             signed = {k: {"value": v, "mac": cache_mac(self.key, ns, k, v)} for k, v in self._caches[ns].items()}
             try:
-                atomic_write_json(self.run_dir / "cache" / f"{ns}.json", signed)
-            except OSError:
+                folder, _ = own_dir(self.run_dir, "cache")  # a link planted as cache/ is not written through
+                atomic_write_json(folder / f"{ns}.json", signed)
+            except (OSError, EvidenceError):
                 pass  # a read-only run directory still grades; it just won't cache
         self._dirty.clear()
 
@@ -192,7 +195,7 @@ class StepView:
 
     def read_json(self, ref: str) -> Any:
         try:
-            return json.loads(self.read_bytes(ref))
+            return loads_json(self.read_bytes(ref), max_depth=256)
         except ValueError as exc:
             raise EvidenceError(f"evidence '{ref}' of step '{self.step_id}' is not valid JSON: {exc}") from None
 

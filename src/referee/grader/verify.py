@@ -10,16 +10,15 @@ directories are refused unless `allow_unsigned`: then they are graded and marked
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
-from referee.fsutil import inside_problem
+from referee.fsutil import inside_problem, loads_json, read_regular
 from referee.grader.results import Integrity
 from referee.keys import KEY_ENV, SigningKey, existing_key, key_path
-from referee.plan.loader import LoadedPlan, load_plan_text
-from referee.rundir import Claims, Manifest, parse_claims, parse_manifest, read_manifest_bytes
+from referee.plan.loader import MAX_PLAN_BYTES, LoadedPlan, load_plan_text
+from referee.rundir import MAX_CLAIMS_BYTES, Claims, Manifest, parse_claims, parse_manifest, read_manifest_bytes
 from referee.seal import SealCheck, check_seal
 
 EVIDENCE_TOPS = ("evidence", "agent")  # the only folders the runner lists files from
@@ -38,12 +37,15 @@ class OpenedRun:
     key: SigningKey | None  # signs and checks cache entries; None: nothing cached on disk is trusted
 
 
-def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
-    """(bytes, None), (None, None) when missing, or (None, why) when it cannot be read (a folder, no permission)."""
+def _read_optional(path: Path, max_bytes: int) -> tuple[bytes | None, str | None]:
+    """(bytes, None), (None, None) when missing, or (None, why) when it cannot be read (a folder, no permission,
+    a link, a FIFO, too big: never followed or waited on)."""
     try:
-        return path.read_bytes(), None
+        return read_regular(path, root=path.parent, max_bytes=max_bytes), None
     except FileNotFoundError:
         return None, None
+    except EvidenceError as exc:
+        return None, f"{path.name} is unreadable: {exc.message}"
     except OSError as exc:
         return None, f"{path.name} is unreadable ({exc.strerror or exc})"
 
@@ -106,8 +108,8 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
     if not run_dir.is_dir():
         raise UsageError("not a directory", file=str(run_dir), fix="pass the run directory `referee run` printed")
     manifest_bytes = read_manifest_bytes(run_dir)
-    plan_bytes, plan_problem = _read_optional(run_dir / "plan.yaml")
-    claims_bytes, claims_problem = _read_optional(run_dir / "claims.json")
+    plan_bytes, plan_problem = _read_optional(run_dir / "plan.yaml", MAX_PLAN_BYTES)
+    claims_bytes, claims_problem = _read_optional(run_dir / "claims.json", MAX_CLAIMS_BYTES)
     key, key_problem = _key()
     chk = check_seal(run_dir, key, manifest=manifest_bytes, plan=plan_bytes, claims=claims_bytes,
                      key_problem=key_problem)
@@ -142,7 +144,7 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
     except PlanError as exc:
         raise RefereeError(f"the frozen plan no longer loads: {exc}", file=str(plan_path)) from None
     try:
-        claims = parse_claims(json.loads(claims_bytes)) if claims_bytes is not None else Claims({})
+        claims = parse_claims(loads_json(claims_bytes)) if claims_bytes is not None else Claims({})
     except ValueError:
         claims = Claims({})  # a claim never decides a verdict: unreadable claims are no claims
     return OpenedRun(run_dir, integrity, manifest, plan, claims, key)

@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
+from referee.plan.model import check_name
 from referee.registry import Item, Registry
 
 
@@ -33,20 +34,8 @@ class CaptureParams(BaseModel):
 
     @field_validator("name")
     @classmethod
-    def _stays_inside(cls, v: str) -> str:
-        return inside_run_dir(v, "a capture name")
-
-
-def inside_run_dir(v: str, what: str) -> str:
-    """A name that becomes a path under the run directory: relative, no `..`, no backslash.
-
-    >>> inside_run_dir("api/order", "a capture name")
-    'api/order'
-    """
-    parts = v.replace("\\", "/").split("/")
-    if not v or v.startswith("/") or "\\" in v or ".." in parts or (len(v) > 1 and v[1] == ":"):
-        raise ValueError(f"{what} must be a relative path inside the run directory, without '..' ({v!r})")
-    return v
+    def _is_a_name(cls, v: str, info: ValidationInfo) -> str:
+        return check_name(v, "a capture name", info)
 
 
 @dataclass(frozen=True)
@@ -105,8 +94,8 @@ class CommandParams(CaptureParams):
 
     @field_validator("stdout_as")
     @classmethod
-    def _file_inside(cls, v: str | None) -> str | None:
-        return None if v is None else inside_run_dir(v, "stdout_as")
+    def _file_name(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else check_name(v, "stdout_as (a file name)", info)
 
 
 @spec("sql", "rows of a SQL query (any SQLAlchemy URL; `${VAR}` reads the runner's environment)")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from referee.errors import PlanError, RefereeError
 from referee.plan.envvars import references, unset
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
-from referee.plan.model import Plan, Step
+from referee.plan.model import Plan, Step, name_from
 from referee.plan.validators import ValidatorParams, ValidatorSpec, validator_specs
 from referee.plan.yamlnodes import Pos, compose, to_data
 
@@ -79,6 +79,8 @@ class _Where:
                 sid = self.data["steps"][loc[1]].get("id")
             except Exception:
                 sid = None
+            if isinstance(sid, str) and len(sid) > 40:
+                sid = sid[:37] + "..."
             return f" in step '{sid}'" if sid else f" in step #{loc[1] + 1}"
         return ""
 
@@ -160,9 +162,10 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
                         fix="see DESIGN.md, plan v1")
     where = _Where(file, positions, data)
     stem = Path(file).stem if file != "<plan>" else "plan"
-    data.setdefault("name", stem)
+    data.setdefault("name", name_from(stem))  # a file stem need not be a name; the plan's `name:` must be
+    context = {"frozen": frozen}
     try:
-        plan = Plan.model_validate(data)
+        plan = Plan.model_validate(data, context=context)
     except ValidationError as exc:
         raise _pydantic_error(where, exc, (), Plan) from None
 
@@ -180,9 +183,9 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
         for ci, raw in enumerate(step.capture):
             loc = ("steps", si, "capture", ci)
             if frozen and isinstance(raw, dict) and str(raw.get("kind")) not in BUILTIN_SPECS:
-                ck, params = _kept(raw)
+                ck, params = _kept(where, raw, loc)
             else:
-                ck, params = _typed(where, capture_specs, raw, loc, "capture")
+                ck, params = _typed(where, capture_specs, raw, loc, "capture", context)
             _check_url(where, plan, params, loc)
             env_check(params, loc)
             if params.name in names:
@@ -193,14 +196,15 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
         vals: list[TypedValidator] = []
         for vi, raw in enumerate(step.validators):
             loc = ("steps", si, "validators", vi)
-            vs, params = _typed(where, validator_specs, raw, loc, "validator")
+            vs, params = _typed(where, validator_specs, raw, loc, "validator", context)
             tv = TypedValidator(vi, vs, params)
             for req in vs.captures(params, vi):
                 if req.name in names:
                     continue
                 ck = capture_specs.get(req.kind)
                 try:
-                    cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params})
+                    cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params},
+                                                       context=context)
                 except ValidationError as exc:
                     raise _pydantic_error(where, exc, loc) from None
                 _check_url(where, plan, cparams, loc)
@@ -243,13 +247,17 @@ class _KeptParams(CaptureParams):
     model_config = ConfigDict(extra="allow")
 
 
-def _kept(raw: dict[str, Any]) -> tuple[CaptureSpec, CaptureParams]:
+def _kept(where: _Where, raw: dict[str, Any], loc: tuple) -> tuple[CaptureSpec, CaptureParams]:
     kind = str(raw.get("kind"))
     spec = CaptureSpec(kind, _KeptParams, "a capture kind not installed here, kept as the run wrote it")
-    return spec, _KeptParams.model_validate(raw)
+    try:
+        return spec, _KeptParams.model_validate(raw, context={"frozen": True})
+    except ValidationError as exc:
+        raise _pydantic_error(where, exc, loc) from None
 
 
-def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str) -> tuple[Any, Any]:
+def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str,
+           context: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """Resolve one `{kind: ..., ...}` entry to its registered kind and typed parameters, or a PlanError."""
     if not isinstance(raw, dict) or "kind" not in raw:
         raise where.error(f"a {what} needs a `kind`", loc, fix=f"known kinds: {', '.join(registry.names())}")
@@ -258,7 +266,7 @@ def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str) -> tuple[An
     except RefereeError as exc:
         raise where.error(exc.message, loc + ("kind",), fix=exc.fix) from None
     try:
-        return kind, kind.Params.model_validate(raw)
+        return kind, kind.Params.model_validate(raw, context=context)
     except ValidationError as exc:
         raise _pydantic_error(where, exc, loc, kind.Params) from None
 
@@ -278,11 +286,16 @@ def _check_ref(where: _Where, loc: tuple, ref: str) -> None:
                           fix="use a capture name or a path relative to the agent's folder")
 
 
+MAX_PLAN_BYTES = 16 << 20
+
+
 def load_plan(path: str | Path) -> LoadedPlan:
-    """Read a plan file from disk and validate it (PlanError on any problem)."""
+    """Read a plan file from disk and validate it (PlanError on any problem; a FIFO is refused, not waited on)."""
+    from referee.fsutil import read_regular
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, max_bytes=MAX_PLAN_BYTES, error=PlanError).decode("utf-8")
     except FileNotFoundError:
         raise PlanError("plan file not found", file=str(path), fix="check the path") from None
     except (OSError, UnicodeDecodeError) as exc:

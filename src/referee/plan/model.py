@@ -2,9 +2,51 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+NAME_MAX = 100
+NAME_RE = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}")
+NAME_RULE = (f"letters, digits, '_', '-' and '.', at most {NAME_MAX} characters, not starting with '.' or '-' "
+             "(a name, not a path)")
+
+
+def check_name(v: str, what: str, info: ValidationInfo | None = None) -> str:
+    """A step id, capture name, `stdout_as` or plan name: it becomes one file or folder name in a run
+    directory, so it is a bounded name, never a path.
+
+    A frozen plan (the copy a run directory holds, `context={"frozen": True}`) was checked when it ran;
+    grading only looks names up, so it needs no more than a relative path without `..`, and run
+    directories written before this rule still grade.
+
+    >>> check_name("add_milk", "a step id")
+    'add_milk'
+    >>> check_name("../x", "a capture name")
+    Traceback (most recent call last):
+    ...
+    ValueError: a capture name must be letters, digits, '_', '-' and '.', ... (a name, not a path); got '../x'
+    """
+    if info is not None and (info.context or {}).get("frozen"):
+        parts = v.split("/")
+        if not v or v.startswith("/") or "\\" in v or ".." in parts or v[1:2] == ":":
+            raise ValueError(f"{what} must be a relative path inside the run directory, without '..' ({v!r})")
+        return v
+    if not NAME_RE.fullmatch(v):
+        shown = v if len(v) <= 40 else v[:37] + "..."
+        raise ValueError(f"{what} must be {NAME_RULE}; got {shown!r}")
+    return v
+
+
+def name_from(stem: str) -> str:
+    """A plan name made from a file stem that is not one (`my plan (v2)` -> `my_plan_v2`).
+
+    >>> name_from("my plan (v2)"), name_from("smoke"), name_from("...")
+    ('my_plan_v2', 'smoke', 'plan')
+    """
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("_.-")[:NAME_MAX].rstrip(".-")
+    return name or "plan"
 
 
 class _Model(BaseModel):
@@ -46,12 +88,8 @@ class Step(_Model):
 
     @field_validator("id")
     @classmethod
-    def _id_is_a_name(cls, v: str) -> str:
-        import re
-
-        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", v):
-            raise ValueError("a step id may hold letters, digits, '_', '-' and '.' and must not start with '.' or '-'")
-        return v
+    def _id_is_a_name(cls, v: str, info: ValidationInfo) -> str:
+        return check_name(v, "a step id", info)
 
 
 class Plan(_Model):
@@ -65,6 +103,13 @@ class Plan(_Model):
     public_env: list[str] = Field(default_factory=list, description=(
         "`${NAME}` variables that are not secret: shown with their values (others are shown as `${NAME}`)"))
     steps: list[Step]
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_name(cls, v: str, info: ValidationInfo) -> str:
+        if info.context and info.context.get("frozen"):
+            return v  # the run directory already exists; grading never makes a path of it
+        return check_name(v, "a plan name", info)
 
     @field_validator("public_env")
     @classmethod

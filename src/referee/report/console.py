@@ -1,4 +1,8 @@
-"""The console view of a run: a live step table while running and the verdict table with overclaims after."""
+"""The console view of a run: a live step table while running and the verdict table with overclaims after.
+
+Every string that reaches the console here is a `Text` (never parsed as rich markup) with its control
+characters made visible (`safetext.visible`): a claim note `[/]` or `\x1b[31m` is shown, not acted on.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.grader.results import RunResults
+from referee.safetext import visible
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -21,13 +26,18 @@ def claim_text(claim: dict | None) -> Text:
         return Text("no claim", style="dim")
     p = claim.get("pass")
     label = "pass" if p is True else "fail" if p is False else "?"
-    note = str(claim.get("note", "")).replace("\n", " ")
-    return Text(f"{label}: {note[:60]}" if note else label)
+    note = visible(str(claim.get("note", "")).replace("\n", " ")[:60], keep_newlines=False)
+    return Text(f"{label}: {note}" if note else label)
+
+
+def _text(value: object) -> Text:
+    """Untrusted text as a console cell: no markup, control characters visible."""
+    return Text(visible(value, keep_newlines=False))
 
 
 def verdict_table(results: RunResults, title: str | None = None) -> Table:
     """The verdict table: the runner's verdict beside the agent's claim, overclaims marked."""
-    t = Table(title=title or f"referee: {results.plan}", title_justify="left", expand=False)
+    t = Table(title=_text(title or f"referee: {results.plan}"), title_justify="left", expand=False)
     t.add_column("step", no_wrap=True)
     t.add_column("verdict", no_wrap=True)
     t.add_column("agent claimed")
@@ -37,7 +47,7 @@ def verdict_table(results: RunResults, title: str | None = None) -> Table:
         claim = claim_text(s.claim)
         if s.overclaim:
             claim = Text.assemble(("OVERCLAIM ", "bold red"), claim)
-        t.add_row(s.id, verdict, claim, s.reason)
+        t.add_row(_text(s.id), verdict, claim, _text(s.reason))
     return t
 
 
@@ -94,12 +104,12 @@ class LiveSteps:
         self.live: Live | None = None
 
     def __rich__(self) -> Table:
-        t = Table(title=f"running {self.plan_name}", title_justify="left")
+        t = Table(title=_text(f"running {self.plan_name}"), title_justify="left")
         t.add_column("step")
         t.add_column("state")
         t.add_column("agent claimed")
         for sid, (state, claim) in self.state.items():
-            t.add_row(sid, state, claim)
+            t.add_row(_text(sid), state, _text(claim))
         return t
 
     def __enter__(self) -> "LiveSteps":
@@ -132,4 +142,4 @@ class LiveSteps:
         if self.live is not None:
             self.live.refresh()
         elif kind == "done":
-            self.console.print(f"  {step_id}: done (agent claimed {row[1]})", highlight=False)
+            self.console.print(_text(f"  {step_id}: done (agent claimed {row[1]})"), highlight=False)

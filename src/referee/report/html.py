@@ -1,22 +1,28 @@
-"""report.html: one self-contained page per run; verdicts, reasons, claims and screenshots, every string escaped."""
+"""report.html: one self-contained page per run; verdicts, reasons, claims and screenshots, every string escaped.
+
+Every string goes through `_e` (`safetext.for_html`: control characters visible, then HTML-escaped),
+and every file of the run directory is read with `fsutil.read_regular` (no link followed, no FIFO
+waited on, sizes capped): the agent may have written any of them.
+"""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import html
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_text
+from referee.fsutil import atomic_write_text, loads_json, read_regular
 from referee.grader.results import RunResults
+from referee.rundir import MAX_MANIFEST_BYTES, MAX_RESULTS_BYTES
+from referee.safetext import for_html
 
 EMBED_MAX = 2 * 1024 * 1024  # one image embedded up to this size; bigger ones are linked
 EMBED_TOTAL = 48 * 1024 * 1024  # and no more than this per report
+CHECK_MAX = 64 * 1024 * 1024  # an image bigger than this is linked unchecked ("too big to check")
 IMAGE_TYPES = {b"\x89PNG": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF8": "image/gif"}
 
 _SCRIPT = """
@@ -70,12 +76,12 @@ def _e(value: Any) -> str:
     >>> _e('<script>alert("x")</script>')
     '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'
     """
-    return html.escape("" if value is None else str(value), quote=True)
+    return for_html("" if value is None else value)
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, max_bytes: int) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(read_regular(path, root=path.parent, max_bytes=max_bytes))
     except FileNotFoundError:
         raise EvidenceError(f"no {path.name}: grade the run first", file=str(path.parent),
                             fix="run `referee grade RUN_DIR`") from None
@@ -87,9 +93,12 @@ def _step_texts(run_dir: Path) -> dict[str, str]:
     """Each step's `do:` from the frozen plan (best effort: the report renders without it)."""
     import yaml
 
+    from referee.plan.loader import MAX_PLAN_BYTES
+
     try:
-        data = yaml.safe_load((run_dir / "plan.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        raw = read_regular(run_dir / "plan.yaml", root=run_dir, max_bytes=MAX_PLAN_BYTES)
+        data = yaml.safe_load(raw.decode("utf-8", errors="replace"))
+    except (OSError, EvidenceError, yaml.YAMLError, RecursionError):
         return {}
     steps = data if isinstance(data, list) else (data or {}).get("steps", []) if isinstance(data, dict) else []
     return {str(s.get("id")): str(s.get("do", "")) for s in steps if isinstance(s, dict)}
@@ -129,13 +138,15 @@ def _shots(run_dir: Path, files: list[dict], step_id: str, budget: _Budget) -> l
         phase, by = str(f.get("phase", "")), str(f.get("captured_by", ""))
         label = f.get("capture") or Path(rel).name
         path = run_dir / rel
+        if rel.startswith("/") or ".." in Path(rel).parts:
+            continue  # a manifest path that leads out of the run directory is never read
         try:
-            resolved = path.resolve()
-            if run_dir.resolve() not in resolved.parents:
-                continue  # a manifest path that leads out of the run directory is never read
-            data = path.read_bytes()
+            data = read_regular(path, root=run_dir, max_bytes=CHECK_MAX)
         except OSError:
             out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, None, "missing")))
+            continue
+        except EvidenceError as exc:  # a link, a FIFO, too big: named, never followed or waited on
+            out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, None, exc.message.split("; ")[0])))
             continue
         if hashlib.sha256(data).hexdigest() != f.get("sha256"):
             out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, None, "modified after capture")))
@@ -220,17 +231,21 @@ def render_report(run_dir: str | Path, results_model: RunResults | None = None) 
     if results_model is not None:
         results = results_model.model_dump(mode="json")
     else:
-        results = _read_json(run_dir / "results.json")
-    manifest = _read_json(run_dir / "manifest.json")
-    files = manifest.get("files", []) if isinstance(manifest, dict) else []
+        results = _read_json(run_dir / "results.json", MAX_RESULTS_BYTES)
+    manifest = _read_json(run_dir / "manifest.json", MAX_MANIFEST_BYTES)
+    if not isinstance(results, dict) or not isinstance(manifest, dict):
+        raise EvidenceError("results.json or manifest.json is not a JSON object", file=str(run_dir),
+                            fix="run `referee grade RUN_DIR` again")
+    files = [f for f in manifest.get("files") or [] if isinstance(f, dict)]
     does = _step_texts(run_dir)
     seal_failed = (results.get("integrity") or {}).get("status") == "failed"
     if seal_failed:
         files, does = [], {}  # nothing of a run whose seal does not hold is shown as if it were evidence
     budget = _Budget()
-    summary = results.get("summary", {})
+    summary = results.get("summary")
+    summary = summary if isinstance(summary, dict) else {}
     rows = []
-    for step in results.get("steps", []):
+    for step in [s for s in results.get("steps") or [] if isinstance(s, dict)]:
         sid = str(step.get("id", ""))
         verdict = str(step.get("verdict", ""))
         shots = "".join(_shot_html(s) for s in _shots(run_dir, files, sid, budget))

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from types import SimpleNamespace
 import os
 import signal
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from referee.errors import ActorError, AppError, PlanError
+from referee.errors import ActorError, AppError, EvidenceError, PlanError
+from referee.fsutil import loads_json, read_regular
 from referee.keys import load_key
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
-from referee.rundir import Phase
+from referee.rundir import MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
@@ -25,9 +24,13 @@ from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.envsubst import Secrets
 from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
+from referee.safetext import clean
 
 Event = Callable[[str, str, dict], None]  # (event, step_id, data): "isolation" | "start" | "acted" | "done"
 CLAIM_NAME = "claim.json"  # REFEREE_CLAIM_FILE: agent/<step>/claim.json
+
+MAX_CLAIM_BYTES = 1 << 20
+MAX_CLAIM_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -84,51 +87,58 @@ def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: d
             error = _reported_failure(files)
             error = secrets.scrub(error) if error else None
         for i, path in enumerate(files):
-            store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
-                           kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
+            try:
+                store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
+                               kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
+            except (OSError, EvidenceError) as exc:  # its file is not a regular file any more, or too big
+                why = exc.message if isinstance(exc, EvidenceError) else str(exc)
+                failed = write_failure(out_dir, cap.params, f"its file cannot be kept as evidence: {why}")
+                store.add_file(failed, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
+                               kind=cap.params.kind, primary=(i == 0), error=why if i == 0 else None)
 
 
 def _reported_failure(files: list[Path]) -> str | None:
     """A failure a capture wrote instead of raising CaptureFailed: `{"capture_error": ...}` in its
     first `.json` file (the contract before CaptureFailed; plugins written against it still do this)."""
-    if not files or files[0].suffix != ".json" or files[0].stat().st_size > 1_000_000:
+    if not files or files[0].suffix != ".json":
         return None
     try:
-        doc = json.loads(files[0].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = loads_json(read_regular(files[0], root=files[0].parent, max_bytes=1_000_000))
+    except (OSError, ValueError, EvidenceError):
         return None
     return str(doc["capture_error"]) if isinstance(doc, dict) and doc.get("capture_error") else None
 
 
-CLAIM_MAX = 1 << 20
-
-
-def read_claim(claim_file: Path) -> tuple[dict | None, str | None]:
+def read_claim(claim_file: Path, *, root: Path | None = None) -> tuple[dict | None, str | None]:
     """The agent's claim file, or (None, why) for a missing or malformed one: "no claim", never a crash.
 
-    Read without following a link and only if it is a regular file: the agent made it, the runner must
-    not read some other file (or block on a pipe) through it.
+    The file is read as the agent left it, defensively: a regular file only (a FIFO is not waited on,
+    a link below `root` is not followed), at most 1 MiB and 16 levels of JSON, invalid UTF-8 replaced.
+
+    >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_bytes(b'{"pass": true, "note": "caf\\xe9"}'); read_claim(p)[0]["note"] == "caf\\ufffd"
+    True
+    >>> _ = p.write_text("[" * 100); read_claim(p)[1]
+    'malformed claim file: JSON nested deeper than 16 levels'
     """
     try:
-        fd = os.open(claim_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        raw = read_regular(claim_file, max_bytes=MAX_CLAIM_BYTES, root=root)
     except FileNotFoundError:
         return None, "no claim file"
+    except EvidenceError as exc:  # a FIFO, a link, too big
+        return None, f"malformed claim file: {exc}"
     except OSError as exc:
         return None, f"unreadable claim file: {exc.strerror or exc}"
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, "unreadable claim file: not a regular file"
-        raw = fh.read(CLAIM_MAX + 1)
-    if len(raw) > CLAIM_MAX:
-        return None, f"malformed claim file: larger than {CLAIM_MAX} bytes"
     try:
-        data = json.loads(raw.decode("utf-8", errors="replace"))
+        data = loads_json(raw, max_depth=MAX_CLAIM_DEPTH)
     except ValueError as exc:
         return None, f"malformed claim file: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("pass", None), (bool, type(None))):
         return None, "malformed claim file: expected {\"pass\": bool, \"note\": str, \"evidence\": [paths]}"
-    return {"pass": data.get("pass"), "note": str(data.get("note", ""))[:10000],
-            "evidence": [str(e) for e in data.get("evidence", []) if isinstance(e, str)][:1000]}, None
+    evidence = data.get("evidence", [])
+    return {"pass": data.get("pass"), "note": clean(str(data.get("note", ""))[:MAX_NOTE_CHARS]),
+            "evidence": [clean(e[:MAX_PATH_CHARS]) for e in (evidence if isinstance(evidence, list) else [])
+                         if isinstance(e, str)][:MAX_CLAIM_EVIDENCE]}, None
 
 
 def _scrubbed(secrets: Secrets, data: bytes | None) -> bytes | None:
@@ -192,7 +202,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 result: ActorResult = actor.perform(run)  # every agent process has ended when it returns
                 foreign = actor.sandbox.seal(agent_dir) if actor.sandbox is not None else []
                 acting = None
-                claim, why = read_claim(claim_file)
+                claim, why = read_claim(claim_file, root=run_dir)
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
                                             "timed_out": result.timed_out, "started": result.started})
@@ -205,7 +215,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.add_agent_output(step.id, _scrubbed(secrets, result.stdout), _scrubbed(secrets, result.stderr))
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
-                errors = [e for e in (result.error, why if claim is None and result.started else None, *refused) if e]
+                errors = [e for e in (result.error, why if claim is None and result.started else None, *refused,
+                                      *store.take_removed()) if e]
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
                                 error=secrets.scrub("; ".join(errors)) or None, started=result.started,
                                 killed=result.killed,

@@ -1,18 +1,29 @@
-"""The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims, seal."""
+"""The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims, seal.
+
+An isolated agent can write only its `agent/<step>` (referee.runner.isolation); an unisolated one
+anywhere in the run directory, so the runner trusts no folder it did not just make: `agent/<step>` and `evidence/<step>/<phase>` are made fresh
+(whatever an earlier step planted there is removed, and said so), no link is followed on the way
+to a folder the runner writes into, and every file is hashed without following links or waiting
+on a FIFO.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
+import stat
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_bytes, sha256_file
+from referee.fsutil import atomic_write_bytes, hash_regular, own_dir
 from referee.keys import SigningKey, load_key
-from referee.rundir import Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
+from referee.rundir import MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
 from referee.seal import Sealer
+
+MAX_AGENT_FILES = 10_000  # files taken from one step's agent folder; the rest are refused
 
 
 OUTPUT_FILES = frozenset({"stdout.txt", "stderr.txt"})  # written by the runner into agent/<step>/
@@ -46,16 +57,39 @@ class RunStore:
         self.claims: dict[str, Claim | None] = {}
         self.sealer = Sealer(self.run_dir, key or load_key(), uuid.uuid4().hex)
         self._first = True
+        self._made: set[tuple[str, ...]] = set()
+        self._removed: list[str] = []
 
     # -- layout -------------------------------------------------------------------------------
     def evidence_dir(self, step_id: str, phase: Phase) -> Path:
-        d = self.run_dir / "evidence" / step_id / phase
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        return self._fresh("evidence", step_id, phase)
 
     def agent_dir(self, step_id: str) -> Path:
-        d = self.run_dir / "agent" / step_id
-        d.mkdir(parents=True, exist_ok=True)
+        return self._fresh("agent", step_id)
+
+    def take_removed(self) -> list[str]:
+        """What the runner found planted where its own folders go, and removed, since the last call (one line each)."""
+        out, self._removed = self._removed, []
+        return out
+
+    def _fresh(self, *parts: str) -> Path:
+        """`run_dir/parts...` as a folder this run made: links on the way replaced, and the first time,
+        anything already there (an earlier step's agent put it there) removed."""
+        parent, removed = own_dir(self.run_dir, *parts[:-1])
+        self._removed += removed
+        d = parent / parts[-1]
+        if parts not in self._made:
+            try:
+                st = os.lstat(d)
+            except FileNotFoundError:
+                st = None
+            if st is not None:
+                what = "a folder" if stat.S_ISDIR(st.st_mode) else "a link" if stat.S_ISLNK(st.st_mode) else "a file"
+                shutil.rmtree(d) if stat.S_ISDIR(st.st_mode) else os.unlink(d)  # rmtree follows no link inside
+                self._removed.append(f"{'/'.join(parts)} was already there ({what}, not made by the runner); removed")
+            self._made.add(parts)
+        d, removed = own_dir(self.run_dir, *parts)
+        self._removed += removed
         return d
 
     # -- writes -------------------------------------------------------------------------------
@@ -90,9 +124,9 @@ class RunStore:
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
                  capture: str | None, kind: str, primary: bool = True, error: str | None = None) -> FileEntry:
         rel = Path(path).relative_to(self.run_dir).as_posix()
+        digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES)
         entry = FileEntry(path=rel, step=step, phase=phase, captured_by=captured_by, capture=capture, kind=kind,
-                          sha256=sha256_file(path), size=Path(path).stat().st_size, time=utcnow(), primary=primary,
-                          error=error)
+                          sha256=digest, size=size, time=utcnow(), primary=primary, error=error)
         self.manifest.files.append(entry)
         return entry
 
@@ -113,23 +147,41 @@ class RunStore:
             self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
 
     def add_agent_files(self, step_id: str, skip: frozenset[str] = frozenset()) -> list[str]:
-        """Hash every regular file the agent left in its folder; links and escapes are refused, not followed.
+        """Hash every regular file the agent left in its folder; links, FIFOs and escapes are refused, not followed.
 
         `skip`: paths (relative to the folder) not to take. Returns the refusals, one line each, so
         the runner can record them.
         """
-        root = self.agent_dir(step_id)
+        for parts in (("agent",), ("agent", step_id)):
+            try:
+                mode = os.lstat(self.run_dir.joinpath(*parts)).st_mode
+            except FileNotFoundError:
+                return []
+            if not stat.S_ISDIR(mode):
+                kind = "a link" if stat.S_ISLNK(mode) else "a file"
+                return [f"{'/'.join(parts)} was replaced by {kind} during the step; none of its files are taken"]
+        root = self.run_dir / "agent" / step_id
         refused: list[str] = []
+        taken = 0
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             for fn in sorted(filenames):
                 p = Path(dirpath) / fn
                 rel = p.relative_to(root).as_posix()
                 if fn.startswith(".") and fn.endswith(".tmp") or rel in skip:
                     continue
-                if p.is_symlink() or not p.is_file():
-                    refused.append(f"agent/{step_id}/{rel}: a link or special file; not taken as evidence")
-                    continue
-                self.add_file(p, step=step_id, phase="after", captured_by="agent", capture=None, kind="agent_file")
+                if taken >= MAX_AGENT_FILES:
+                    refused.append(f"agent/{step_id}: more than {MAX_AGENT_FILES} files; the rest are not taken")
+                    return refused
+                try:
+                    if not stat.S_ISREG(os.lstat(p).st_mode):
+                        refused.append(f"agent/{step_id}/{rel}: a link or special file; not taken as evidence")
+                        continue
+                    self.add_file(p, step=step_id, phase="after", captured_by="agent", capture=None,
+                                  kind="agent_file")
+                    taken += 1
+                except (OSError, EvidenceError) as exc:  # swapped for a FIFO or a link after the look, too big
+                    why = exc.message if isinstance(exc, EvidenceError) else (exc.strerror or str(exc))
+                    refused.append(f"agent/{step_id}/{rel}: {why}; not taken as evidence")
             dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
         return refused
 

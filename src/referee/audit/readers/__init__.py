@@ -139,10 +139,29 @@ def read_traces(path: Path, fmt: str | None = None, *, allow_pickle: bool = Fals
     path = Path(path)
     if path.is_dir() and fmt is None:
         fmt = sniff_dir(path) or "referee-run"
+    elif not path.is_dir():
+        _regular_file(path)
     reader = get_reader(fmt or sniff_format(path))
     if getattr(reader, "takes_options", False):
         return reader(path, ReadOptions(allow_pickle=allow_pickle))
     return reader(path)
+
+
+def _regular_file(path: Path) -> None:
+    """A trace file must be a regular file: a FIFO or a device named as one is a one-line TraceError here,
+    before any sniffer or reader opens it (and would wait on it)."""
+    import os
+    import stat
+
+    from referee.errors import TraceError
+    from referee.fsutil import not_regular
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing or unreadable: the reader says so, as it always has
+    if not stat.S_ISREG(mode):
+        raise not_regular(path, mode, TraceError)
 
 
 # how the readers that predate the `sniffs` / `needs` attributes are picked (a reader may set its own)

@@ -25,7 +25,10 @@ from pydantic import ValidationError
 from referee.audit.jsonstream import iter_json_values, loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, trace_error
+from referee.errors import RefereeError
+from referee.fsutil import read_regular
 
+MAX_REPORT_BYTES = 16 << 20  # a SWE-bench report read for gold
 MAX_OBSERVATION_CHARS = 20_000  # one observation's text; longer outputs keep head and tail around a note
 
 _BASH_RE = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)  # mini-swe-agent's own action pattern
@@ -234,8 +237,8 @@ def sweagent_to_trace(obj: dict, *, run_id: str, meta: dict) -> dict:
 
 def _resolved(path: Path, run_id: str) -> bool | None:
     try:
-        rep = loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        rep = loads(read_regular(path, max_bytes=MAX_REPORT_BYTES))
+    except (OSError, ValueError, RefereeError):  # a FIFO, a huge, deep or broken file: no gold
         return None
     if isinstance(rep, dict) and not isinstance(rep.get("resolved"), bool):  # the harness's {instance_id: {...}}
         inner = rep.get(run_id) if run_id in rep else (next(iter(rep.values())) if len(rep) == 1 else None)

@@ -147,15 +147,15 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         record = ev.record(entry)
         if isinstance(record, CaptureFailure):
             return _failed(entry, head, record.capture_error)
-        path = ev.verified_path(entry)
+        data = ev.verified_bytes(entry) if record is None else b""  # hash-checked, no link followed, no FIFO waited on
     except EvidenceError as exc:
         return {"kind": entry.kind, "error": exc.message}, f"{head}: {exc.message}", None, True
     if record is not None:
         return _from_record(entry, record, head)
-    suffix = path.name.lower()
+    suffix = Path(entry.path).name.lower()
     if suffix.endswith((".png", ".jpg", ".jpeg", ".webp")):
         return {"kind": entry.kind, "screenshot": entry.path}, f"{head}: screenshot {entry.path}", entry.path, False
-    raw = path.read_bytes()[: MAX_TEXT * 4].decode("utf-8", errors="replace")
+    raw = data[: MAX_TEXT * 4].decode("utf-8", errors="replace")
     if suffix.endswith(".html"):
         text = _clip(_page_text(raw))
         return {"kind": entry.kind, "text": text}, f"{head}: page text: {text}", None, False
@@ -163,7 +163,7 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         text = _clip(raw)
         return {"kind": entry.kind, "text": text}, f"{head}: {text}", None, False
     try:
-        doc = loads(path.read_bytes())
+        doc = loads(data)
     except ValueError:
         return {"kind": entry.kind, "file": entry.path}, f"{head}: file {entry.path}", None, False
     return _from_document(entry.kind, doc, head)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from referee.fsutil import atomic_write_text
+from referee.errors import EvidenceError
+from referee.fsutil import atomic_write_text, open_regular
 from referee.rundir import FileRecord, dump_record, record_file
-from referee.runner.captures.base import CaptureKind, register
+from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 
 MAX_COPY = 256 << 20
 
@@ -25,7 +26,11 @@ class FileCapture(CaptureKind):
                 name = where.name or "file"
                 copy = ctx.out_dir / f"{params.name}.data" / name
                 copy.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, copy)
+                try:  # opened as a regular file: swapped for a FIFO since the look, it is refused, not waited on
+                    with open_regular(src, max_bytes=MAX_COPY) as fh, open(copy, "wb") as out:
+                        shutil.copyfileobj(fh, out)
+                except EvidenceError as exc:
+                    raise CaptureFailed(exc.message, {"path": params.path}) from None
                 files.append(copy)
                 record.copy_ = f"{params.name}.data/{name}"
         meta = ctx.out_dir / record_file(params.name, "file")
