@@ -171,7 +171,9 @@ def test_symlinks_planted_in_the_run_directory_are_never_followed(tmp_path):
          "validators": [{"kind": "text_contains", "evidence": "secret.txt", "text": "top secret"},
                         {"kind": "text_contains", "evidence": "probe", "text": "probe-output"},
                         {"kind": "text_contains", "evidence": "note.txt", "text": "hi"}]},
-        {"id": "s3", "do": f"SWAP_OWN {outside}",
+        # no claim: its claim file lies in the folder it swaps, and the agent itself writing through
+        # its own link is not what this checks (the runner never writing or reading through it is)
+        {"id": "s3", "do": f"SWAP_OWN {outside}\nCLAIM_NONE",
          "validators": [{"kind": "text_contains", "evidence": "secret.txt", "text": "top secret"}]},
     ]}
     run = _run(tmp_path, plan, "links")
@@ -194,7 +196,8 @@ def test_symlinks_planted_in_the_run_directory_are_never_followed(tmp_path):
     assert run.verdict("s3") == "ERROR", run.explain()
     why3 = run.manifest["steps"]["s3"]["actor_error"]
     assert "agent/s3" in why3 and "link" in why3, why3
-    assert not any(f["path"].startswith("agent/s3/") for f in run.manifest["files"])
+    # (only the runner's copy of its output is there, in a folder the runner made afresh)
+    assert not any(f["path"].startswith("agent/s3/") and f["kind"] != "agent_stdout" for f in run.manifest["files"])
 
 
 # -- names ----------------------------------------------------------------------------------------

@@ -209,9 +209,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 refused = [f"agent/{step.id}/{p}: not made by the agent; not taken as evidence" for p in foreign]
                 # the agent's evidence first; then its claim file and its output, each of its own kind
                 refused += store.add_agent_files(step.id, skip=frozenset(foreign) | OUTPUT_FILES | {CLAIM_NAME})
-                if claim_file.is_file() and not claim_file.is_symlink():
-                    store.add_file(claim_file, step=step.id, phase="after", captured_by="agent", capture=None,
-                                   kind="agent_claim")
+                store.add_claim_file(step.id, CLAIM_NAME)
                 store.add_agent_output(step.id, _scrubbed(secrets, result.stdout), _scrubbed(secrets, result.stderr))
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)

@@ -1,10 +1,10 @@
 """The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims, seal.
 
 An isolated agent can write only its `agent/<step>` (referee.runner.isolation); an unisolated one
-anywhere in the run directory, so the runner trusts no folder it did not just make: `agent/<step>` and `evidence/<step>/<phase>` are made fresh
-(whatever an earlier step planted there is removed, and said so), no link is followed on the way
-to a folder the runner writes into, and every file is hashed without following links or waiting
-on a FIFO.
+anywhere in the run directory, so the runner trusts no folder it did not just make: `agent/<step>`
+and `evidence/<step>/<phase>` are made fresh (whatever an earlier step planted there is removed,
+and said so), no link is followed on the way to a folder the runner writes into, and every file
+is hashed without following links or waiting on a FIFO.
 """
 
 from __future__ import annotations
@@ -129,6 +129,18 @@ class RunStore:
                           sha256=digest, size=size, time=utcnow(), primary=primary, error=error)
         self.manifest.files.append(entry)
         return entry
+
+    def add_claim_file(self, step_id: str, name: str) -> None:
+        """List the agent's claim file (kind `agent_claim`) if it is a regular file in its real folder;
+        anything else was refused already (by `read_claim`, or by `add_agent_files` for the folder)."""
+        folder = self.run_dir / "agent" / step_id
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode) or not stat.S_ISREG(os.lstat(folder / name).st_mode):
+                return
+            self.add_file(folder / name, step=step_id, phase="after", captured_by="agent", capture=None,
+                          kind="agent_claim")
+        except (OSError, EvidenceError):
+            return
 
     def add_agent_output(self, step_id: str, stdout: bytes | None, stderr: bytes | None) -> None:
         """Write the agent's stdout and stderr (their last 1 MB, as the runner kept them) into its folder
