@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from referee.audit.cache import BATCH_S
 from referee.cli.main import main
 from tests.support.llm_stub import Hang, LLMStub
 
@@ -131,7 +132,7 @@ def test_replay_under_final_state_changes_the_vacuous_delete(traces_dir, tmp_pat
 
 
 def test_resume_after_sigkill_repeats_no_answered_call(tmp_path):
-    """Kill a real `referee audit` subprocess mid-run; the rerun re-asks nothing that was answered."""
+    """Kill a real `referee audit` subprocess mid-run; the rerun re-asks nothing answered before the last batch."""
     traces = tmp_path / "t.jsonl"
     with open(traces, "w") as fh:
         for i in range(12):
@@ -162,7 +163,7 @@ def test_resume_after_sigkill_repeats_no_answered_call(tmp_path):
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert reached.wait(60), proc.stderr.read() if proc.poll() is not None else "stub never reached"
-        time.sleep(0.2)
+        time.sleep(BATCH_S + 1.0)  # the cache commits in batches of at most BATCH_S: older answers are on disk
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         first = len(answered)

@@ -14,7 +14,8 @@ is served (or `handler(request_body)` if given, which returns an answer). An ans
 
 - a `str`: the assistant message content, as given (so "not json {" is malformed JSON);
 - a `dict` or `list`: JSON-encoded into the message content;
-- `Status(code, body="", retry_after=None)`: an HTTP error (429, 500, ...);
+- `Status(code, body="", retry_after=None, headers=())`: an HTTP error (429, 500, ...), with more
+  response headers as (name, value) pairs (`retry-after-ms`, an HTTP-date `Retry-After`);
 - `Hang(seconds)`: sleep that long before answering with `default` (for client timeouts);
 - `Raw(bytes, status=200)`: a raw HTTP body (e.g. a broken envelope);
 - `Trickle(answer, interval=0.1, headers=False)`: the answer's response sent one byte every
@@ -22,7 +23,9 @@ is served (or `handler(request_body)` if given, which returns an answer). An ans
 - `Drop()`: close the connection without a response (a reset);
 - a callable: called with the request body (dict), returns one of the above.
 
-`stub.calls` counts requests; `stub.requests` keeps every request body (thread-safe);
+`stub.calls` counts requests; `stub.requests` keeps every request body (thread-safe), `stub.auth` the
+Authorization header of each; an answer reports usage: prompt tokens = characters of the messages // 4,
+completion tokens = characters of the answer // 4 + 1 (`stub_usage`);
 `stub.max_in_flight` is the most requests it held at once; `stub.trickles_cut` counts trickled
 answers whose client hung up before the last byte.
 """
@@ -44,6 +47,7 @@ class Status:
     code: int
     body: str = ""
     retry_after: float | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,12 +73,19 @@ class Drop:
     """Close the connection at once, with no response."""
 
 
-def completion(content: str, model: str = "stub") -> dict:
+def stub_usage(body: dict, content: str) -> tuple[int, int]:
+    """The (prompt, completion) tokens the stub reports for a request body and its answer."""
+    prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [] if isinstance(m, dict)) // 4
+    return prompt, len(content) // 4 + 1
+
+
+def completion(content: str, model: str = "stub", body: dict | None = None) -> dict:
     """The OpenAI chat.completion envelope around one assistant message."""
+    p, c = stub_usage(body or {}, content)
     return {"id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}
 
 
 class LLMStub:
@@ -88,6 +99,7 @@ class LLMStub:
         self.handler = handler
         self.calls = 0
         self.requests: list[dict] = []
+        self.auth: list[str | None] = []
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests the stub held at once: concurrency without a stopwatch
         self.trickles_cut = 0   # trickled answers the client hung up on before the last byte
@@ -121,6 +133,8 @@ class LLMStub:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {}
+                with stub._lock:
+                    stub.auth.append(self.headers.get("Authorization"))
                 answer = stub._next(body)
                 with stub._lock:
                     stub.in_flight += 1
@@ -176,11 +190,12 @@ class LLMStub:
                     status, data = answer.code, (answer.body or json.dumps({"error": {"message": "stub"}})).encode()
                     if answer.retry_after is not None:
                         headers["Retry-After"] = str(answer.retry_after)
+                    headers.update(dict(answer.headers))
                 elif isinstance(answer, Raw):
                     status, data = answer.status, answer.body
                 else:
                     content = answer if isinstance(answer, str) else json.dumps(answer)
-                    status, data = 200, json.dumps(completion(content, body.get("model", "stub"))).encode()
+                    status, data = 200, json.dumps(completion(content, body.get("model", "stub"), body)).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -232,3 +247,4 @@ class LLMStub:
         with self._lock:
             self.calls = 0
             self.requests.clear()
+            self.auth.clear()

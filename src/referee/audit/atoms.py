@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Callable
 
 from referee.audit.extract.lexicon import is_id
 
@@ -121,7 +122,6 @@ def norm_number(s: str) -> str | None:
     return ("%f" % v).rstrip("0").rstrip(".")
 
 
-@lru_cache(maxsize=4)  # haystacks are a trace's observations: megabytes, so only the last few
 def _haystack_numbers(hay: str) -> frozenset[str]:
     return frozenset(n for t in set(_NUM.findall(hay)) if (n := norm_number(t)) is not None)
 
@@ -130,14 +130,69 @@ _DATE_RE = dict(_PATTERNS)["date"]
 _TIME_RE = dict(_PATTERNS)["time"]
 
 
-@lru_cache(maxsize=4)
 def _haystack_dates(hay: str) -> frozenset[tuple[int, int]]:
     return frozenset(k for m in _DATE_RE.finditer(hay) if (k := date_key(m.group(0))) is not None)
 
 
-@lru_cache(maxsize=4)
 def _haystack_times(hay: str) -> frozenset[tuple[int, int]]:
     return frozenset(k for m in _TIME_RE.finditer(hay) if (k := time_key(m.group(0))) is not None)
+
+
+class Haystack:
+    """A text atoms are looked for in (a trace's task and observations), folded once, its numbers, dates and
+    times found once and only when an atom needs them.
+
+    The text may be given as a function, called when first needed: a trace whose report names no atom
+    never makes it.
+
+    >>> h = Haystack(lambda: "Order 5512 total $84.25 on May 3")
+    >>> found_in("$84.25", h), found_in("2024-05-03", h), found_in("$9", h)
+    (True, True, False)
+    """
+
+    __slots__ = ("_text", "_folded", "_numbers", "_dates", "_times")
+
+    def __init__(self, text: str | Callable[[], str]) -> None:
+        self._text = text
+        self._folded: str | None = None
+        self._numbers: frozenset[str] | None = None
+        self._dates: frozenset[tuple[int, int]] | None = None
+        self._times: frozenset[tuple[int, int]] | None = None
+
+    @property
+    def text(self) -> str:
+        if callable(self._text):
+            self._text = self._text()
+        return self._text
+
+    @property
+    def folded(self) -> str:
+        if self._folded is None:
+            self._folded = _fold(self.text)
+        return self._folded
+
+    @property
+    def numbers(self) -> frozenset[str]:
+        if self._numbers is None:
+            self._numbers = _haystack_numbers(self.text)
+        return self._numbers
+
+    @property
+    def dates(self) -> frozenset[tuple[int, int]]:
+        if self._dates is None:
+            self._dates = _haystack_dates(self.text)
+        return self._dates
+
+    @property
+    def times(self) -> frozenset[tuple[int, int]]:
+        if self._times is None:
+            self._times = _haystack_times(self.text)
+        return self._times
+
+
+@lru_cache(maxsize=4)  # haystacks are a trace's observations: megabytes, so only the last few
+def _shared(text: str) -> Haystack:
+    return Haystack(text)
 
 
 def time_key(s: str) -> tuple[int, int] | None:
@@ -162,7 +217,7 @@ def _fold(s: str) -> str:
     return re.sub(r"\s+", " ", s.lower().replace("*", "")).strip()
 
 
-def found_in(atom: str, haystack: str) -> bool:
+def found_in(atom: str, haystack: str | Haystack) -> bool:
     """Whether an atom occurs in a text: numbers compare as numbers, the rest case- and space-folded.
 
     >>> found_in("$1,234.50", '{"amount": 1234.5}'), found_in("ORD-7731", "order ord-7731 shipped")
@@ -170,7 +225,8 @@ def found_in(atom: str, haystack: str) -> bool:
     >>> found_in("2 bags", "3 bags"), found_in("12", '{"id": "T-1203"}'), found_in("2 bags", "12 bags")
     (False, False, False)
     """
-    folded, hay = _fold(atom).rstrip(".,;:!?"), _fold(haystack)
+    h = haystack if isinstance(haystack, Haystack) else _shared(haystack)
+    folded, hay = _fold(atom).rstrip(".,;:!?"), h.folded
     if folded and (folded[0].isdigit() or folded[-1].isdigit()):
         # a number or an id ending in one is found whole: 12 is not in T-1203, ORD-77 not in ORD-771
         edge = r"(?<![0-9a-z])" if folded[0].isalnum() else ""
@@ -180,9 +236,9 @@ def found_in(atom: str, haystack: str) -> bool:
     elif folded in hay:
         return True
     if (key := date_key(atom)) is not None:
-        return key in _haystack_dates(haystack)
+        return key in h.dates
     if (t := time_key(atom)) is not None:
-        return t in _haystack_times(haystack)
+        return t in h.times
     if re.search(r"[A-Za-z]{3,}", re.sub(r"(usd|eur|gbp|dollars?|euros?|percent|bags?|items?|"
                                          r"passengers?|people|points?|stars?)", "", atom, flags=re.I)) \
             and not re.fullmatch(r"[\d\s.,$€£¥%-]*\w{0,8}", atom):
@@ -190,4 +246,4 @@ def found_in(atom: str, haystack: str) -> bool:
     n = norm_number(atom)
     if n is None or re.search(r"\d{4}-\d{2}|\d/\d|:\d", atom):
         return False
-    return n in _haystack_numbers(haystack)
+    return n in h.numbers

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from referee.audit.records import Finding
@@ -21,10 +22,16 @@ CREATE TABLE IF NOT EXISTS claims (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 CACHE_VERSION = "1"
+BATCH_S = 1.0  # writes are committed together, at most this long after the first of them
 
 
 class EvidenceCache:
-    """A thread-safe SQLite cache; every put commits at once, so a SIGKILL loses no answered model call.
+    """A thread-safe SQLite cache whose writes are committed in batches of at most `batch_s` seconds.
+
+    One commit per write cost more than the rules extractor itself; a batch is committed when it is
+    `batch_s` old (by the next write, or by a timer when no write comes), on `flush()` and on `close()`.
+    A SIGKILL loses at most that last second of answers, which a resume asks again; what is read back
+    in this process includes the batch not yet committed.
 
     >>> import tempfile, pathlib
     >>> c = EvidenceCache(pathlib.Path(tempfile.mkdtemp()) / "c.sqlite")
@@ -33,22 +40,72 @@ class EvidenceCache:
     [2]
     >>> c.get_evidence("llm", "m", "1", "abc", 1) is None
     True
+    >>> c.close()
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, batch_s: float = BATCH_S) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.batch_s = batch_s
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('cache_version', ?)", (CACHE_VERSION,))
+        self._batch_since: float | None = None  # monotonic time of the first write not yet committed
+        self._wake = threading.Condition(self._lock)
+        self._timer: threading.Thread | None = None
+        self._closed = False
         self.hits = 0
         self.misses = 0
+        self.commits = 0
+
+    def _write(self, sql: str, row: tuple) -> None:
+        """One write inside the open batch (caller holds the lock); commit the batch once it is old enough."""
+        now = time.monotonic()
+        if self._batch_since is None:
+            self._db.execute("BEGIN")
+            self._batch_since = now
+            if self._timer is None:
+                self._timer = threading.Thread(target=self._commit_late, name="referee-cache-commit", daemon=True)
+                self._timer.start()
+            self._wake.notify()
+        self._db.execute(sql, row)
+        if now - self._batch_since >= self.batch_s:
+            self._commit()
+
+    def _commit(self) -> None:
+        if self._batch_since is not None:
+            self._db.execute("COMMIT")
+            self._batch_since = None
+            self.commits += 1
+
+    def _commit_late(self) -> None:
+        """Commit a batch that no later write came to commit (a slow backend, the last records)."""
+        with self._lock:
+            while not self._closed:
+                if self._batch_since is None:
+                    self._wake.wait()
+                    continue
+                left = self._batch_since + self.batch_s - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                self._commit()
+
+    def flush(self) -> None:
+        """Commit what is written so far."""
+        with self._lock:
+            self._commit()
 
     def close(self) -> None:
         with self._lock:
+            if self._closed:
+                return
+            self._commit()
+            self._closed = True
+            self._wake.notify_all()
             self._db.close()
 
     def get_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
@@ -66,9 +123,14 @@ class EvidenceCache:
     def put_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str, sample: int,
                      fields: dict[str, Finding]) -> None:
         blob = json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)
+        self.put_evidence_json(backend, model, prompt_version, view_sha256, sample, blob)
+
+    def put_evidence_json(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
+                          sample: int, blob: str) -> None:
+        """Store findings already serialised as `put_evidence` does (a process worker's answer, as it came)."""
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO evidence VALUES (?,?,?,?,?,?)",
-                             (backend, model or "", prompt_version, view_sha256, sample, blob))
+            self._write("INSERT OR REPLACE INTO evidence VALUES (?,?,?,?,?,?)",
+                        (backend, model or "", prompt_version, view_sha256, sample, blob))
 
     def get_claim(self, backend: str, model: str | None, prompt_version: str, report_sha256: str) -> dict | None:
         with self._lock:
@@ -80,8 +142,8 @@ class EvidenceCache:
     def put_claim(self, backend: str, model: str | None, prompt_version: str, report_sha256: str,
                   reading: dict) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)",
-                             (backend, model or "", prompt_version, report_sha256, json.dumps(reading)))
+            self._write("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)",
+                        (backend, model or "", prompt_version, report_sha256, json.dumps(reading)))
 
     def __len__(self) -> int:
         with self._lock:

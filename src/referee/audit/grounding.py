@@ -6,7 +6,8 @@ here feeds the extractor, so the view, its hash and the evidence never depend on
 
 from __future__ import annotations
 
-from referee.audit.atoms import found_in
+from referee.audit.atoms import Haystack, found_in
+from referee.audit.facts import ViewFacts
 from referee.audit.records import ClaimReading, Grounding
 from referee.audit.view import ClaimBlindView
 
@@ -23,13 +24,16 @@ def ground(claim: ClaimReading, view: ClaimBlindView) -> Grounding:
     >>> g = ground(ClaimReading(label="success", atoms=["$97.40"]), v); g.value, g.ungrounded
     ('no', ['$97.40'])
     """
-    observations = [o for o in [view.initial_observation] + [s.observation for s in view.steps] if o is not None]
+    return ground_in(claim, ViewFacts.of(view).haystack)
+
+
+def ground_in(claim: ClaimReading, haystack: Haystack | None) -> Grounding:
+    """`ground`, given the view's haystack (None: the view has no observation)."""
     atoms = list(claim.atoms)
-    if not observations:
+    if haystack is None:
         return Grounding(value="unknown", atoms=atoms, note="no observation to compare the report with")
     if not atoms:
         return Grounding(value="unknown", atoms=[], observed=True, note="the report names no concrete atom")
-    haystack = view.task + "\n" + "\n".join(o.as_text() for o in observations)
     ungrounded = [a for a in atoms if not found_in(a, haystack)]
     return Grounding(value="no" if ungrounded else "yes", atoms=atoms, ungrounded=ungrounded, observed=True,
                      note=f"{len(ungrounded)} of {len(atoms)} atoms found in neither the task nor an observation"

@@ -14,15 +14,17 @@ from referee.concurrency import ordered_map
 from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
 from referee.audit.terminal import is_terminal, split_call
-from referee.audit.grounding import ground
+from referee.audit.facts import ViewFacts
+from referee.audit.grounding import ground_in
 from referee.audit.inputs import InputOptions, iter_inputs
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers.referee_run import is_run_dir
-from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, PolicyRef
+from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, PolicyRef, TokenUsage
 from referee.audit.resume import Settings, action, changed_error, scan, settings_of
 from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
 from referee.errors import BackendError, RefereeError, TraceError
+from referee.llm import usage_meter
 from referee.lockfile import exclusive
 
 
@@ -101,15 +103,30 @@ class Auditor:
         >>> a.audit(t).disposition
         'flag'
         """
-        policy = self.policy.policy
-        view = view or build_view(trace)
         errors: list[str] = []
-        text = claim_text(trace)
-        claim = self._claim(text, errors)
-        observed = {s.index for s in view.steps if s.observation is not None}
-        evidence = [validate_citations(self._evidence(view, i, errors), len(view.steps), observed)
-                    for i in range(self.samples)]
-        grounding = ground(claim, view)
+        with usage_meter() as used:  # the model calls of this trace, in this thread
+            view = view or build_view(trace)
+            text = claim_text(trace)
+            claim = self.read_claim(text, errors)
+            found = [self._evidence(view, i, errors) for i in range(self.samples)]
+        rec = self.finish(trace, text, claim, ViewFacts.of(view), found, errors)
+        if used.calls:
+            rec.usage = TokenUsage(calls=used.calls, prompt_tokens=used.prompt_tokens,
+                                   completion_tokens=used.completion_tokens)
+        return rec
+
+    def read_claim(self, text: str | None, errors: list[str]) -> ClaimReading:
+        """What the claim reader makes of a claim text (`claim_text(trace)`), through the cache; a call that
+        got no answer is added to `errors`."""
+        return self._claim(text, errors)
+
+    def finish(self, trace: Trace, text: str | None, claim: ClaimReading, facts: ViewFacts, found: list[dict],
+               errors: list[str]) -> AuditRecord:
+        """The rest of `audit` once the findings of every sample are in (from the extractor, the cache or a
+        worker): citations checked, the report grounded, the decision, the record."""
+        policy = self.policy.policy
+        evidence = [validate_citations(f, facts.n_steps, set(facts.observed)) for f in found]
+        grounding = ground_in(claim, facts.haystack)
         d = decide(trace.task, claim.label, evidence, grounding, policy)
         x, r = self.extractor, self.claim_reader
         meta = trace.meta or {}
@@ -119,7 +136,7 @@ class Auditor:
             disposition=d.disposition,  # type: ignore[arg-type]
             policy=PolicyRef(name=policy.name, sha256=self.policy.sha256),
             backend=BackendRef(name=x.name, model=x.model, prompt_version=x.prompt_version, runs=self.samples),
-            view_sha256=view.sha256, grounding=grounding,
+            view_sha256=facts.sha256, grounding=grounding,
             group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")),
             advisory=meta.get("advisory") is True, errors=errors,
             claim_reader=BackendRef(name=r.name, model=r.model, prompt_version=r.prompt_version),
@@ -177,6 +194,14 @@ def _s(v: Any) -> str | None:
 
 # -- streaming over files, with resume ------------------------------------------------------------
 
+@dataclass(frozen=True)
+class RecordLine:
+    """An audit record a worker already serialised: written as it is (no second serialisation here)."""
+
+    run_id: str
+    json: str
+
+
 @dataclass
 class AuditStats:
     written: int = 0
@@ -207,6 +232,12 @@ def iter_items(paths: Iterable[Path], fmt: str | None, inputs: InputOptions | No
     return iter_inputs(paths, fmt, inputs)
 
 
+def cannot_audit(trace: Trace, why: str) -> TraceError:
+    """The skipped-record error for a trace the auditor could not take (`why`: the exception, in a few words)."""
+    return TraceError(f"run_id {trace.run_id}: could not be audited: {why}",
+                      fix="fix the record, or report it if it looks valid")
+
+
 def duplicate_error(item: TraceItem, first: str) -> TraceError:
     """The warning for a run_id seen before in the same input (file, line and run_id, and where it came first).
 
@@ -219,13 +250,14 @@ def duplicate_error(item: TraceItem, first: str) -> TraceError:
 
 
 def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None = None,
-                on_error: str = "skip", concurrency: int = 1, on_record: Callable[[AuditRecord], None] | None = None,
+                on_error: str = "skip", concurrency: int = 1,
+                on_record: Callable[[AuditRecord | RecordLine], None] | None = None,
                 on_error_cb: Callable[[TraceError], None] | None = None,
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
                 on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
                 inputs: InputOptions | None = None, gold_scorer: GoldScorer | None = None,
-                reaudit_changed: bool = False) -> AuditStats:
+                reaudit_changed: bool = False, executor: Any = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs whose record stands are skipped.
 
     Only one process writes `out` at a time (a lock on `out.lock`; a second gets BusyError at once).
@@ -242,20 +274,23 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
 
     Records are written in input order even when `concurrency` > 1 (a bounded window of traces is in
-    flight), so an interrupted audit leaves a clean prefix and resumes where it stopped.
+    flight), so an interrupted audit leaves a clean prefix and resumes where it stopped. With
+    `executor` (referee.audit.parallel.ParallelAudit) traces are audited in chunks on other processes
+    or a Dask cluster; this process still writes every record, in the same order, under the same lock
+    and resume rules, and `on_record` gets each as the `RecordLine` written.
     """
     out = Path(out)
     with exclusive(out, by="referee audit", fix="wait for it to finish, or give another --out"):
         return _audit_locked(paths, auditor, out, fmt=fmt, on_error=on_error, concurrency=concurrency,
                              on_record=on_record, on_error_cb=on_error_cb, on_gold=on_gold,
                              on_duplicate=on_duplicate, on_ignored=on_ignored, inputs=inputs,
-                             gold_scorer=gold_scorer, reaudit_changed=reaudit_changed)
+                             gold_scorer=gold_scorer, reaudit_changed=reaudit_changed, executor=executor)
 
 
 def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None, on_error: str,
                   concurrency: int, on_record, on_error_cb, on_gold, on_duplicate, on_ignored,
                   inputs: InputOptions | None, gold_scorer: GoldScorer | None,
-                  reaudit_changed: bool) -> AuditStats:
+                  reaudit_changed: bool, executor: Any) -> AuditStats:
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
     done = scan(out)
     settings = auditor.settings()
@@ -322,8 +357,8 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a", encoding="utf-8") as fh:
-        def write(rec: AuditRecord) -> None:
-            fh.write(rec.model_dump_json() + "\n")
+        def write(rec: AuditRecord | RecordLine) -> None:
+            fh.write((rec.json if isinstance(rec, RecordLine) else rec.model_dump_json()) + "\n")
             fh.flush()  # each record is on disk before the next one starts: resume needs no more
             stats.written += 1
             if on_record:
@@ -336,10 +371,11 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             except SHAPE_ERRORS as exc:
                 # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
                 # skipped record, not the end of the audit
-                return TraceError(f"run_id {trace.run_id}: could not be audited: {type(exc).__name__}: "
-                                  f"{str(exc)[:200]}", fix="fix the record, or report it if it looks valid")
+                return cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
 
-        for got in ordered_map(audit_one, todo(), concurrency, name="referee-audit"):
+        results = (ordered_map(audit_one, todo(), concurrency, name="referee-audit") if executor is None
+                   else executor.run(auditor, todo(), audit_one))
+        for got in results:
             if isinstance(got, TraceError):
                 skip(got)
             else:

@@ -72,6 +72,14 @@ class BackendRef(_Model):
     runs: int = 1
 
 
+class TokenUsage(_Model):
+    """The model calls one record made (cache hits make none) and the tokens the server said they used."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class AuditRecord(_Model):
     """One audited run. Everything `referee replay` needs to recompute without a backend.
 
@@ -80,8 +88,9 @@ class AuditRecord(_Model):
     several records of one run_id (a resume re-audited it): the last one stands (`auditfile.iter_records`).
     """
 
-    # 2: claim family and atoms, grounding, the `details` field; 3: claim_reader, view_version, claim_sha256
-    record_version: Literal[1, 2, 3] = 3
+    # 2: claim family and atoms, grounding, the `details` field; 3: claim_reader, view_version, claim_sha256;
+    # 4: usage (a model backend's calls and tokens)
+    record_version: Literal[1, 2, 3, 4] = 4
     run_id: str
     task: str
     task_class: TaskClass
@@ -105,6 +114,7 @@ class AuditRecord(_Model):
     claim_reader: BackendRef | None = None
     view_version: int | None = None
     claim_sha256: str | None = None  # SHA-256 of the text the claim reader read (the report, or the answer call)
+    usage: TokenUsage | None = None  # a model backend's calls for this record and their tokens
 
 
 # version-1 names, kept so code and plugins written against them go on working

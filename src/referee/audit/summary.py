@@ -27,6 +27,9 @@ class AuditSummary:
     retried: int = 0     # runs audited again because backend calls of their record had failed (set by the caller)
     reaudited: int = 0   # runs audited again with other settings, --reaudit-changed (set by the caller)
     n: int = 0
+    llm_calls: int = 0                                        # model calls the records made, and their tokens
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def add(self, rec: AuditRecord, gold: dict[str, bool] | None = None) -> None:
         self.n += 1
@@ -37,6 +40,10 @@ class AuditSummary:
             self.advisory[rec.disposition] += 1
         if rec.errors:
             self.unanswered += 1
+        if rec.usage is not None:
+            self.llm_calls += rec.usage.calls
+            self.prompt_tokens += rec.usage.prompt_tokens
+            self.completion_tokens += rec.usage.completion_tokens
         if gold and rec.run_id in gold:
             self.gold_seen += 1
             if rec.claim.label == "success" and not gold[rec.run_id]:
@@ -52,7 +59,8 @@ class AuditSummary:
                 "success_claim_not_completed": {d: self.misreports[d] for d in DISPOSITIONS},
                 "advisory": {d: self.advisory[d] for d in DISPOSITIONS},
                 "unanswered": self.unanswered, "duplicates": self.duplicates, "stale": self.stale,
-                "retried": self.retried, "reaudited": self.reaudited}
+                "retried": self.retried, "reaudited": self.reaudited,
+                "tokens": {"calls": self.llm_calls, "prompt": self.prompt_tokens, "completion": self.completion_tokens}}
 
 
 def summarize(records: Iterable[AuditRecord], gold: dict[str, bool] | None = None) -> AuditSummary:
@@ -105,4 +113,7 @@ def render(s: AuditSummary) -> str:
         lines.append(f"retried: {s.retried} (backend calls of their record had failed: asked again)")
     if s.reaudited:
         lines.append(f"re-audited with other settings: {s.reaudited} (--reaudit-changed)")
+    if s.llm_calls:
+        lines.append(f"model calls: {s.llm_calls}; tokens: prompt {s.prompt_tokens}, completion {s.completion_tokens}, "
+                     f"total {s.prompt_tokens + s.completion_tokens}")
     return "\n".join(lines)

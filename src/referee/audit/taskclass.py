@@ -34,6 +34,23 @@ def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I | re.M)
 
 
+# what cannot be joined into one alternation without changing its meaning: group numbers shift
+_UNJOINABLE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
+
+
+@lru_cache(maxsize=64)
+def _joined(rule: TaskClassRule) -> re.Pattern[str] | None:
+    """An `earliest` rule as one alternation, `(?P<_p0>...)|(?P<_p1>...)`: one scan finds the earliest start,
+    and at that start the first pattern in order, which is what the loop below decides. None when the
+    patterns cannot be joined safely (back-references, group conditions, clashing group names)."""
+    if rule.mode != "earliest" or any(_UNJOINABLE.search(cp.pattern) for cp in rule.patterns):
+        return None
+    try:
+        return re.compile("|".join(f"(?P<_p{i}>{cp.pattern})" for i, cp in enumerate(rule.patterns)), re.I | re.M)
+    except re.error:
+        return None
+
+
 def classify_task(task: str, rule: TaskClassRule) -> tuple[str, str | None]:
     """Return (task class, the pattern that decided it) for a task text.
 
@@ -43,6 +60,13 @@ def classify_task(task: str, rule: TaskClassRule) -> tuple[str, str | None]:
     >>> classify_task("Dance", r)
     ('other', None)
     """
+    joined = _joined(rule)
+    if joined is not None:
+        m = joined.search(task)
+        if not m:
+            return "other", None
+        k = next(i for i in range(len(rule.patterns)) if m.group(f"_p{i}") is not None)
+        return rule.patterns[k].cls, rule.patterns[k].pattern
     best: tuple[int, int, str, str] | None = None
     for order, cp in enumerate(rule.patterns):
         m = _compile(cp.pattern).search(task)

@@ -194,6 +194,7 @@ def parse_trace(obj: Any, *, file: str, line: int | None) -> Trace:
 
 _LEVELS: dict[str, type[BaseModel]] = {"": Trace, "steps[]": Step, "steps[].action": Action,
                                        "steps[].observation": Observation, "initial_observation": Observation}
+_FIELDS: dict[str, frozenset[str]] = {level: frozenset(m.model_fields) for level, m in _LEVELS.items()}
 
 
 def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
@@ -210,6 +211,15 @@ def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
         model = _LEVELS[level]
         if not isinstance(value, dict):
             return value
+        if value.keys() <= _FIELDS[level]:  # the usual record: nothing to drop, so no walk key by key
+            if model is Action or (model is Observation and value.get("error", False) is not None):
+                return dict(value)
+            if model is Step:
+                out = dict(value)
+                for k in ("action", "observation"):
+                    if k in out:
+                        out[k] = clean(out[k], f"steps[].{k}")
+                return out
         out = {}
         for k, v in value.items():
             if k not in model.model_fields:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -53,11 +54,14 @@ class ViewObservation:
 
     def as_text(self) -> str:
         """Everything the observation shows, as one searchable text: its text, then its data and UI as JSON."""
-        parts = [self.text or ""]
-        for v in (self.data, self.ui):
-            if v is not None:
-                parts.append(canonical_json(thaw(v)))
-        return "\n".join(parts)
+        got = self.__dict__.get("_as_text")  # the extractor and grounding both ask: made once (the view is frozen)
+        if got is None:
+            parts = [self.text or ""]
+            for v in (self.data, self.ui):
+                if v is not None:
+                    parts.append(canonical_json(thaw(v)))
+            got = self.__dict__["_as_text"] = "\n".join(parts)
+        return got
 
     def as_json(self) -> dict:
         d = {"text": self.text, "ui": thaw(self.ui), "data": thaw(self.data), "screenshot": self.screenshot,
@@ -98,11 +102,18 @@ class ClaimBlindView:
         return _view_json(self.task, self.initial_observation, self.steps, self.tools)
 
 
-def _obs(o: Observation | None) -> ViewObservation | None:
+ObsParts = tuple  # (text, ui, data, screenshot, error) of an observation, as the trace holds them
+
+
+def _obs_parts(o: Observation | None) -> ObsParts | None:
+    return None if o is None else (o.text, o.ui, o.data, o.screenshot, bool(o.error))
+
+
+def _obs(o: ObsParts | None) -> ViewObservation | None:
     if o is None:
         return None
-    return ViewObservation(text=o.text, ui=_freeze(o.ui), data=_freeze(o.data), screenshot=o.screenshot,
-                           error=bool(o.error))
+    text, ui, data, screenshot, error = o
+    return ViewObservation(text=text, ui=_freeze(ui), data=_freeze(data), screenshot=screenshot, error=error)
 
 
 def _view_json(task: str, initial: ViewObservation | None, steps: tuple[ViewStep, ...],
@@ -120,15 +131,51 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _action(step: Step) -> tuple[str | None, Mapping[str, Any]]:
+def _action(step: Step) -> tuple[str | None, Any]:
     """An action as the view shows it; a terminal answer call is its name alone (`send_msg_to_user`):
     what the agent says in it is claim channel, read by the claim reader when there is no report."""
     if step.action is None:
-        return None, MappingProxyType({})
+        return None, {}
     name, args = split_call(step.action.name, dict(step.action.args))
     if is_terminal(name, args):
-        return name, MappingProxyType({})
-    return step.action.name, _freeze(dict(step.action.args))
+        return name, {}
+    return step.action.name, step.action.args
+
+
+@dataclass(frozen=True)
+class ViewParts:
+    """What a view is made of, copied out of a trace field by field (the claim channel never is): the task,
+    the initial observation, each step's action (a terminal answer call by its name alone) and observation,
+    the tools. Plain values, not yet frozen or hashed: what crosses to a worker process."""
+
+    task: str
+    initial: ObsParts | None
+    steps: tuple[tuple[str | None, Any, ObsParts | None], ...]
+    tools: tuple[tuple[str, str], ...] = ()
+
+
+def view_parts(trace: Trace) -> ViewParts:
+    """The parts of a trace's claim-blind view (`build_view` = `freeze_view(view_parts(trace))`).
+
+    >>> from referee.audit.trace import Trace
+    >>> p = view_parts(Trace(run_id="1", task="t", steps=[{"action": {"name": "x"}, "narration": "done!"}],
+    ...                      report="done"))
+    >>> p.steps
+    (('x', {}, None),)
+    """
+    return ViewParts(task=trace.task, initial=_obs_parts(trace.initial_observation),
+                     steps=tuple((*_action(s), _obs_parts(s.observation)) for s in trace.steps),
+                     tools=tuple((t.name, t.description or "") for t in trace.tools or ()))
+
+
+def freeze_view(parts: ViewParts) -> ClaimBlindView:
+    """The claim-blind view of its parts: deeply frozen, canonical JSON hashed."""
+    steps = tuple(ViewStep(index=i, action=name, args=_freeze(dict(args)) if name is not None else MappingProxyType({}),
+                           observation=_obs(o)) for i, (name, args, o) in enumerate(parts.steps))
+    initial = _obs(parts.initial)
+    digest = hashlib.sha256(canonical_json(_view_json(parts.task, initial, steps, parts.tools)).encode("utf-8")
+                            ).hexdigest()
+    return ClaimBlindView(task=parts.task, initial_observation=initial, steps=steps, sha256=digest, tools=parts.tools)
 
 
 def build_view(trace: Trace) -> ClaimBlindView:
@@ -140,10 +187,25 @@ def build_view(trace: Trace) -> ClaimBlindView:
     >>> build_view(a).sha256 == build_view(b).sha256
     True
     """
-    steps = tuple(
-        ViewStep(index=i, action=name, args=args, observation=_obs(s.observation))
-        for i, s in enumerate(trace.steps) for name, args in [_action(s)])
-    initial = _obs(trace.initial_observation)
-    tools = tuple((t.name, t.description or "") for t in trace.tools or ())
-    digest = hashlib.sha256(canonical_json(_view_json(trace.task, initial, steps, tools)).encode("utf-8")).hexdigest()
-    return ClaimBlindView(task=trace.task, initial_observation=initial, steps=steps, sha256=digest, tools=tools)
+    return freeze_view(view_parts(trace))
+
+
+def pack_parts(parts: list[ViewParts]) -> bytes:
+    """The view parts of a chunk as one pickle, for a worker process (`unpack_parts` there).
+
+    Parts only: what crosses to a worker holds nothing of the claim channel.
+
+    >>> from referee.audit.trace import Trace
+    >>> p = view_parts(Trace(run_id="r", task="t", steps=[{"action": {"name": "x", "args": {"a": [1]}}}]))
+    >>> freeze_view(unpack_parts(pack_parts([p]))[0]) == freeze_view(p)
+    True
+    """
+    return pickle.dumps(list(parts), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack_parts(blob: bytes) -> list[ViewParts]:
+    """The view parts `pack_parts` packed."""
+    parts = pickle.loads(blob)
+    if not (isinstance(parts, list) and all(isinstance(p, ViewParts) for p in parts)):
+        raise TypeError("not a packed list of view parts")
+    return parts

@@ -13,6 +13,8 @@ from referee.errors import UsageError
 
 
 def _progress(enabled: bool):
+    if not (enabled and sys.stderr.isatty()):  # rich costs a tenth of a second to import: only for a terminal
+        return _NoProgress()
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -22,18 +24,49 @@ def _progress(enabled: bool):
                     disable=not (enabled and console.is_terminal))
 
 
-def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None):
+class _NoProgress:
+    """What `audit` uses of a rich Progress, doing nothing (no terminal, or --no-progress)."""
+
+    tasks = [type("Task", (), {"completed": 0})()]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def add_task(self, *a, **kw) -> int:
+        return 0
+
+    def update(self, *a, **kw) -> None:
+        pass
+
+
+def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None,
+                   **llm_options):
     """Both backends through their registries (referee.audit.backends); the LLM client is made only when
-    a chosen backend declares `needs_llm`."""
+    a chosen backend declares `needs_llm`. `llm_options`: the other LLMConfig fields the command line sets."""
     from referee.audit.backends import make_backends
 
     def llm_client():
         from referee.llm import LLMClient, LLMConfig
 
         return LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency, timeout_s=timeout,
-                                            max_retries=max_retries))
+                                            max_retries=max_retries, **llm_options))
 
     return make_backends(backend, claims, llm_client=llm_client, tools=tools)
+
+
+def _temperature(ctx, param, value):
+    """--temperature: a number, or `none` to send none (models that accept only their default)."""
+    if value is None:
+        return 0.0
+    if str(value).lower() == "none":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither a number nor 'none'") from None
 
 
 @click.command("audit")
@@ -66,8 +99,24 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
+@click.option("--workers", type=int, default=None,
+              help="processes for backends that compute (rules): default every core; 1 audits in this process")
+@click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="where chunks of traces are audited: a local process pool, or Dask (docs/scale.md)")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --workers)")
+@click.option("--chunk-size", type=int, default=50, show_default=True, help="traces per chunk sent to a worker")
 @click.option("--timeout", type=float, default=60.0, show_default=True,
               help="seconds per model request, from connect to the last byte of the answer")
+@click.option("--connect-timeout", type=float, default=10.0, show_default=True,
+              help="llm backend: seconds to open a connection (a server that is down fails fast)")
+@click.option("--max-tokens", type=int, default=None,
+              help="llm backend: a limit on each answer's tokens (sent as max_tokens, or max_completion_tokens to "
+                   "models that refuse max_tokens)")
+@click.option("--temperature", default="0", callback=_temperature, show_default=True,
+              help="llm backend: sampling temperature, or 'none' to send none")
+@click.option("--api-key-env", default=None, metavar="VAR",
+              help="llm backend: the environment variable that holds the API key (default OPENAI_API_KEY)")
 @click.option("--max-retries", type=int, default=4, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
@@ -87,7 +136,8 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
 @click.option("--allow-unsigned", is_flag=True,
               help="Read referee run directories without a seal this machine can check, marked unverified.")
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
-          model, concurrency, timeout, max_retries, gold_out, gold_scorer, gold_threshold, summary_json,
+          model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, connect_timeout, max_tokens,
+          temperature, api_key_env, max_retries, gold_out, gold_scorer, gold_threshold, summary_json,
           reaudit_changed, progress, show, allow_unsigned):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
@@ -116,6 +166,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
                           on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"))
 
+    from referee.executors import check_options
+
+    ex_options = check_options(executor_kind, workers, scheduler, chunk_size)
     from referee.audit.cache import EvidenceCache
     from referee.audit.auditfile import iter_records
     from referee.audit.pipeline import Auditor, audit_files
@@ -134,8 +187,14 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                    "stand as graded)")
         return 0
     lp = load_policy(policy)
-    backends = _make_backends(backend, claims, base_url, model, concurrency, timeout, max_retries, tools)
+    backends = _make_backends(backend, claims, base_url, model, concurrency, timeout, max_retries, tools,
+                              connect_timeout_s=connect_timeout, max_tokens=max_tokens, temperature=temperature,
+                              api_key_env=api_key_env)
     n_runs = runs or backends.default_runs
+    from referee.audit.parallel import executor_for
+
+    executor = executor_for(backends.client is not None, ex_options, workers_given=workers is not None,
+                            say=lambda m: click.echo(m, err=True))
     cache_db = EvidenceCache(cache or out.with_name(out.name + ".cache.sqlite"))
     auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=n_runs, cache=cache_db)
     gold: dict[str, bool] = {}
@@ -171,7 +230,8 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
                                 on_ignored=on_ignored, inputs=inputs, reaudit_changed=reaudit_changed,
-                                gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None)
+                                gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None,
+                                executor=executor)
         finally:
             cache_db.close()
             backends.close()

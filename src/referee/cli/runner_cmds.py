@@ -41,7 +41,14 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
               help="Where run directories go: OUT/<plan>/<UTC timestamp>/.")
 @click.option("--strict", is_flag=True, help="SKIPPED steps also fail the run (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print one JSON object with every run's verdicts.")
-def run(plans, agent, out, strict, json_mode):
+@click.option("-j", "--jobs", type=int, default=1, show_default=True,
+              help="Plans run at once, each in its own process with its own run directory, app and ports.")
+@click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="dask: run the plans on a Dask cluster whose workers have the apps, agents and browsers "
+                   "(docs/scale.md)")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --jobs workers)")
+def run(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan import load_plan
     from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
@@ -49,6 +56,8 @@ def run(plans, agent, out, strict, json_mode):
 
     console = _console(json_mode)
     loaded = [load_plan(p) for p in plans]  # every plan validates before anything runs
+    if jobs != 1 or executor_kind == "dask":
+        return _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler)
     exit_code, payload = 0, []
     for lp in loaded:
         _lint_warnings(lp, console, Path(out) / ".lint-cache")
@@ -75,6 +84,29 @@ def run(plans, agent, out, strict, json_mode):
     if json_mode:
         click.echo(json.dumps({"runs": payload}, indent=2))
     return exit_code
+
+
+def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler) -> int:
+    """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary."""
+    from referee.errors import UsageError
+    from referee.executors import check_options
+    from referee.runner.many import job_for, run_plans
+
+    if jobs < 1:
+        raise UsageError("-j must be at least 1", fix="give how many plans may run at once")
+    options = check_options(executor_kind, jobs, scheduler, 1)
+
+    def shown(r) -> None:  # each plan's own output as one block, when it is done
+        click.echo(f"== {r.plan} (exit {r.code}) ==\n{r.output.rstrip()}", err=True)
+
+    where = (f"dask ({scheduler or f'a LocalCluster of {jobs} workers on 127.0.0.1'})" if executor_kind == "dask"
+             else f"{jobs} at a time, each in its own process")
+    click.echo(f"referee: running {len(plans)} plan(s), {where}", err=True)
+    combined = run_plans([job_for(p, out, agent, strict) for p in plans], options, on_done=shown)
+    click.echo("\n".join(combined.summary_lines()), err=json_mode)
+    if json_mode:
+        click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs]}, indent=2))
+    return combined.exit_code
 
 
 ALLOW_UNSIGNED_HELP = ("Grade run directories without a seal this machine can check (made before runs were "

@@ -102,7 +102,7 @@ class LLMExtractor:
     client: Any  # referee.llm.LLMClient
     name: str = "llm"
     prompt_version: str = EXTRACT_PROMPT_VERSION
-    temperature: float = 0.0
+    temperature: float | None = None  # None: the client config decides (--temperature)
 
     @property
     def model(self) -> str:

@@ -27,18 +27,19 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from referee.audit.jsonstream import loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Action, Observation, Step, Trace, TraceItem, record_error
 from referee.errors import EvidenceError, RefereeError
-from referee.grader.evidence import RunEvidence
-from referee.grader.grade import grade_opened
-from referee.grader.results import Integrity, RunResults
-from referee.grader.verify import OpenedRun, open_run
-from referee.rundir import (AriaRecord, CaptureFailure, CaptureRecord, Claim, CommandRecord, DdbRecord, FileEntry,
-                            HttpRecord, Manifest, SqlRecord)
+
+if TYPE_CHECKING:  # the grader and the run directory's models are imported when a run directory is read:
+    # `referee audit` on trace files starts without them
+    from referee.rundir import CaptureRecord, Claim, FileEntry, Manifest
+    from referee.grader.evidence import RunEvidence
+    from referee.grader.results import Integrity, RunResults
+    from referee.grader.verify import OpenedRun
 
 MAX_TEXT = 8000     # characters kept of one body, stdout, page text
 MAX_ROWS = 200      # rows kept of one sql/ddb capture
@@ -79,7 +80,7 @@ class RunDirInfo:
     plan: str
     verdicts: dict[str, str]          # step id -> verdict, in plan order
     source: str                       # how the verdicts were had: always "graded now" (results.json is not read)
-    integrity: Integrity = field(default_factory=lambda: Integrity(status="unverified", reason="not checked"))
+    integrity: Integrity = field(default_factory=lambda: _integrity("unverified", "not checked"))
 
     @property
     def skipped(self) -> list[str]:
@@ -103,9 +104,18 @@ class RunDirInfo:
                 f"step(s) ({', '.join(self.skipped)}) as advisory records: verdicts are not changed")
 
 
+def _integrity(status: str, reason: str) -> Integrity:
+    from referee.grader.results import Integrity
+
+    return Integrity(status=status, reason=reason)  # type: ignore[arg-type]
+
+
 def _open(run_dir: Path) -> tuple[OpenedRun, RunResults]:
     """The run directory checked against its seal, and graded now: a results.json in it is never trusted
     (whoever could write the run directory could have written it). Nothing is written into it."""
+    from referee.grader.grade import grade_opened
+    from referee.grader.verify import open_run
+
     run = open_run(run_dir, allow_unsigned=_ALLOW_UNSIGNED.get())
     return run, grade_opened(run, save_caches=False)
 
@@ -145,6 +155,8 @@ def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, 
         return _failed(entry, head, entry.error)
     try:
         record = ev.record(entry)
+        from referee.rundir import CaptureFailure
+
         if isinstance(record, CaptureFailure):
             return _failed(entry, head, record.capture_error)
         data = ev.verified_bytes(entry) if record is None else b""  # hash-checked, no link followed, no FIFO waited on
@@ -174,6 +186,8 @@ def _failed(entry: FileEntry, head: str, why: str) -> tuple[dict[str, Any], str,
 
 
 def _from_record(entry: FileEntry, rec: CaptureRecord, head: str) -> tuple[dict[str, Any], str, str | None, bool]:
+    from referee.rundir import AriaRecord, CommandRecord, DdbRecord, HttpRecord, SqlRecord
+
     k = entry.kind
     if isinstance(rec, HttpRecord):
         body: Any = rec.body
@@ -255,6 +269,7 @@ def _actor_problem(manifest: Manifest, step_id: str) -> tuple[list[str], bool]:
 def claim_report(claim: Claim | None) -> str | None:
     """The agent's claim as a report: `pass` as a first sentence, then its note. No claim -> None.
 
+    >>> from referee.rundir import Claim
     >>> claim_report(Claim(passed=True, note="The list looks tidy."))
     'The step is done. The list looks tidy.'
     >>> claim_report(Claim(passed=False)), claim_report(None)
@@ -320,6 +335,8 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
         return
     manifest, plan, claims = run.manifest, run.plan, run.claims
     text = plan.text
+    from referee.grader.evidence import RunEvidence
+
     ev = RunEvidence(run_dir, manifest, signed=run.integrity.status == "verified")
     skipped = {s.id for s in res.steps if s.verdict == "SKIPPED"}
     for step in plan.plan.steps:

@@ -1,0 +1,199 @@
+"""Scale benchmark: rules audit records/s with 1 and N workers (a local pool, and Dask's LocalCluster), replay, and
+`referee audit` start-up, each as a ratio to a bare `json.loads` of the same trace lines, measured back to back.
+
+The corpus is `--copies` copies of a real corpus (tau-bench by default) with every run_id and task text made
+unique, as trace v1 JSONL. Every round measures, in this order: the bare parse, the audit with 1 worker (in
+this process), with N workers (a process pool), on Dask (a LocalCluster of N on loopback, its start timed
+apart), and replay; the table reports each round, and CPU seconds (this process, and the pool's workers), so
+that a shared machine's contention can be seen: with `kernel.sched_autogroup_enabled` the processes of one
+session share one session's CPU, however many there are.
+
+Run: python benchmarks/bench_scale.py [--corpus PATH] [--copies 20] [--workers 2] [--chunk-size 50]
+                                      [--rounds 2] [--no-dask] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from referee.audit.cache import EvidenceCache  # noqa: E402
+from referee.audit.claims import RulesClaimReader  # noqa: E402
+from referee.audit.extract.rules import RulesExtractor  # noqa: E402
+from referee.audit.parallel import ParallelAudit  # noqa: E402
+from referee.audit.pipeline import Auditor, audit_files, iter_items  # noqa: E402
+from referee.audit.policyfile import load_policy  # noqa: E402
+from referee.audit.replay import replay_file  # noqa: E402
+from referee.executors import ExecutorOptions, LocalPool  # noqa: E402
+import referee.executors as executors  # noqa: E402
+
+SHARED = Path(os.environ.get("REFEREE_SHARED") or ROOT.parent / "shared")
+TAU = SHARED / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def make_corpus(src: Path, out: Path, copies: int) -> int:
+    traces = [it.trace for it in iter_items([src], None) if it.trace is not None]
+    with open(out, "w", encoding="utf-8") as fh:
+        for c in range(copies):
+            for t in traces:
+                d = json.loads(t.model_dump_json(exclude_none=True))
+                d["run_id"], d["task"] = f"{t.run_id}-c{c}", f"{t.task} (copy {c})"
+                fh.write(json.dumps(d) + "\n")
+    return len(traces) * copies
+
+
+def cpu_self() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def proc_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class CountingPool(LocalPool):
+    """A LocalPool that reads its workers' CPU seconds before it closes (they are the forkserver's children)."""
+
+    worker_cpu = 0.0
+
+    def close(self) -> None:
+        CountingPool.worker_cpu += sum(proc_cpu(p.pid) for p in self._pool._processes.values())
+        super().close()
+
+
+def bare_parse(path: Path) -> float:
+    t0 = time.perf_counter()
+    with open(path, "rb") as fh:
+        for line in fh:
+            json.loads(line)
+    return time.perf_counter() - t0
+
+
+def audit(path: Path, tmp: Path, name: str, executor=None) -> tuple[float, int, float]:
+    out = tmp / f"{name}.jsonl"
+    for p in tmp.glob(f"{name}.jsonl*"):
+        p.unlink()
+    cache = EvidenceCache(out.with_name(out.name + ".cache.sqlite"))  # as `referee audit` does
+    a = Auditor(load_policy("causal"), RulesExtractor(), RulesClaimReader(), cache=cache)
+    c0, t0 = cpu_self(), time.perf_counter()
+    stats = audit_files([path], a, out, executor=executor)
+    cache.close()
+    return time.perf_counter() - t0, stats.written, cpu_self() - c0
+
+
+def replay(path: Path) -> float:
+    lp = load_policy("final-state")
+    t0 = time.perf_counter()
+    for rec in replay_file(path, lp):
+        rec.model_dump_json()
+    return time.perf_counter() - t0
+
+
+def startup(tmp: Path, n: int = 5) -> dict:
+    empty = tmp / "empty.jsonl"
+    empty.write_text("")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    walls, cpus = [], []
+    for i in range(n):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "referee.cli.main", "audit", str(empty), "--out",
+                        str(tmp / f"e{i}.jsonl"), "--no-progress"], env=env, check=True, capture_output=True)
+        walls.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+    return {"wall_s_median": round(statistics.median(walls), 3), "wall_s_min": round(min(walls), 3),
+            "cpu_s_median": round(statistics.median(cpus), 3)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", type=Path, default=TAU)
+    ap.add_argument("--copies", type=int, default=20)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--chunk-size", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--no-dask", action="store_true")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    executors.LocalPool = CountingPool  # type: ignore[misc]  (make_pool builds this one)
+    report: dict = {"corpus": str(args.corpus), "copies": args.copies, "workers": args.workers,
+                    "chunk_size": args.chunk_size, "load_before": os.getloadavg(), "rounds": []}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        corpus = tmp / "corpus.jsonl"
+        report["runs"] = make_corpus(args.corpus, corpus, args.copies)
+        report["startup"] = startup(tmp)
+        cluster = client = None
+        if not args.no_dask:
+            from distributed import Client, LocalCluster
+
+            t0 = time.perf_counter()
+            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None)
+            client = Client(cluster)
+            report["dask_cluster_start_s"] = round(time.perf_counter() - t0, 2)
+        try:
+            for _ in range(args.rounds):
+                rnd: dict = {"load": os.getloadavg()[0]}
+                bare = bare_parse(corpus)
+                t1, n, cpu1 = audit(corpus, tmp, "serial")
+                CountingPool.worker_cpu = 0.0
+                ex = ParallelAudit(ExecutorOptions("local", args.workers, None, args.chunk_size))
+                tn, _, cpun = audit(corpus, tmp, "pool", ex)
+                rnd.update({"bare_parse_s": round(bare, 3), "audit_1_s": round(t1, 2), "audit_n_s": round(tn, 2),
+                            "audit_1_rps": round(n / t1, 1), "audit_n_rps": round(n / tn, 1),
+                            "ratio_1_to_bare": round(t1 / bare, 1), "ratio_n_to_bare": round(tn / bare, 1),
+                            "speedup_n_over_1": round(t1 / tn, 2),
+                            "cpu_1_s": round(cpu1, 2), "cpu_n_parent_s": round(cpun, 2),
+                            "cpu_n_workers_s": round(CountingPool.worker_cpu, 2)})
+                # what the CPU accounting allows on N free cores: the parent and the workers' share of them
+                par, wrk = cpun, CountingPool.worker_cpu
+                if wrk:
+                    rnd["speedup_on_free_cores"] = round(cpu1 / max(par, (par + wrk) / args.workers), 2)
+                if cluster is not None:
+                    exd = ParallelAudit(ExecutorOptions("dask", args.workers, cluster.scheduler_address,
+                                                        args.chunk_size))
+                    td, _, _ = audit(corpus, tmp, "dask", exd)
+                    rnd.update({"audit_dask_s": round(td, 2), "audit_dask_rps": round(n / td, 1),
+                                "speedup_dask_over_1": round(t1 / td, 2)})
+                tr = replay(tmp / "serial.jsonl")
+                rnd.update({"replay_s": round(tr, 3), "replay_rps": round(n / tr, 1),
+                            "ratio_replay_to_bare": round(tr / bare, 2)})
+                serial = (tmp / "serial.jsonl").read_bytes()
+                rnd["pool_output_identical"] = serial == (tmp / "pool.jsonl").read_bytes()
+                if cluster is not None:
+                    rnd["dask_output_identical"] = serial == (tmp / "dask.jsonl").read_bytes()
+                rnd["load_after"] = os.getloadavg()[0]
+                report["rounds"].append(rnd)
+                print(json.dumps(rnd), flush=True)
+        finally:
+            if client is not None:
+                client.close()
+                cluster.close()
+    report["load_after"] = os.getloadavg()
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

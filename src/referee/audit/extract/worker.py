@@ -1,0 +1,61 @@
+"""The extraction a worker does: claim-blind view parts in, findings and view facts out.
+
+It sits inside `referee.audit.extract`, so the import-linter wall that keeps extractors from the
+claim reader, the report, the readers and the pipeline holds for it too. It receives only the
+packed view parts of a chunk (`referee.audit.view.ViewParts`: task, observations, actions with a
+terminal answer's words left out, tools, copied field by field) and gives back, per view, the
+findings of each sample and the view's facts (hash, observed steps, where report atoms are looked
+for) that deciding needs. `referee.audit.parallel` calls it on a worker before anything of the
+claim channel is unpacked there.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from referee.audit.facts import ViewFacts
+from referee.audit.records import FINDING_FIELDS, Finding
+from referee.audit.view import freeze_view, unpack_parts
+from referee.errors import BackendError
+
+Extracted = tuple  # per view: (ViewFacts or None, [(findings JSON, cacheable)] per sample, errors, view error or None)
+
+
+def findings_json(fields: dict) -> str:
+    """Findings as the evidence cache stores them (sorted keys), so the parent stores what comes back as it is.
+
+    >>> from referee.audit.records import Finding
+    >>> findings_json({"action": Finding(value="yes", support=[1])})
+    '{"action": {"note": null, "support": [1], "value": "yes"}}'
+    """
+    return json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)
+
+
+def extract_views(extractor: Any, packed: bytes, samples: int,
+                  catch: tuple[type[BaseException], ...]) -> list[Extracted]:
+    """Freeze each view of a chunk from its parts and extract `samples` findings from it.
+
+    A sample whose backend got no answer (BackendError) is all `unknown`, listed in the view's errors
+    and marked not to be cached, as `Auditor` does in one process: a resume asks again. A view the
+    extractor cannot take (one of `catch`: nesting too deep, a shape it does not expect) is one error
+    for that view, not the end of the chunk; the parent reports it as a skipped record, as a serial
+    audit would.
+    """
+    results: list[Extracted] = []
+    for parts in unpack_parts(packed):
+        try:
+            view = freeze_view(parts)
+            found: list[tuple[str, bool]] = []
+            errors: list[str] = []
+            for i in range(samples):
+                try:
+                    found.append((findings_json(extractor.extract(view, i)), True))
+                except BackendError as exc:
+                    errors.append(f"extraction sample {i}: {exc.message}"[:300])
+                    unknown = {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}
+                    found.append((findings_json(unknown), False))
+            results.append((ViewFacts.of(view), found, errors, None))
+        except catch as exc:
+            results.append((None, [], [], f"{type(exc).__name__}: {str(exc)[:200]}"))
+    return results

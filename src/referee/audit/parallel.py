@@ -1,0 +1,290 @@
+"""Audit in chunks on a process pool or a Dask cluster; this process reads the input and writes every record.
+
+Per trace, this process (the parent) copies out two sealed compartments and sends a chunk of them:
+
+- the **view parts** (`view.view_parts`: task, observations, actions with a terminal answer's words
+  left out, tools), which a worker freezes and hashes into the claim-blind view and gives to the
+  extractor (`referee.audit.extract.worker`, inside the extractor wall);
+- the **claim side**: the claim text (the report, or the terminal answer call), run_id and the
+  grouping fields of `meta`. A worker unpacks it only after the whole chunk's extraction is done,
+  gives the claim text to the claim reader alone, grounds the report in the view's observations
+  and decides, as `Auditor.audit` does in one process.
+
+On a Dask cluster, whose workers may be other machines, the claim side carries no claim text
+(`strict_claims`): the worker gives back only the findings, and this process reads the claim,
+grounds it and decides. So the claim channel never crosses the wire; the price is that this process
+makes each view again (for its hash and grounding), about 45% of a serial audit's CPU.
+
+The worker gives back each record as JSON and each sample's findings. Here, in input order, the
+findings go into the evidence cache and the record into the audit file, as it came. So this
+process stays the only writer of both, records are byte for byte what a serial audit writes, and
+resume and `--on-error` behave as they do serially. Findings come from a worker even when the
+cache holds them (the view's hash is made there); for the rules backend that is cheaper than asking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain, islice
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from referee.audit.extract.worker import extract_views
+from referee.audit.pipeline import Auditor, RecordLine, cannot_audit, claim_text
+from referee.audit.records import Finding
+from referee.audit.trace import SHAPE_ERRORS, Trace
+from referee.audit.view import ViewParts, pack_parts, view_parts
+from referee.errors import RefereeError, TraceError, UsageError
+from referee.executors import ExecutorOptions, make_pool, map_chunks
+
+# imported once by the forkserver, so each worker starts ready
+WORKER_MODULES = ("referee.audit.parallel", "referee.audit.extract.rules", "referee.audit.claims")
+META_KEYS = ("group", "split", "source", "advisory")  # the fields of `meta` a record keeps
+
+Result = RecordLine | TraceError
+Job = tuple  # (Trace, ClaimBlindView or None): what audit_files hands out
+# per trace sent: (record JSON, view sha256, findings JSON per sample (None: not to be cached), error)
+Answer = tuple
+
+
+STRICT = "\0referee: claim kept in the parent\0"  # a claim side's text slot when the claim may not cross
+
+
+@dataclass(frozen=True)
+class _Config:
+    """What every worker needs, pickled once per audit: the backends, the policy, the samples per trace."""
+
+    extractor: Any
+    claim_reader: Any
+    policy: Any  # LoadedPolicy
+    samples: int
+
+
+_CONFIGS: dict[str, Auditor] = {}  # sha256 of a pickled _Config -> its auditor, built once per worker process
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """SHA-256 of the auditor's own source (every module and policy file of referee.audit): a worker whose
+    referee differs from this one's would write other records, so the parent refuses its answers."""
+    import referee.audit as pkg
+
+    root = Path(pkg.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _auditor(blob: bytes) -> Auditor:
+    key = hashlib.sha256(blob).hexdigest()
+    got = _CONFIGS.get(key)
+    if got is None:
+        c: _Config = pickle.loads(blob)
+        got = _CONFIGS[key] = Auditor(c.policy, c.extractor, c.claim_reader, samples=c.samples)
+    return got
+
+
+def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list[Answer]]:
+    """On a worker: the extraction of every view of the chunk first, then the claims, then each record.
+
+    `payload` is (packed view parts, pickled claim sides), one of each per trace, in the same order.
+    Gives back this worker's `code_fingerprint()` with the answers.
+    """
+    auditor = _auditor(config)
+    views, claim_sides = payload
+    extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # claims still packed
+    out: list[Answer] = []
+    for (facts, found, errors, error), (run_id, task, meta, text) in zip(extracted, pickle.loads(claim_sides)):
+        if error is not None:
+            out.append((None, None, [], error))
+            continue
+        if text == STRICT:  # the claim stays with the parent: give back the findings alone
+            out.append((None, facts.sha256, [f for f, _ in found], None, [ok for _, ok in found], errors))
+            continue
+        try:
+            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f, _ in found]
+            trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
+            claim = auditor.read_claim(text, errors)  # after the extraction's errors, as serially
+            rec = auditor.finish(trace, text, claim, facts, findings, errors)
+            out.append((rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in found], None))
+        except SHAPE_ERRORS as exc:
+            out.append((None, None, [], f"{type(exc).__name__}: {str(exc)[:200]}"))
+    return code_fingerprint(), out
+
+
+@dataclass
+class _Unit:
+    """One trace of a chunk, as the parent keeps it: its run_id, or the error that stopped it here."""
+
+    trace: Trace
+    error: TraceError | None = None
+
+
+@dataclass
+class ParallelAudit:
+    """`audit_files(..., executor=ParallelAudit(options))`: traces audited in chunks on `options`' pool.
+
+    An input of at most one chunk is audited here, without starting a local pool. Backends that call
+    a model (`needs_llm`) are not for this: they wait on the network, and threads (`--concurrency`) serve them.
+    """
+
+    options: ExecutorOptions
+    on_start: Callable[[str], None] | None = None  # told what was started, once (the CLI prints it)
+    strict_claims: bool | None = None  # None: strict on Dask (other machines), not on a local pool
+    chunks: int = 0          # chunks sent to workers
+    in_process: int = 0      # traces audited here without a worker (a small input)
+    lost: int = 0            # chunks sent again because their worker was lost
+
+    def run(self, auditor: Auditor, jobs: Iterable[Job], audit_one: Callable[[Job], Any]) -> Iterator[Any]:
+        """Audit `jobs` (trace, its view when the resume already made it) as `audit_files` hands them out;
+        `audit_one` audits one job in this process (a small input)."""
+        size = self.options.chunk_size
+        if self.strict_claims is None:
+            self.strict_claims = self.options.kind == "dask"
+        jobs = iter(jobs)
+        head: list[Job] = []
+        try:
+            head.extend(islice(jobs, size + 1))
+        except RefereeError:
+            for t in head:  # what came before a bad record with --on-error stop is written, as serially
+                yield audit_one(t)
+            raise
+        if not head:
+            return  # nothing to audit: no pool, no cluster
+        if len(head) <= size and self.options.kind == "local":
+            self.in_process += len(head)
+            for t in head:
+                yield audit_one(t)
+            return
+        config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
+        pool = make_pool(self.options, WORKER_MODULES)
+        try:
+            if self.on_start:
+                self.on_start(self.options.describe())
+            window = 2 * self.options.n_workers + 1
+            answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
+                                 window=window, describe=_describe)
+            for units, answer in answers:
+                yield from self._finish(auditor, units, answer)
+        finally:
+            self.lost = pool.losses
+            pool.close()
+
+    def _chunks(self, jobs: Iterator[Job]) -> Iterator[tuple[list[_Unit], Any]]:
+        buf: list[_Unit] = []
+        parts: list[ViewParts] = []
+        sides: list[tuple] = []
+        try:
+            for trace, _view in jobs:  # a view the resume made is made again on the worker, from its parts
+                u = _Unit(trace)
+                try:
+                    p = view_parts(trace)
+                    meta = {k: v for k, v in (trace.meta or {}).items() if k in META_KEYS}
+                    side = (trace.run_id, trace.task, meta, STRICT if self.strict_claims else claim_text(trace))
+                except SHAPE_ERRORS as exc:
+                    u.error = cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
+                else:
+                    parts.append(p)
+                    sides.append(side)
+                buf.append(u)
+                if len(buf) == self.options.chunk_size:
+                    yield buf, self._payload(parts, sides)
+                    buf, parts, sides = [], [], []
+        except RefereeError:
+            if buf:  # the chunk made so far is audited before the error stops the audit
+                yield buf, self._payload(parts, sides)
+            raise
+        if buf:
+            yield buf, self._payload(parts, sides)
+
+    def _payload(self, parts: list[ViewParts], sides: list[tuple]) -> tuple[bytes, bytes] | None:
+        if not parts:
+            return None
+        self.chunks += 1
+        return pack_parts(parts), pickle.dumps(sides, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _finish(self, auditor: Auditor, units: list[_Unit],
+                answer: tuple[str, list[Answer]] | None) -> Iterator[Result]:
+        x, cache = auditor.extractor, auditor.cache
+        if answer is not None and answer[0] != code_fingerprint():
+            raise RefereeError(f"a worker runs other referee code than this process (auditor source sha256 "
+                               f"{answer[0][:12]} there, {code_fingerprint()[:12]} here): its records would differ",
+                               fix="install the same referee on the workers as here")
+        results = iter(answer[1] if answer is not None else ())
+        for u in units:
+            if u.error is not None:
+                yield u.error
+                continue
+            line, sha, found, error, *strict = next(results)
+            if strict and error is None:
+                try:
+                    line, found = self._decide_here(auditor, u.trace, sha, found, *strict)
+                except SHAPE_ERRORS as exc:
+                    error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if error is not None or line is None:
+                yield cannot_audit(u.trace, error or "no answer from the worker")
+                continue
+            auditor.backend_calls += len(found)
+            if cache is not None:
+                for i, blob in enumerate(found):
+                    if blob is not None:  # only answers: a failed call is asked again by a resume
+                        cache.put_evidence_json(x.name, x.model, x.prompt_version, sha, i, blob)
+            yield RecordLine(u.trace.run_id, line)
+
+
+    @staticmethod
+    def _decide_here(auditor: Auditor, trace: Trace, sha: str, found: list[str], ok: list[bool],
+                     errors: list[str]) -> tuple[str, list[str | None]]:
+        """A strict chunk's record, made here from the worker's findings: the claim never left this process."""
+        from referee.audit.facts import ViewFacts
+        from referee.audit.view import build_view
+
+        facts = ViewFacts.of(build_view(trace))
+        if facts.sha256 != sha:
+            raise ValueError(f"the worker extracted from another view ({sha[:12]}, here {facts.sha256[:12]})")
+        findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f in found]
+        text = claim_text(trace)
+        claim = auditor.read_claim(text, errors)
+        rec = auditor.finish(trace, text, claim, facts, findings, errors)
+        return rec.model_dump_json(), [f if k else None for f, k in zip(found, ok)]
+
+
+def _describe(units: list[_Unit]) -> str:
+    ids = [u.trace.run_id for u in units]
+    return f"the chunk of run_ids {ids[0]} .. {ids[-1]}" if ids else "an empty chunk"
+
+
+def _pickled(config: _Config) -> bytes:
+    try:
+        return pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # a plugin holding a connection, a lock, a lambda
+        raise UsageError(f"the backends or the policy cannot be sent to worker processes ({type(exc).__name__}: "
+                         f"{str(exc)[:200]})", fix="run with --workers 1") from None
+
+
+def executor_for(uses_llm: bool, options: ExecutorOptions, *, workers_given: bool = False,
+                 say: Callable[[str], None] | None = None) -> ParallelAudit | None:
+    """The executor `referee audit` uses: a ParallelAudit for backends that compute (rules, a CPU plugin)
+    on more than one worker or on Dask; None (this process, or threads for a model) otherwise.
+
+    >>> executor_for(False, ExecutorOptions("local", workers=1)) is None
+    True
+    >>> executor_for(False, ExecutorOptions("local", workers=4)).options.n_workers
+    4
+    """
+    if uses_llm:
+        if options.kind == "dask":
+            raise UsageError("--executor dask is for backends that compute (rules, CPU plugins); a model backend "
+                             "waits on the network", fix="use --concurrency for the llm backend")
+        if workers_given and say:
+            say("referee: note: the llm backend runs --concurrency requests on threads; --workers is not used")
+        return None
+    if options.kind == "local" and options.n_workers <= 1:
+        return None
+    return ParallelAudit(options, on_start=(lambda what: say(f"referee: auditing on {what}")) if say else None)

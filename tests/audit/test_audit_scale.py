@@ -1,0 +1,418 @@
+"""Scale: audits on a process pool and on a real Dask LocalCluster write what a serial audit writes, survive a
+killed worker and a SIGKILLed parent, and never send the claim channel to an extractor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from referee.audit.cache import EvidenceCache
+from referee.audit.claims import RulesClaimReader
+from referee.audit.extract.rules import RulesExtractor
+from referee.audit.parallel import ParallelAudit, executor_for
+from referee.audit.pipeline import Auditor, audit_files, iter_items
+from referee.audit.policyfile import load_policy
+from referee.audit.records import Finding
+from referee.audit.taskclass import ClassPattern, TaskClassRule, classify_task
+from referee.audit.view import pack_parts, view_parts
+from referee.errors import MissingExtraError, TraceError, UsageError
+from referee.executors import ExecutorOptions, LocalPool, WorkerLostError, make_pool, map_chunks
+from tests.support import scale_work
+from tests.support.scale_work import MARK, write_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def auditor(cache: Path | None = None, extractor=None) -> Auditor:
+    return Auditor(load_policy("causal"), extractor or RulesExtractor(), RulesClaimReader(),
+                   cache=EvidenceCache(cache) if cache else None)
+
+
+def run_audit(traces: Path, out: Path, executor=None, **kw):
+    a = auditor(out.with_name(out.name + ".cache.sqlite"))
+    try:
+        return audit_files([traces], a, out, executor=executor, **kw), a
+    finally:
+        a.cache.close()
+
+
+def cached(out: Path) -> list[tuple]:
+    db = sqlite3.connect(out.with_name(out.name + ".cache.sqlite"))
+    return sorted(db.execute("SELECT view_sha256, run_index, fields FROM evidence"))
+
+
+def test_a_process_pool_writes_byte_for_byte_what_a_serial_audit_writes(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 90, bad_at=(7, 61))
+    stats1, _ = run_audit(traces, tmp_path / "serial.jsonl")
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 8))
+    stats2, a2 = run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
+    assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+    assert stats2.written == stats1.written == 88 and stats2.errors == stats1.errors and len(stats1.errors) == 2
+    assert ex.chunks == 11 and ex.in_process == 0  # 88 good traces, chunks of 8: the pool did the work
+    assert cached(tmp_path / "pool.jsonl") == cached(tmp_path / "serial.jsonl")  # the parent wrote the cache
+    assert a2.backend_calls == 88
+
+
+def test_an_input_of_one_chunk_starts_no_pool(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 5)
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 50))
+    stats, _ = run_audit(traces, tmp_path / "a.jsonl", executor=ex)
+    assert stats.written == 5 and ex.chunks == 0 and ex.in_process == 5
+
+
+def test_on_error_stop_with_workers_writes_what_came_before_the_bad_record(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 40, bad_at=(23,))
+    with pytest.raises(TraceError):
+        run_audit(traces, tmp_path / "serial.jsonl", on_error="stop")
+    with pytest.raises(TraceError):
+        run_audit(traces, tmp_path / "pool.jsonl", on_error="stop",
+                  executor=ParallelAudit(ExecutorOptions("local", 2, None, 5)))
+    serial = (tmp_path / "serial.jsonl").read_bytes()
+    assert serial.count(b"\n") == 23 and (tmp_path / "pool.jsonl").read_bytes() == serial
+
+
+def _lines(p: Path) -> int:
+    return p.read_bytes().count(b"\n") if p.exists() else 0
+
+
+def test_sigkill_mid_audit_with_workers_then_resume_is_byte_identical_to_a_serial_run(tmp_path):
+    n = 600
+    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+    def cmd(out: Path, workers: int) -> list[str]:
+        return [sys.executable, "-m", "referee.cli.main", "audit", str(traces), "--out", str(out), "--workers",
+                str(workers), "--chunk-size", "10", "--no-progress", "--show", "none"]
+
+    out = tmp_path / "pool.jsonl"
+    proc = subprocess.Popen(cmd(out, 2), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while _lines(out) < 40 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # the parent, its forkserver and its workers, all at once
+    proc.wait(10)
+    at_kill = _lines(out)
+    assert 40 <= at_kill < n, (at_kill, proc.stderr.read().decode()[-500:])
+    done = subprocess.run(cmd(out, 2), env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f" {at_kill} already there" in done.stdout  # the records written before the kill stand
+    serial = tmp_path / "serial.jsonl"
+    ref = subprocess.run(cmd(serial, 1), env=env, capture_output=True, text=True, timeout=120)
+    assert ref.returncode == 0, ref.stderr
+    assert out.read_bytes() == serial.read_bytes()
+    ids = [json.loads(x)["run_id"] for x in out.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == n  # nothing written twice, nothing lost
+
+
+def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_written_twice(tmp_path):
+    import dask
+    from distributed import Client, LocalCluster
+
+    traces = write_corpus(tmp_path / "t.jsonl", 240, steps=20)
+    run_audit(traces, tmp_path / "serial.jsonl")
+    killed: dict[str, list] = {}
+    # no retry by the scheduler itself: a task on the dead worker fails with KilledWorker, so what brings
+    # its chunk back is referee's own resubmission
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None) as cluster:
+            # a second Client in this process would share futures' events across event loops (a flaky
+            # 'bound to a different event loop'): ask for the pids, close it, then read the scheduler itself
+            with Client(cluster) as client:
+                pids = client.run(os.getpid)
+
+            def on_record(rec) -> None:
+                if killed:
+                    return
+                busy = {a: [t.key for t in ws.processing] for a, ws in list(cluster.scheduler.workers.items())
+                        if ws.processing}
+                if busy:
+                    addr = next(iter(busy))
+                    os.kill(pids[addr], signal.SIGKILL)
+                    killed[addr] = busy[addr]
+
+            ex = ParallelAudit(ExecutorOptions("dask", 2, cluster.scheduler_address, 8))
+            stats, _ = run_audit(traces, tmp_path / "dask.jsonl", executor=ex, on_record=on_record)
+    assert killed and all(killed.values())  # a worker that had chunks in hand was killed
+    assert ex.lost >= 1                      # and at least one chunk came back through resubmission
+    assert stats.written == 240
+    assert (tmp_path / "dask.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+
+
+def test_what_crosses_to_a_worker_holds_no_claim_channel(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 30)
+    items = [it.trace for it in iter_items([traces], None)]
+    assert all(MARK in (t.report or "") + "".join(s.narration or "" for s in t.steps) for t in items)
+    blob = pack_parts([view_parts(t) for t in items])
+    assert MARK.encode() not in blob  # not in a report, a narration or a terminal answer's words
+    # and what an extractor on a real worker process was shown
+    seen = tmp_path / "seen.jsonl"
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 4))
+    a = auditor(extractor=scale_work.SeeingExtractor(str(seen)))
+    stats = audit_files([traces], a, tmp_path / "a.jsonl", executor=ex)
+    assert stats.written == 30 and ex.chunks == 8
+    shown = seen.read_text()
+    assert shown.count("\n") == 30 and MARK not in shown
+    assert '"send_msg_to_user"' in shown  # the terminal call is there, by its name alone
+
+
+def test_an_extractor_that_cannot_be_pickled_is_a_usage_error(tmp_path):
+    class Local(RulesExtractor):  # a class inside a function cannot be pickled
+        pass
+
+    traces = write_corpus(tmp_path / "t.jsonl", 20)
+    with pytest.raises(UsageError, match="cannot be sent to worker processes"):
+        audit_files([traces], auditor(extractor=Local()), tmp_path / "a.jsonl",
+                    executor=ParallelAudit(ExecutorOptions("local", 2, None, 4)))
+
+
+def test_executor_choice():
+    assert executor_for(False, ExecutorOptions("local", 1)) is None
+    assert executor_for(True, ExecutorOptions("local", 4)) is None  # a model backend: threads
+    with pytest.raises(UsageError, match="--concurrency"):
+        executor_for(True, ExecutorOptions("dask", 2))
+    assert isinstance(executor_for(False, ExecutorOptions("dask", 2)), ParallelAudit)
+
+
+def test_missing_dask_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'referee\[dask\]'"):
+        make_pool(ExecutorOptions("dask", 2))
+
+
+# -- the chunk loop itself -----------------------------------------------------------------------
+
+def test_chunks_come_back_in_order_however_they_finish():
+    pool = LocalPool(2, ("tests.support.scale_work",))
+    try:
+        chunks = [(i, list(range(i * 3, i * 3 + 3))) for i in range(12)] + [(12, None)]
+        got = list(map_chunks(pool, scale_work.square, iter(chunks), window=4))
+    finally:
+        pool.close()
+    assert [s for s, _ in got] == list(range(13))
+    assert got[0][1] == [0, 1, 4] and got[11][1] == [1089, 1156, 1225] and got[12][1] is None
+
+
+def test_a_pool_worker_killed_mid_chunk_is_replaced_and_its_chunk_run_again():
+    pool = LocalPool(2, ("tests.support.scale_work",))
+    try:
+        gen = map_chunks(pool, scale_work.square_slowly, iter([(i, [i]) for i in range(8)]), window=4)
+        first = next(gen)
+        procs = list(pool._pool._processes.values())
+        os.kill(procs[0].pid, signal.SIGKILL)  # mid-chunk: every chunk sleeps
+        rest = list(gen)
+    finally:
+        pool.close()
+    assert [first] + rest == [(i, [i * i]) for i in range(8)]
+    assert pool.losses >= 1 and pool.generation >= 1
+
+
+def test_a_chunk_that_kills_every_worker_is_given_up_with_its_name():
+    pool = LocalPool(1, ("tests.support.scale_work",))
+    try:
+        with pytest.raises(WorkerLostError, match="chunk poison"):
+            list(map_chunks(pool, scale_work.die_on_poison, iter([("fine", [2]), ("poison", [-1])]),
+                            window=2, describe=lambda s: f"chunk {s}"))
+    finally:
+        pool.close()
+
+
+# -- the cache's batches --------------------------------------------------------------------------
+
+def _visible(path: Path) -> int:
+    return sqlite3.connect(path).execute("SELECT COUNT(*) FROM evidence").fetchone()[0]
+
+
+def test_the_cache_commits_a_batch_within_batch_s_even_with_no_later_write(tmp_path):
+    c = EvidenceCache(tmp_path / "c.sqlite", batch_s=0.3)
+    try:
+        for i in range(50):
+            c.put_evidence("rules", None, "1", f"v{i}", 0, {"action": Finding(value="yes", support=[0])})
+        assert len(c) == 50 and _visible(tmp_path / "c.sqlite") == 0  # one open batch, not 50 commits
+        deadline = time.monotonic() + 10
+        while _visible(tmp_path / "c.sqlite") < 50 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _visible(tmp_path / "c.sqlite") == 50 and c.commits == 1
+        c.put_claim("llm", "m", "1", "h", {"label": "success"})
+        c.flush()
+        assert sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 1
+    finally:
+        c.close()
+
+
+# -- the task-class rule as one scan ---------------------------------------------------------------
+
+_WORDS = ["delete", "remove", "create", "add", "new", "edit", "update", "set", "change", "send", "email", "reply",
+          "what", "how many", "find", "show", "turn on", "enable", "book", "cancel", "the", "a", "note", "file",
+          "to", "and", "then", "?", ".", "Delete", "CREATE", "message", "settings", "list"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join))
+def test_the_task_class_rule_joined_into_one_scan_decides_as_pattern_by_pattern(task):
+    for name in ("causal", "strict"):
+        rule = load_policy(name).policy.task_classes.rule()
+        # a back-reference cannot be joined: that rule is decided pattern by pattern, the reference
+        ref = TaskClassRule(rule.patterns + (ClassPattern("other", r"(qqq)\1zzzz"),), rule.mode)
+        assert classify_task(task, rule) == classify_task(task, ref)
+
+
+# -- reading records: the fast path of `tolerate` -------------------------------------------------
+
+_obs = st.dictionaries(st.sampled_from(["text", "data", "ui", "error", "screenshot", "ts"]),
+                       st.one_of(st.none(), st.booleans(), st.text(max_size=3)), max_size=4)
+_act = st.dictionaries(st.sampled_from(["name", "args", "id"]), st.one_of(st.text(max_size=3), st.just({})),
+                       max_size=3)
+_step = st.dictionaries(st.sampled_from(["action", "observation", "narration", "thought"]),
+                        st.one_of(_obs, _act, st.text(max_size=3), st.none()), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({"run_id": st.one_of(st.integers(), st.text(max_size=3)), "task": st.text(max_size=3),
+                              "steps": st.lists(_step, max_size=4)},
+                             optional={"initial_observation": _obs, "meta": st.just({}), "extra": st.integers()}))
+def test_tolerate_takes_the_short_way_only_where_it_changes_nothing(rec):
+    import referee.audit.trace as trace_mod
+
+    fast = trace_mod.tolerate(rec)
+    saved = trace_mod._FIELDS
+    trace_mod._FIELDS = {k: frozenset() for k in saved}  # every dict walked key by key: the reference
+    try:
+        assert fast == trace_mod.tolerate(rec)
+    finally:
+        trace_mod._FIELDS = saved
+
+
+def test_answers_from_a_worker_with_other_referee_code_are_refused(tmp_path):
+    from referee.audit.parallel import _Unit, code_fingerprint
+    from referee.audit.trace import Trace
+    from referee.errors import RefereeError
+
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 4))
+    units = [_Unit(Trace(run_id="r", task="t", steps=[]))]
+    with pytest.raises(RefereeError, match="other referee code"):
+        list(ex._finish(auditor(), units, ("0" * 64, [])))
+    assert len(code_fingerprint()) == 64
+
+
+# -- workers keep the lock, resume and staleness rules ---------------------------------------------
+
+def _standing(out: Path) -> dict[str, dict]:
+    from referee.audit.auditfile import iter_records
+
+    return {r.run_id: json.loads(r.model_dump_json()) for _, r in iter_records(out)}
+
+
+def test_with_workers_the_parent_holds_the_lock_on_out_for_the_whole_audit(tmp_path, cli_env):
+    import threading
+
+    traces = write_corpus(tmp_path / "t.jsonl", 60)
+    out = tmp_path / "a.jsonl"
+    first_written, release = threading.Event(), threading.Event()
+
+    def on_record(rec) -> None:
+        first_written.set()
+        release.wait(60)  # the audit holds --out, its workers started, while the second one tries
+
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 5))
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.update(stats=run_audit(traces, out, executor=ex, on_record=on_record)[0]))
+    t.start()
+    try:
+        assert first_written.wait(60)
+        from tests.conftest import run_cli
+
+        rc, _, err = run_cli(["audit", traces, "--out", out, "--workers", "2", "--no-progress"], env=cli_env)
+        assert rc == 2 and "being written by another process" in err and f"pid {os.getpid()}" in err, err
+    finally:
+        release.set()
+        t.join(120)
+    assert box["stats"].written == 60 and ex.chunks == 12
+    run_audit(traces, tmp_path / "serial.jsonl")
+    assert out.read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+
+
+def test_with_workers_a_resume_audits_again_only_what_changed_and_the_new_records_stand(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 60)
+    out = tmp_path / "a.jsonl"
+    run_audit(traces, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 5)))
+    recs = [json.loads(x) for x in traces.read_text().splitlines()]
+    recs[10]["steps"][0]["observation"]["text"] = "Error: locked"  # the view changes
+    recs[20]["report"] = "I could not do it."                      # the claim text changes
+    traces.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    stats, _ = run_audit(traces, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 5)))
+    assert (stats.stale, stats.written, stats.skipped_done) == (2, 2, 58)
+    run_audit(traces, tmp_path / "fresh.jsonl")
+    assert _standing(out) == _standing(tmp_path / "fresh.jsonl")  # the last record of each run is a fresh one's
+
+
+def test_with_workers_a_backend_failure_is_never_cached_and_the_resume_asks_again(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 30)
+    recs = [json.loads(x) for x in traces.read_text().splitlines()]
+    for i in (3, 17):
+        recs[i]["task"] += " FAIL"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "a.jsonl"
+    cache = out.with_name(out.name + ".cache.sqlite")
+
+    def audit(fail: bool, chunk: int):
+        a = auditor(cache, extractor=scale_work.FlakyExtractor(fail))
+        ex = ParallelAudit(ExecutorOptions("local", 2, None, chunk))
+        try:
+            stats = audit_files([traces], a, out, executor=ex)
+        finally:
+            a.cache.close()
+        assert ex.chunks > 0  # the workers extracted, and met the failures
+        return stats
+
+    audit(True, 4)
+    first = _standing(out)
+    failed = {r for r, rec in first.items() if rec["errors"]}
+    assert failed == {"r0003", "r0017"}
+    assert all(f["value"] == "unknown" for f in first["r0003"]["evidence"][0].values())
+    assert first["r0003"]["errors"] == ["extraction sample 0: the server went away"]
+    shas = {rec["view_sha256"] for r, rec in first.items() if r in failed}
+    assert not shas & {row[0] for row in cached(out)} and len(cached(out)) == 28  # answers only
+    stats = audit(False, 1)  # chunks of one: the two runs asked again go to the workers too
+    assert (stats.retried, stats.written) == (2, 2)
+    assert not any(rec["errors"] for rec in _standing(out).values()) and len(cached(out)) == 30
+
+
+def test_with_workers_a_resume_with_another_policy_stops_and_keeps_the_file(tmp_path):
+    from referee.audit.resume import ResumeError
+
+    traces = write_corpus(tmp_path / "t.jsonl", 30)
+    out = tmp_path / "a.jsonl"
+    run_audit(traces, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 4)))
+    before = out.read_bytes()
+    a = Auditor(load_policy("strict"), RulesExtractor(), RulesClaimReader())
+    with pytest.raises(ResumeError, match="other settings"):
+        audit_files([traces], a, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 4)))
+    assert out.read_bytes() == before
+
+
+def test_on_dask_the_claim_channel_never_leaves_this_process(tmp_path):
+    """Dask workers may be other machines: there the chunk carries no report, narration or answer text,
+    the parent reads the claim and decides, and the records are still those of a serial audit."""
+    traces = write_corpus(tmp_path / "t.jsonl", 30)
+    items = [(it.trace, None) for it in iter_items([traces], None)]
+    dask_ex = ParallelAudit(ExecutorOptions("dask", 2, None, 4))
+    dask_ex.strict_claims = dask_ex.options.kind == "dask"  # what run() decides for a Dask executor
+    sent = [payload for _, payload in dask_ex._chunks(iter(items))]
+    assert len(sent) == 8 and all(MARK.encode() not in part for payload in sent for part in payload)
+    run_audit(traces, tmp_path / "serial.jsonl")
+    strict = ParallelAudit(ExecutorOptions("local", 2, None, 4), strict_claims=True)
+    stats, _ = run_audit(traces, tmp_path / "strict.jsonl", executor=strict)
+    assert stats.written == 30 and strict.chunks == 8
+    assert (tmp_path / "strict.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
