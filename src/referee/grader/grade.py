@@ -50,6 +50,10 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     elif rec.status != "done":
         res = StepResult(id=step_id, verdict="ERROR",
                          reason="the step did not finish (the run was interrupted); its evidence is incomplete")
+    elif not rec.actor_started:
+        # nobody acted: whatever the validators see now was there before the step
+        res = StepResult(id=step_id, verdict="ERROR",
+                         reason=f"the agent could not be started, so nobody performed the step ({rec.actor_error})")
     else:
         results = [grade_validator(tv, ev, step_id) for tv in vals]
         statuses = {r.status for r in results}

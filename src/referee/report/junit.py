@@ -7,6 +7,7 @@ a lone surrogate as it is, which no XML parser accepts.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 from referee.fsutil import atomic_write_bytes
@@ -14,7 +15,7 @@ from referee.grader.results import RunResults
 from referee.safetext import for_xml as x
 
 
-def junit_xml(results: RunResults) -> bytes:
+def junit_xml(results: RunResults, isolation: Any = None) -> bytes:
     """Render results as a JUnit testsuite, one testcase per step.
 
     >>> from referee.grader.results import StepResult
@@ -31,6 +32,11 @@ def junit_xml(results: RunResults) -> bytes:
     ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
     if results.integrity.reason:
         ET.SubElement(props, "property", name="referee.integrity.reason", value=x(results.integrity.reason))
+    if isolation is not None:  # the manifest's: `none` means the agent ran unisolated
+        ET.SubElement(props, "property", name="referee.isolation",
+                      value="unisolated" if isolation.mode == "none" else isolation.mode)
+        if isolation.note:
+            ET.SubElement(props, "property", name="referee.isolation.note", value=x(isolation.note))
     for step in results.steps:
         case = ET.SubElement(suite, "testcase", classname=x(f"referee.{results.plan}"), name=x(step.id))
         reason = x(step.reason)
@@ -51,5 +57,5 @@ def junit_xml(results: RunResults) -> bytes:
     return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
 
 
-def write_junit(results: RunResults, path: Path) -> None:
-    atomic_write_bytes(path, junit_xml(results))
+def write_junit(results: RunResults, path: Path, isolation: Any = None) -> None:
+    atomic_write_bytes(path, junit_xml(results, isolation))

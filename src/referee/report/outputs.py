@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from referee.errors import RefereeError
 from referee.fsutil import atomic_write_json
 from referee.grader import RunResults, grade
 from referee.report.html import write_report
 from referee.report.junit import write_junit
+from referee.rundir import read_manifest
 
 
 def write_outputs(run_dir: str | Path, results: RunResults) -> None:
@@ -17,7 +19,11 @@ def write_outputs(run_dir: str | Path, results: RunResults) -> None:
     """
     run_dir = Path(run_dir)
     atomic_write_json(run_dir / "results.json", results.model_dump(mode="json"))
-    write_junit(results, run_dir / "junit.xml")
+    try:  # how the agent ran, from the manifest; not from one whose seal does not hold
+        isolation = read_manifest(run_dir).isolation if results.integrity.status != "failed" else None
+    except RefereeError:
+        isolation = None
+    write_junit(results, run_dir / "junit.xml", isolation)
     write_report(run_dir, results)  # from these results, not from a results.json someone could rewrite
 
 

@@ -1,10 +1,10 @@
 """The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims, seal.
 
-The agent can write anywhere in the run directory (it is told only `agent/<step>`), so the runner
-trusts no folder it did not just make: `agent/<step>` and `evidence/<step>/<phase>` are made fresh
-(whatever an earlier step planted there is removed, and said so), no link is followed on the way
-to a folder the runner writes into, and every file is hashed without following links or waiting
-on a FIFO.
+An isolated agent can write only its `agent/<step>` (referee.runner.isolation); an unisolated one
+anywhere in the run directory, so the runner trusts no folder it did not just make: `agent/<step>`
+and `evidence/<step>/<phase>` are made fresh (whatever an earlier step planted there is removed,
+and said so), no link is followed on the way to a folder the runner writes into, and every file
+is hashed without following links or waiting on a FIFO.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from referee.rundir import MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifes
 from referee.seal import Sealer
 
 MAX_AGENT_FILES = 10_000  # files taken from one step's agent folder; the rest are refused
+
+
+OUTPUT_FILES = frozenset({"stdout.txt", "stderr.txt"})  # written by the runner into agent/<step>/
 
 
 def new_run_dir(out: Path, plan_name: str) -> Path:
@@ -63,11 +66,6 @@ class RunStore:
 
     def agent_dir(self, step_id: str) -> Path:
         return self._fresh("agent", step_id)
-
-    def claims_dir(self) -> Path:
-        d, removed = own_dir(self.run_dir, "claims")
-        self._removed += removed
-        return d
 
     def take_removed(self) -> list[str]:
         """What the runner found planted where its own folders go, and removed, since the last call (one line each)."""
@@ -113,10 +111,14 @@ class RunStore:
         self.manifest.steps[step_id] = StepRecord(started=utcnow())
         self.flush()
 
-    def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None) -> None:
+    def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None,
+                  started: bool = True, killed: int = 0, stdout_bytes: int | None = None,
+                  stderr_bytes: int | None = None) -> None:
         rec = self.manifest.steps[step_id]
         rec.status, rec.finished = "done", utcnow()
         rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, error
+        rec.actor_started, rec.actor_killed = started, killed
+        rec.stdout_bytes, rec.stderr_bytes = stdout_bytes, stderr_bytes
         self.flush()
 
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
@@ -128,10 +130,39 @@ class RunStore:
         self.manifest.files.append(entry)
         return entry
 
-    def add_agent_files(self, step_id: str) -> list[str]:
+    def add_claim_file(self, step_id: str, name: str) -> None:
+        """List the agent's claim file (kind `agent_claim`) if it is a regular file in its real folder;
+        anything else was refused already (by `read_claim`, or by `add_agent_files` for the folder)."""
+        folder = self.run_dir / "agent" / step_id
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode) or not stat.S_ISREG(os.lstat(folder / name).st_mode):
+                return
+            self.add_file(folder / name, step=step_id, phase="after", captured_by="agent", capture=None,
+                          kind="agent_claim")
+        except (OSError, EvidenceError):
+            return
+
+    def add_agent_output(self, step_id: str, stdout: bytes | None, stderr: bytes | None) -> None:
+        """Write the agent's stdout and stderr (their last 1 MB, as the runner kept them) into its folder
+        as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names (an
+        empty output leaves no file; the manifest's `stdout_bytes` says 0)."""
+        from referee.runner.agentproc import write_output
+
+        root = self.agent_dir(step_id)
+        for name, data, kind in (("stdout.txt", stdout, "agent_stdout"), ("stderr.txt", stderr, "agent_stderr")):
+            if data is None:
+                continue
+            path = write_output(root, name, data)
+            if not data:
+                continue
+            # the agent's words, so `agent`: the auditor never reads them as the runner's observation
+            self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
+
+    def add_agent_files(self, step_id: str, skip: frozenset[str] = frozenset()) -> list[str]:
         """Hash every regular file the agent left in its folder; links, FIFOs and escapes are refused, not followed.
 
-        Returns the refusals, one line each, so the runner can record them.
+        `skip`: paths (relative to the folder) not to take. Returns the refusals, one line each, so
+        the runner can record them.
         """
         for parts in (("agent",), ("agent", step_id)):
             try:
@@ -148,7 +179,7 @@ class RunStore:
             for fn in sorted(filenames):
                 p = Path(dirpath) / fn
                 rel = p.relative_to(root).as_posix()
-                if fn.startswith(".") and fn.endswith(".tmp"):
+                if fn.startswith(".") and fn.endswith(".tmp") or rel in skip:
                     continue
                 if taken >= MAX_AGENT_FILES:
                     refused.append(f"agent/{step_id}: more than {MAX_AGENT_FILES} files; the rest are not taken")
