@@ -32,8 +32,11 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     b'hi'
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:  # name the file the user asked for, not our temp file
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as fh:

@@ -47,9 +47,14 @@ def test_audit_tau_bench_rules_offline(tau_corpus, tmp_path, capsys):
 
 def test_bad_records_skip_or_stop(traces_dir, tmp_path, capsys):
     out = tmp_path / "a.jsonl"
-    assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress"]) == 0
+    # bad input is not a success: skipped by default, but exit 1 unless skipping was asked for
+    assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "small.jsonl:3: run_id bad-record" in err and "small.jsonl:4:" in err
+    assert "skipped 2 bad record(s):" in err and "--on-error skip" in err.splitlines()[-1]
+    assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress",
+                 "--on-error", "skip"]) == 0
+    capsys.readouterr()
     assert [r["run_id"] for r in records(out)] == ["del-ok", "del-empty", "send-unsent", "create-err", "fail-claim"]
     by_id = {r["run_id"]: r for r in records(out)}
     assert by_id["del-empty"]["disposition"] == "flag"        # vacuous delete, success claimed
@@ -88,7 +93,7 @@ def test_replay_makes_zero_backend_calls(traces_dir, tmp_path, monkeypatch, caps
     with LLMStub(handler=handler) as stub:
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         rc = main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--backend", "llm", "--claims", "llm",
-                   "--base-url", stub.url, "--model", "stub", "--runs", "3", "--no-progress"])
+                   "--base-url", stub.url, "--model", "stub", "--runs", "3", "--no-progress", "--on-error", "skip"])
         assert rc == 0
         made = stub.calls
         assert made == 5 * 3 + 5  # 5 good traces x 3 extraction runs + 5 claim readings
@@ -117,7 +122,8 @@ def test_replay_makes_zero_backend_calls(traces_dir, tmp_path, monkeypatch, caps
 
 def test_replay_under_final_state_changes_the_vacuous_delete(traces_dir, tmp_path):
     out = tmp_path / "a.jsonl"
-    assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress"]) == 0
+    assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress",
+                 "--on-error", "skip"]) == 0
     assert main(["replay", str(out), "--policy", "final-state", "--out", str(tmp_path / "f.jsonl")]) == 0
     recs = {r["run_id"]: r for r in records(tmp_path / "f.jsonl")}
     assert recs["del-ok"]["disposition"] == "pass"

@@ -38,6 +38,8 @@ def test_lint_flags_a_validator_that_matches_the_control_and_passes_a_specific_o
     assert rc == 1
     assert "TOO LOOSE open_products / loose on" in out and "matched 'products'" in out
     assert "ok        open_products / specific" in out
+    # n/a pairs are one count line, not a row each
+    assert "n/a       1 validator/control pair(s)" in out and "aria_on_png" not in out
 
 
 def test_lint_passes_a_plan_whose_validators_only_the_right_screen_satisfies(tmp_path, home_control):
@@ -82,3 +84,12 @@ def test_lint_reports_a_broken_script_and_a_missing_control(tmp_path, home_contr
             "(got role, text)") in out
     rc, out, err = run_cli(["lint", plan, "--control", tmp_path / "nope.png"], env=base_cli_env())
     assert rc == 2 and "control file not found" in err and len(err.strip().splitlines()) == 1
+
+
+def test_lint_lines_never_carry_raw_bytes():
+    """Binary evidence (a PNG read as text) and terminal escapes show as escapes on one line."""
+    from referee.cli.screens_cmds import _shown
+
+    shown = _shown(b"\x89PNG\r\n\x1a\n\x00\x00\rIHDR" + bytes(range(128, 160)) + b"\x1b[2J")
+    assert shown.isprintable() and "\\x89PNG\\r\\n" in shown and "\x1b" not in shown
+    assert len(_shown("x" * 10_000)) <= 160

@@ -21,23 +21,31 @@ def iter_records(path: Path) -> Iterator[tuple[int, AuditRecord]]:
     """Stream (line number, AuditRecord) from an audit JSONL; a bad line raises naming file, line and run_id."""
     path = Path(path)
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, "rb")  # decoded line by line, so a bad byte is reported at its own line
     except OSError as exc:
         raise AuditFileError(f"cannot read audit records: {exc.strerror}", file=str(path),
                              fix="pass the JSONL that `referee audit` wrote") from None
     with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
+        for lineno, raw in enumerate(fh, start=1):
             try:
-                yield lineno, AuditRecord.model_validate_json(line)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                loc = ".".join(str(p) for p in err["loc"]) or "record"
-                rid = _peek_run_id(line)
-                place = f"line {lineno}" + (f" (run_id {rid})" if rid else "")
-                raise AuditFileError(f"not an audit record: {loc}: {err['msg']}", file=str(path), place=place,
-                                     fix="pass the JSONL written by `referee audit` or `referee replay`") from None
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise AuditFileError("not UTF-8 text", file=str(path), place=f"line {lineno}",
+                                     fix="pass the JSONL that `referee audit` wrote (UTF-8)") from None
+            if line.strip():
+                yield lineno, _record(path, lineno, line)
+
+
+def _record(path: Path, lineno: int, line: str) -> AuditRecord:
+    try:
+        return AuditRecord.model_validate_json(line)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        rid = _peek_run_id(line)
+        place = f"line {lineno}" + (f" (run_id {rid})" if rid else "")
+        raise AuditFileError(f"not an audit record: {loc}: {err['msg']}", file=str(path), place=place,
+                             fix="pass the JSONL written by `referee audit` or `referee replay`") from None
 
 
 def _peek_run_id(line: str) -> str | None:

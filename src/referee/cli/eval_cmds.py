@@ -37,7 +37,8 @@ def _bootstrap_options(f):
 def _llm_options(f):
     f = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="Where judge answers are cached (default: beside the output, .referee-cache/).")(f)
-    f = click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True)(f)
+    f = click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
+                     help="Judge calls in flight at once.")(f)
     f = click.option("--k", "k", type=int, default=None, help="Votes needed for a majority (default: n // 2 + 1).")(f)
     f = click.option("--votes", type=click.IntRange(1, 50), default=5, show_default=True,
                      help="Judge runs per record.")(f)
@@ -163,7 +164,8 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
 
 @eval_group.command("intervention")
 @click.argument("traces", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--gold", "gold_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--gold", "gold_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Gold labels (CSV or JSONL: run_id, completed, optional claim).")
 @click.option("--audit", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Audit records whose shared claim reading is used where gold has no claim.")
 @_bootstrap_options
@@ -176,7 +178,7 @@ def intervention_cmd(traces, gold_path, audit, resamples, seed, level, fmt, mode
 
     rep = run_intervention_cmd(traces=traces, gold=gold_path, audit=audit, fmt=fmt, model=model, base_url=base_url,
                                votes=votes, k=k, concurrency=concurrency, cache_dir=cache_dir,
-                               spec=_spec(max(resamples, 1), seed, level))
+                               spec=_spec(resamples, seed, level))
     if as_json:
         _emit(rep.model_dump_json(indent=2), output)
         return
@@ -196,7 +198,7 @@ def intervention_cmd(traces, gold_path, audit, resamples, seed, level, fmt, mode
 @click.option("--by-task", is_flag=True, help="Also fail when one task appears in two splits.")
 @click.option("--audit", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Audit records to read task texts from when the split file has no task column.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the check as JSON.")
 def split_cmd(split_file, by_task, audit, as_json) -> int:
     """Check a split file: counts per split and group; no run_id (or, with --by-task, no task) in two splits."""
     import json as _json

@@ -24,7 +24,7 @@ def _add_commands() -> None:
 
     for cmd in runner_cmds.COMMANDS:
         cli.add_command(cmd)
-    for modname in ("screens_cmds", "audit_cmds", "eval_cmds"):
+    for modname in ("screens_cmds", "audit_cmds", "eval_cmds", "schema_cmds"):
         try:
             mod = __import__(f"referee.cli.{modname}", fromlist=["COMMANDS"])
         except ModuleNotFoundError as exc:  # a half of the tool not built in this checkout
@@ -67,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # a bug in referee, not the user's mistake
         if os.environ.get("REFEREE_DEBUG"):
             raise
+        if isinstance(err, OSError) and err.filename is not None:
+            # a path the user gave that cannot be made, read or written (no such folder, /proc, read-only, full disk)
+            click.echo(f"referee: error: {err.filename}: {err.strerror or err}; check the path and that you may "
+                       "write there", err=True)
+            return 2
         click.echo(f"referee: internal error: {type(err).__name__}: {err} "
                    "(set REFEREE_DEBUG=1 for a traceback, and please report it)", err=True)
         return EXIT_INTERNAL

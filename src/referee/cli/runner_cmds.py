@@ -116,27 +116,42 @@ def check(plans):
 
 
 @click.command()
-@click.option("--json", "json_mode", is_flag=True)
-@click.option("--actions", is_flag=True, help="list the ways of acting the auditor recognises instead")
+@click.option("--json", "json_mode", is_flag=True, help="Print the table as JSON.")
+@click.option("--actions", is_flag=True, help="List the ways of acting the auditor recognises instead.")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="with --actions: also list the entries of this tool map")
+              help="With --actions: also list the entries of this tool map.")
 def kinds(json_mode, actions, tools):
-    """List validator and capture kinds with their parameters (--actions: the auditor's ways of acting)."""
+    """List what a plan can name: validators, captures, actors, browser `script:` actions, `app:` and
+    `actor:` fields (--actions: the auditor's ways of acting instead)."""
     if actions or tools:
         return _action_kinds(json_mode, tools)
     from referee.plan.captures import capture_specs
+    from referee.plan.model import ActorSpec, AppSpec
+    from referee.plan.script import ACTIONS, SHORTHAND, SUMMARY
     from referee.plan.validators import validator_specs
+    from referee.runner.actors import actors, load_builtin
 
-    def params(model) -> list[str]:
+    def params(model, skip_kind: bool = True) -> list[str]:
         out = []
         for name, f in model.model_fields.items():
-            if name == "kind":
+            if name == "kind" and skip_kind:
                 continue
-            out.append(name if f.is_required() else f"{name}={f.default!r}")
+            out.append(name if f.is_required() else f"{name}={f.get_default(call_default_factory=True)!r}")
         return out
 
+    def doc(obj) -> str:
+        return (obj.__doc__ or "").strip().splitlines()[0] if obj.__doc__ else ""
+
+    load_builtin()
     table = {"validators": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in validator_specs.items()},
-             "captures": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in capture_specs.items()}}
+             "captures": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in capture_specs.items()},
+             "actors": {n: {"summary": doc(a), "params": []} for n, a in actors.items()},
+             "script actions": {"goto": {"summary": SUMMARY["goto"], "params": ["url"]},
+                                **{v: {"summary": SUMMARY.get(v, doc(m))
+                                       + (f" (shorthand: `{v}: TEXT` sets {SHORTHAND[v]})" if v in SHORTHAND else ""),
+                                       "params": params(m)} for v, m in ACTIONS.items()}},
+             "plan fields": {"app": {"summary": doc(AppSpec), "params": params(AppSpec)},
+                             "actor": {"summary": doc(ActorSpec), "params": params(ActorSpec, skip_kind=False)}}}
     if json_mode:
         click.echo(json.dumps(table, indent=2))
         return 0
@@ -144,7 +159,8 @@ def kinds(json_mode, actions, tools):
         click.echo(f"{section}:")
         for n, info in entries.items():
             click.echo(f"  {n}: {info['summary']}")
-            click.echo(f"      params: {', '.join(info['params'])}")
+            if info["params"]:
+                click.echo(f"      params: {', '.join(info['params'])}")
     return 0
 
 
@@ -169,7 +185,8 @@ def _action_kinds(json_mode: bool, tools: str | None) -> int:
 
 
 @click.command()
-@click.option("--out", default="runs", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", default="runs", show_default=True, type=click.Path(file_okay=False),
+              help="Where the demo's run directories go.")
 @click.option("--no-browser", is_flag=True, help="Skip the browser journey (no Chromium needed).")
 def demo(out, no_browser):
     """Run the bundled demo: a small web app, an agreeable agent, and the runner catching its overclaims."""

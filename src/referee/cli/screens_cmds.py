@@ -31,17 +31,36 @@ def lint(plan, controls, cache_dir, json_mode):
                    err=True)
     for p in report.script_problems:
         click.echo(f"script: {p}")
-    marks = {"loose": "TOO LOOSE", "specific": "ok", "not_applicable": "n/a", "negative": "negative"}
+    marks = {"loose": "TOO LOOSE", "specific": "ok", "negative": "negative"}
+    not_applicable = 0
     for f in report.checks:
-        line = f"{marks[f.status]:9} {f.step} / {f.validator} on {f.control}: "
-        line += f"matched {f.matched!r}" if f.status == "loose" else f.reason
-        click.echo(line[:300])
+        if f.status == "not_applicable":  # folded: one line says how many, not one row each
+            not_applicable += 1
+            continue
+        what = f"matched {_shown(f.matched)}" if f.status == "loose" else _shown(f.reason, quote=False)
+        click.echo(f"{marks[f.status]:9} {f.step} / {f.validator} on {f.control}: {what}")
+    if not_applicable:
+        click.echo(f"n/a       {not_applicable} validator/control pair(s) where the validator does not read that "
+                   "kind of control (--json lists them)")
     for step, control in report.steps_passing_on_control:
         click.echo(f"WARNING: step '{step}' would PASS on control {control}: every validator holds there")
     n = len(report.loose)
     click.echo(f"{plan}: {n} too-loose validator finding(s), {len(report.script_problems)} script problem(s), "
                f"{len(report.controls)} control(s)")
     return 0 if report.ok else 1
+
+
+def _shown(value, *, quote: bool = True, limit: int = 160) -> str:
+    r"""A matched value or reason as one printable line: binary evidence shows as escapes, never raw bytes.
+
+    >>> print(_shown(b"\x89PNG\r\n\x1a\x00"))
+    '\x89PNG\r\n\x1a\x00'
+    """
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", errors="backslashreplace")
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(value))
+    text = f"'{text}'" if quote else text
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @click.command()

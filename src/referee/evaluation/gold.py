@@ -77,31 +77,39 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
     except OSError as exc:
         raise GoldError(f"cannot read gold labels: {exc.strerror}", file=str(path),
                         fix="pass an existing CSV or JSONL file to --gold") from None
-    with fh:
-        if suffix in (".jsonl", ".json", ".ndjson"):
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
-                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                    raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}",
-                                    fix="write one JSON object per line") from None
-                if not isinstance(obj, dict):
-                    raise GoldError("a gold line must be a JSON object", file=str(path), place=f"line {lineno}",
-                                    fix='write {"run_id": ..., "completed": true|false}')
-                yield lineno, obj
-        elif suffix in (".csv", ".tsv"):
-            reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
-            if not reader.fieldnames or "run_id" not in reader.fieldnames:
-                raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
-                                fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
-            for row in reader:
-                yield reader.line_num, {k: v for k, v in row.items() if k is not None}
-        else:
-            raise GoldError(f"unknown gold label format '{suffix or path.name}'", file=str(path),
-                            fix="use a .csv or .jsonl file")
+    try:
+        with fh:
+            yield from _parse_rows(fh, path, suffix)
+    except UnicodeDecodeError as exc:
+        raise GoldError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} cannot be decoded)", file=str(path),
+                        fix="save the gold labels as UTF-8") from None
+
+
+def _parse_rows(fh, path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}",
+                                fix="write one JSON object per line") from None
+            if not isinstance(obj, dict):
+                raise GoldError("a gold line must be a JSON object", file=str(path), place=f"line {lineno}",
+                                fix='write {"run_id": ..., "completed": true|false}')
+            yield lineno, obj
+    elif suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
+        if not reader.fieldnames or "run_id" not in reader.fieldnames:
+            raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
+                            fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
+        for row in reader:
+            yield reader.line_num, {k: v for k, v in row.items() if k is not None}
+    else:
+        raise GoldError(f"unknown gold label format '{suffix or path.name}'", file=str(path),
+                        fix="use a .csv or .jsonl file")
 
 
 def iter_gold(path: Path) -> Iterator[tuple[int, GoldLabel]]:

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from referee.evaluation.baselines import claim_gate
-from referee.evaluation.bootstrap import BootstrapSpec, bootstrap_stat
+from referee.evaluation.bootstrap import BootstrapSpec, Interval, bootstrap_stat
 from referee.evaluation.metrics import Confusion, is_positive
 from referee.evaluation.results import Metric, Scores, score
 from referee.evaluation.signtest import sign_test
@@ -97,7 +97,7 @@ class InterventionReport(BaseModel):
     model_calls: int = 0
 
 
-def summarize(t: InterventionTally, spec: BootstrapSpec, *, model: str = "", votes: int = 1, k: int = 1,
+def summarize(t: InterventionTally, spec: BootstrapSpec | None, *, model: str = "", votes: int = 1, k: int = 1,
               model_calls: int = 0, notes: list[str] | None = None) -> InterventionReport:
     """Recall of each condition, their shift with a bootstrap interval, flips and the sign test.
 
@@ -112,9 +112,10 @@ def summarize(t: InterventionTally, spec: BootstrapSpec, *, model: str = "", vot
     p = sum(t.pos_cells)
     ra = None if p == 0 else (both + aware_only) / p
     rb = None if p == 0 else (both + blind_only) / p
-    iv_a = bootstrap_stat(t.pos_cells, _share(0, 2), spec)
-    iv_b = bootstrap_stat(t.pos_cells, _share(0, 1), spec)
-    iv_s = bootstrap_stat(t.pos_cells, _recall_shift, spec)
+    def iv(stat):  # spec None (--resamples 0): point values only
+        return bootstrap_stat(t.pos_cells, stat, spec) if spec is not None else Interval(None, None, 0)
+
+    iv_a, iv_b, iv_s = iv(_share(0, 2)), iv(_share(0, 1)), iv(_recall_shift)
     shift = None if p == 0 else (blind_only - aware_only) / p
     return InterventionReport(
         judge_model=model, votes=votes, k=k, runs=t.runs, positives=p,

@@ -35,13 +35,31 @@ def tradeoff_points(rep: EvalReport) -> list[Point]:
     return pts
 
 
+def coinciding(points: list[Point]) -> list[list[Point]]:
+    """Methods drawn at the same place (load and silent-pass rate equal to 4 decimals) grouped as one point.
+
+    >>> a, b, c = Point("a", "policy", 0.5, 0.2), Point("b", "policy", 0.5, 0.2), Point("c", "baseline", 1.0, 0.0)
+    >>> [[p.name for p in g] for g in coinciding([a, b, c])]
+    [['a', 'b'], ['c']]
+    """
+    groups: dict[tuple[float, float], list[Point]] = {}
+    for p in points:
+        if p.load is not None and p.silent is not None:
+            groups.setdefault((round(p.load, 4), round(p.silent, 4)), []).append(p)
+    return list(groups.values())
+
+
 def _err(v: float, ci: tuple[float | None, float | None]) -> tuple[float, float]:
     lo, hi = ci
     return (max(0.0, v - lo) if lo is not None else 0.0, max(0.0, hi - v) if hi is not None else 0.0)
 
 
 def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> list[str]:
-    """Draw the trade-off as a PNG at `path` (written atomically); returns names left out as undefined."""
+    """Draw the trade-off as a PNG at `path` (written atomically); returns names left out as undefined.
+
+    Names go in a legend beside the axes, never on the plane, so no two labels overlap; methods that
+    coincide are one point whose legend entry names them all.
+    """
     from referee.errors import require
     from referee.fsutil import atomic_write_bytes
 
@@ -51,19 +69,18 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
 
     pts = tradeoff_points(rep)
     skipped = [p.name for p in pts if p.load is None or p.silent is None]
-    fig, ax = plt.subplots(figsize=(7.5, 5.5), dpi=120)
+    groups = coinciding(pts)
+    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=120)
+    colors = plt.get_cmap("tab10" if len(groups) <= 10 else "tab20")
     try:
-        labels: dict[tuple[float, float], list[str]] = {}
-        for p in pts:
-            if p.load is None or p.silent is None:
-                continue
+        for i, g in enumerate(groups):
+            p = next((q for q in g if q.kind == "auditor"), g[0])  # the auditor's marker wins a shared point
+            assert p.load is not None and p.silent is not None
             xe, ye = _err(p.load, p.load_ci), _err(p.silent, p.silent_ci)
             ax.errorbar([p.load], [p.silent], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]],
                         fmt=MARKERS.get(p.kind, "o"), markersize=11 if p.kind == "auditor" else 7,
-                        capsize=3, alpha=0.9, label=f"{p.name} ({p.kind})")
-            labels.setdefault((round(p.load, 4), round(p.silent, 4)), []).append(p.name)
-        for (x, y), names in labels.items():  # methods on the same point share one label
-            ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
+                        color=colors(i % colors.N), capsize=3, alpha=0.9,
+                        label=" = ".join(f"{q.name} ({q.kind})" for q in g))
         ax.set_xlabel("inspection load  (flag + review) / N")
         ax.set_ylabel("silent-pass rate  (auto-passed positives / positives)")
         ax.set_xlim(-0.03, 1.03)
@@ -71,10 +88,10 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
         ax.grid(True, alpha=0.3)
         n = rep.overall[0].counts["n"] if rep.overall else 0
         pos = rep.overall[0].counts["positives"] if rep.overall else 0
-        ax.set_title(title or f"Load vs silent pass: {n} records, {pos} positives "
-                              f"({int(rep.bootstrap.level * 100)}% bootstrap bars)", fontsize=10)
-        if any(p.load is not None and p.silent is not None for p in pts):
-            ax.legend(fontsize=7, loc="best")
+        bars = f"{int(rep.bootstrap.level * 100)}% bootstrap bars" if rep.bootstrap.resamples else "no intervals"
+        ax.set_title(title or f"Load vs silent pass: {n} records, {pos} positives ({bars})", fontsize=10)
+        if groups:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         if skipped:
             ax.text(0.01, 0.01, "undefined, not drawn: " + ", ".join(skipped), transform=ax.transAxes, fontsize=7)
         buf = io.BytesIO()

@@ -168,8 +168,8 @@ def header_lines(rep: EvalReport) -> list[str]:
     lines = [f"audit: {rep.audit}   gold: {rep.gold}",
              f"scored {c.evaluated} of {c.audit_records} audit records; {first['positives']} positives "
              "(claim success, gold not completed)",
-             f"intervals: {int(b.level * 100)}% percentile bootstrap, {b.resamples} resamples, seed {b.seed} "
-             f"({b.engine})"]
+             (f"intervals: {int(b.level * 100)}% percentile bootstrap, {b.resamples} resamples, seed {b.seed} "
+              f"({b.engine})" if b.resamples else "intervals: none (--resamples 0)")]
     if rep.misses:
         lines.append(f"positives {rep.primary} did not flag: "
                      + ", ".join(f"{k} {v}" for k, v in rep.misses.items())

@@ -159,7 +159,7 @@ def equal_load_row(method: str, joint: list[int], spec: BootstrapSpec | None) ->
                      silent_pass_rate=e.silent_pass_rate, gate_silent_pass_rate_at_load=e.gate.silent_pass_rate)
 
 
-def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", primary: str | None = None,
+def evaluate(t: Tally, spec: BootstrapSpec | None, *, audit: str = "", gold: str = "", primary: str | None = None,
              breakdown_methods: list[str] | None = None,
              axes: tuple[BreakdownAxis, ...] = ("task_class", "group", "split"),
              leave_one_group_out: bool = True) -> EvalReport:
@@ -194,8 +194,9 @@ def evaluate(t: Tally, spec: BootstrapSpec, *, audit: str = "", gold: str = "", 
         notes.append(f"no equal-load comparison: {GATE} is not among the methods (add --baseline {GATE})")
     return EvalReport(
         audit=audit, gold=gold, primary=primary,
-        bootstrap=BootstrapInfo(resamples=spec.resamples, seed=spec.seed, level=spec.level,
-                                engine=spec.resolved_engine()),
+        bootstrap=(BootstrapInfo(resamples=spec.resamples, seed=spec.seed, level=spec.level,
+                                 engine=spec.resolved_engine()) if spec is not None
+                   else BootstrapInfo(resamples=0, seed=0, level=0.0, engine="none", method="no intervals")),
         coverage=CoverageInfo(audit_records=cov.audit_records, gold_labels=cov.gold_labels, evaluated=cov.evaluated,
                               unlabelled=cov.unlabelled, missing=cov.missing, duplicates=cov.duplicates,
                               claim_from_gold=cov.claim_from_gold, claim_from_reader=cov.claim_from_reader),

@@ -80,6 +80,9 @@ class WaitFor(Target):
 ACTIONS: dict[str, type[BaseModel]] = {"click": Target, "check": Target, "fill": Fill, "press": Press,
                                        "select": Select, "wait_for": WaitFor}
 SHORTHAND = {"click": "text", "check": "label", "wait_for": "text"}  # `click: Send` == `click: {text: Send}`
+SUMMARY = {"goto": "open a URL, or a path of the app", "click": "click an element", "check": "tick a checkbox or radio",
+           "fill": "type `value` into a field", "press": "press `key` (e.g. Enter) on an element",
+           "select": "choose `option` in a select", "wait_for": "wait for an element's `state`, or for the URL"}
 
 
 def parse_action(item: Any, index: int) -> tuple[str, Any]:
@@ -122,5 +125,5 @@ def parse_script(items: list[Any]) -> list[tuple[str, Any]]:
     return [parse_action(item, i) for i, item in enumerate(items)]
 
 
-__all__ = ["Target", "Fill", "Press", "Select", "WaitFor", "ACTIONS", "SHORTHAND", "TARGET_WAYS",
+__all__ = ["Target", "Fill", "Press", "Select", "WaitFor", "ACTIONS", "SHORTHAND", "SUMMARY", "TARGET_WAYS",
            "parse_action", "parse_script"]

@@ -1,0 +1,56 @@
+"""Ordinary mistakes with paths and bytes are one line and exit 2, never an internal error (issue 11.13)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "docs" / "examples" / "traces.jsonl"
+DEMO_PLAN = ROOT / "src" / "referee" / "demo" / "todo-api.yaml"
+REFEREE = [sys.executable, "-c", "import sys; from referee.cli.main import main; sys.exit(main())"]
+
+
+def referee(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([*REFEREE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("referee: error:"), r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+    for n in needles:
+        assert n in lines[-1], lines[-1]
+
+
+@pytest.mark.parametrize("args", [
+    ("run", DEMO_PLAN, "--agent", "true", "--out", "/proc/x"),
+    ("audit", EXAMPLES, "--out", "/proc/x/audit.jsonl"),
+    ("schema", "plan", "-o", "/proc/x.json"),
+])
+def test_an_output_path_that_cannot_be_written_is_one_line(args):
+    one_line_error(referee(*args), "/proc/x")
+
+
+@pytest.fixture
+def audited(tmp_path):
+    out, gold = tmp_path / "audit.jsonl", tmp_path / "gold.jsonl"
+    r = referee("audit", EXAMPLES, "--out", out, "--gold-out", gold, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    return out, gold
+
+
+def test_eval_on_a_non_utf8_audit_file_names_the_line(audited, tmp_path):
+    out, gold = audited
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(out.read_bytes() + b'{"run_id": "\xff\xfe"}\n')
+    one_line_error(referee("eval", bad, "--gold", gold, "--no-plot"), "bad.jsonl:line 6", "UTF-8")
+
+
+def test_eval_plot_to_an_unwritable_path_is_one_line(audited):
+    out, gold = audited
+    one_line_error(referee("eval", out, "--gold", gold, "--plot", "/proc/x.png"), "/proc/x.png")
