@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := postgresql chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core
+APT_PKGS := postgresql chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core bubblewrap
 
 .PHONY: demo test setup sysdeps bench clean check
 

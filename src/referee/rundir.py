@@ -64,6 +64,7 @@ class StepRecord(_Model):
     actor_timed_out: bool = False
     actor_error: str | None = None
     actor_started: bool = True  # False: the agent could not be started at all; nobody acted (ERROR)
+    actor_killed: int = 0  # agent processes still running when the step ended, killed then (daemons)
     stdout_bytes: int | None = None  # all the agent wrote; agent/<step>/stdout.txt keeps the last 1 MB
     stderr_bytes: int | None = None
     not_run: Literal["deselected", "fail_fast"] | None = None  # status not_run: --only/-k left it out, or
@@ -101,10 +102,24 @@ class RunOptions(_Model):
     retries: int = 0
 
 
+IsolationMode = Literal["user", "bwrap", "none"]
+
+
+class IsolationRecord(_Model):
+    """How the agent ran: `none` means unisolated, and reports say so (docs/security-isolation.md)."""
+
+    mode: IsolationMode
+    requested: Literal["auto", "user", "bwrap", "none"] = "auto"
+    note: str = ""  # why this mode (what auto found missing)
+    user: str | None = None  # user mode: the agent's account
+    tracking: Literal["cgroup", "uid", "pidns", "session"] = "session"  # how every agent process is found
+
+
 class Manifest(_Model):
     manifest_version: Literal[1] = 1
     plan: str
     actor: str | None = None
+    isolation: IsolationRecord | None = None  # None: no agent process ran (a scripted browser plan, old runs)
     error: str | None = None  # why the run stopped early (app would not start, agent missing, ...)
     options: RunOptions | None = None
     started: str | None = None

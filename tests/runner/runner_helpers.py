@@ -84,6 +84,42 @@ def kill_quietly(pid: int) -> None:
         pass
 
 
+def marked_pids(marker: str | Path) -> list[int]:
+    """Live processes whose environment holds `marker` (a test's tmp_path: every agent's REFEREE_AGENT_DIR
+    names it). Found from outside, so this sees an agent in its own pid namespace (bwrap), where the pid
+    it writes down means nothing out here, and a daemon that left its session."""
+    m = str(marker).encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if m in data and pid_alive(int(name)):
+            out.append(int(name))
+    return out
+
+
+def wait_unmarked(marker: str | Path, timeout: float = 10) -> list[int]:
+    """Wait until no process holds `marker` in its environment; the survivors (empty: all gone)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = marked_pids(marker)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def kill_marked(marker: str | Path) -> None:
+    """Clean up after a test: SIGKILL whatever still holds `marker` (never a pid an agent wrote down,
+    which in a pid namespace is some other process out here)."""
+    for pid in marked_pids(marker):
+        kill_quietly(pid)
+
+
 def assert_one_line_error(rc: int, out: str, err: str, expected_rc: int = 2) -> str:
     """A user error: exit code, one line on stderr starting `referee: error:`, no traceback anywhere."""
     assert "Traceback" not in err and "Traceback" not in out, err

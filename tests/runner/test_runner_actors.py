@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.runner.runner_helpers import agent_cmd, app_block, wait_dead, pid_alive, kill_quietly
+from tests.runner.runner_helpers import agent_cmd, app_block, kill_marked, wait_unmarked
 
 SECRETS = {"REFEREE_TEST_SECRET": "rt-secret-5f1e9a77", "DATABASE_PASSWORD": "dbpw-0c3d2b19",
            "AWS_SECRET_ACCESS_KEY": "aws-secret-7e6a11f0", "GITHUB_TOKEN": "ghp_fake_4d4d4d4d"}
@@ -101,16 +101,14 @@ def test_step_timeout_kills_the_agent_and_its_children_and_the_run_goes_on(tmp_p
                     pids.append(int(p.read_text()))
         assert elapsed < 45, f"the run took {elapsed:.0f}s: the 2 s timeout did not stop the agent"
         assert len(pids) == 4, f"the sleeper did not record its pids in both steps: {pids}"
-        for pid in pids:
-            assert wait_dead(pid, 5), f"agent process {pid} outlived its step's timeout"
+        survivors = wait_unmarked(tmp_path, 5)
+        assert not survivors, f"agent processes {survivors} outlived their step's timeout"
         assert run.verdict("slow") in ("FAIL", "ERROR"), run.explain()
         assert run.verdict("after") == "PASS", run.explain()  # the sleeper did the POST before sleeping
         info = run.manifest["steps"]["slow"]
         assert info["status"] == "done", info
     finally:
-        for pid in pids:
-            if pid_alive(pid):
-                kill_quietly(pid)
+        kill_marked(tmp_path)
 
 
 def test_per_step_timeout(tmp_path, run_plan):
@@ -122,16 +120,14 @@ def test_per_step_timeout(tmp_path, run_plan):
     ]}
     t0 = time.monotonic()
     run = run_plan(plan, agent=agent_cmd("honest"), timeout=90)
-    pid = None
     try:
         assert time.monotonic() - t0 < 40, "the step's timeout_s: 2 did not stop the agent"
-        pid = int((run.run_dir / "agent/slow/pid").read_text())
-        assert wait_dead(pid, 5)
+        assert (run.run_dir / "agent/slow/pid").read_text().strip(), "the agent did not start"
+        assert not wait_unmarked(tmp_path, 5), "the agent outlived its step's timeout"
         assert run.verdict("slow") == "ERROR", run.explain()  # late.txt was never written
         assert run.verdict("quick") == "PASS", run.explain()
     finally:
-        if pid and pid_alive(pid):
-            kill_quietly(pid)
+        kill_marked(tmp_path)
 
 
 def _liar_plan(W) -> dict:

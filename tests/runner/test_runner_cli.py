@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, find_run_dirs, kill_quietly,
-                                          pid_alive, wait_dead, write_plan)
+from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, find_run_dirs, kill_marked,
+                                          kill_quietly, pid_alive, wait_dead, wait_unmarked, write_plan)
 
 VALIDATOR_KINDS = ["http_status_eq", "http_body_contains", "json_path_eq", "file_exists", "text_contains",
                    "regex_match", "command_exit_code", "sql_row_present", "ddb_row_present"]
@@ -156,7 +156,7 @@ def test_ctrl_c_stops_the_app_and_agent_exits_130_and_leaves_a_gradeable_run(tmp
     proc = subprocess.Popen([sys.executable, "-m", "referee.cli.main", "run", str(path), "--agent", agent_cmd("honest"),
                              "--out", str(out)], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    agent_pid = app_pid = None
+    app_pid = None
     try:
         deadline = time.monotonic() + 60
         started = []
@@ -166,7 +166,7 @@ def test_ctrl_c_stops_the_app_and_agent_exits_130_and_leaves_a_gradeable_run(tmp
             time.sleep(0.05)
         assert started, "the step never started"
         run_dir = started[0].parents[2]
-        agent_pid = int((run_dir / "agent/s/pid").read_text())
+        assert (run_dir / "agent/s/pid").read_text().strip(), "the agent did not start"
         app_pid = int((tmp_path / "app.pid").read_text())
         proc.send_signal(signal.SIGINT)
         try:
@@ -176,14 +176,14 @@ def test_ctrl_c_stops_the_app_and_agent_exits_130_and_leaves_a_gradeable_run(tmp
         assert proc.returncode == 130, f"rc={proc.returncode}\n{se}"
         assert "Traceback" not in se, se
         assert wait_dead(app_pid, 10), "Ctrl-C left the app running"
-        assert wait_dead(agent_pid, 10), "Ctrl-C left the agent running"
+        assert not wait_unmarked(tmp_path, 10), "Ctrl-C left the agent running"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pid in (agent_pid, app_pid):
-            if pid and pid_alive(pid):
-                kill_quietly(pid)
+        kill_marked(tmp_path)
+        if app_pid and pid_alive(app_pid):
+            kill_quietly(app_pid)
     rc, so, se = referee_cli("grade", str(run_dir), cwd=tmp_path, timeout=60)
     assert "Traceback" not in se and rc in (0, 1), se
     res = json.loads((run_dir / "results.json").read_text())

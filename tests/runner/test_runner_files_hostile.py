@@ -36,6 +36,9 @@ def _copy_run(src: Path, dst: Path) -> Path:
 
 
 def _run(tmp: Path, plan: dict, name: str):
+    # unisolated on purpose: these defences are for an agent that can write the whole run directory
+    # (an isolated one cannot: test_runner_isolation.py)
+    plan = {"actor": {"kind": "command", "isolation": "none"}, **plan}
     path = write_plan(tmp / f"{name}.yaml", plan)
     env = {**base_cli_env(), "COLUMNS": "400"}  # a wide console: notes are not wrapped in the table
     return do_run(path, out=tmp / "out", cwd=tmp, env=env, agent=agent_cmd("hostile"), timeout=HANG)
@@ -67,7 +70,7 @@ def test_a_fifo_claim_file_is_no_claim_and_the_run_finishes(fifo_run):
     s3 = fifo_run.step("s3")
     assert s3["verdict"] == "PASS" and s3["claim"] is None, fifo_run.explain()
     why = fifo_run.manifest["steps"]["s3"]["actor_error"]
-    assert "claims/s3.json" in why and "not a regular file" in why, why
+    assert "agent/s3/claim.json" in why and "not a regular file" in why, why
 
 
 def test_evidence_of_an_earlier_step_replaced_by_a_fifo_is_error_naming_the_file(fifo_run):
@@ -168,7 +171,9 @@ def test_symlinks_planted_in_the_run_directory_are_never_followed(tmp_path):
          "validators": [{"kind": "text_contains", "evidence": "secret.txt", "text": "top secret"},
                         {"kind": "text_contains", "evidence": "probe", "text": "probe-output"},
                         {"kind": "text_contains", "evidence": "note.txt", "text": "hi"}]},
-        {"id": "s3", "do": f"SWAP_OWN {outside}",
+        # no claim: its claim file lies in the folder it swaps, and the agent itself writing through
+        # its own link is not what this checks (the runner never writing or reading through it is)
+        {"id": "s3", "do": f"SWAP_OWN {outside}\nCLAIM_NONE",
          "validators": [{"kind": "text_contains", "evidence": "secret.txt", "text": "top secret"}]},
     ]}
     run = _run(tmp_path, plan, "links")
@@ -185,12 +190,14 @@ def test_symlinks_planted_in_the_run_directory_are_never_followed(tmp_path):
     for rel in ("agent/s2", "evidence/s2"):
         assert (run.run_dir / rel).is_dir() and not (run.run_dir / rel).is_symlink(), rel
     why2 = run.manifest["steps"]["s2"]["actor_error"]
-    assert "agent/s2" in why2 and "evidence/s2" in why2 and "claims/s2.json" in why2, why2
+    # (the claim file lies in agent/s2, which was made afresh: the link to outside/claim.json is gone with it)
+    assert "agent/s2" in why2 and "evidence/s2" in why2, why2
     # an agent that swaps its own folder for a link gets none of the link's files taken
     assert run.verdict("s3") == "ERROR", run.explain()
     why3 = run.manifest["steps"]["s3"]["actor_error"]
     assert "agent/s3" in why3 and "link" in why3, why3
-    assert not any(f["path"].startswith("agent/s3/") for f in run.manifest["files"])
+    # (only the runner's copy of its output is there, in a folder the runner made afresh)
+    assert not any(f["path"].startswith("agent/s3/") and f["kind"] != "agent_stdout" for f in run.manifest["files"])
 
 
 # -- names ----------------------------------------------------------------------------------------

@@ -218,7 +218,9 @@ def forged(tmp_path_factory):
     plan = {
         "name": "forged",
         "app": app_block(W / "app.db", W / "app.pid"),
-        "actor": {"kind": "command", "command": agent_cmd("forger", "reply")},
+        # unisolated on purpose: the hashes must catch a forger that can write the run directory
+        # (isolated, it cannot: test_runner_isolation.py)
+        "actor": {"kind": "command", "command": agent_cmd("forger", "reply"), "isolation": "none"},
         "steps": [
             {"id": "s1", "do": "Make the note 'forged' exist (this agent will not).",
              "capture": [{"kind": "http", "name": "reply", "url": "/api/notes/by-title/forged"}],

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import base_cli_env, run_cli
-from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, do_run, kill_quietly,
-                                          pid_alive, sha256, wait_dead, write_plan)
+from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, do_run, kill_marked,
+                                          kill_quietly, pid_alive, sha256, wait_dead, write_plan)
 
 
 def _mixed_plan(W: Path) -> dict:
@@ -137,7 +137,7 @@ def test_a_run_killed_with_sigkill_midway_leaves_a_gradeable_directory(tmp_path,
            "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=W, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
-    agent_pid = app_pid = None
+    app_pid = None
     try:
         deadline = time.monotonic() + 60
         started = []
@@ -150,15 +150,14 @@ def test_a_run_killed_with_sigkill_midway_leaves_a_gradeable_directory(tmp_path,
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         run_dir = started[0].parents[2]
-        agent_pid = int((run_dir / "agent/s2/pid").read_text())
         app_pid = int((W / "app.pid").read_text())
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pid in (agent_pid, app_pid):  # SIGKILL cannot be caught: clean up what the runner left
-            if pid and pid_alive(pid):
-                kill_quietly(pid)
+        kill_marked(W)  # SIGKILL cannot be caught: clean up what the runner left (the agent, the app)
+        if app_pid and pid_alive(app_pid):
+            kill_quietly(app_pid)
 
     # nothing corrupt: every JSON file parses, every manifest entry is intact
     for p in run_dir.rglob("*.json"):

@@ -115,8 +115,13 @@ def test_a_finished_run_is_sealed_and_verifies(sealed, signing_key):
 # ------------------------------------------------------------ hostile agents
 
 
+# unisolated on purpose: the seal must catch an agent that can write the run directory (isolated, it
+# cannot: test_runner_isolation.py)
+UNISOLATED = {"kind": "command", "isolation": "none"}
+
+
 def test_an_agent_that_rewrites_the_frozen_plan_gets_error_not_pass(run_plan):
-    plan = {"name": "plan-swap", "steps": [
+    plan = {"name": "plan-swap", "actor": UNISOLATED, "steps": [
         {"id": "s1", "do": "Make `false` succeed.",
          "validators": [{"kind": "command_exit_code", "command": "false"}]}]}
     run = run_plan(plan, agent=usurper("rewrite-plan"))
@@ -132,7 +137,7 @@ def test_an_agent_that_rewrites_the_frozen_plan_gets_error_not_pass(run_plan):
 def test_an_ocr_cache_the_agent_wrote_decides_nothing(run_plan, tmp_path, how):
     if shutil.which("tesseract") is None:
         pytest.skip("!!! tesseract is not installed (apt-get install tesseract-ocr tesseract-ocr-eng) !!!")
-    plan = {"name": "ocr-poison", "steps": [
+    plan = {"name": "ocr-poison", "actor": UNISOLATED, "steps": [
         {"id": "look", "do": "Show hello on the screen.",
          "validators": [{"kind": "ocr_contains", "evidence": ["shot.png"], "text": "hello"}]}]}
     trace = tmp_path / "ocr-calls.jsonl"

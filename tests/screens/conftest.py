@@ -159,7 +159,9 @@ def journey(tmp_path_factory, home_control) -> Journey:
     plan.write_text(yaml.safe_dump(journey_plan(db, [home_control]), sort_keys=False))
     trace = base / "ocr-calls.jsonl"
     env = {**base_cli_env(), "REFEREE_OCR_TRACE": str(trace)}
-    rc, out, err = run_cli(["run", str(plan), "--out", str(base / "runs"), "--json"], env=env, timeout=240)
+    # the agent adds a row to the app's database itself: that folder is its workspace (the working
+    # directory, which an isolated agent may write; docs/security-isolation.md)
+    rc, out, err = run_cli(["run", str(plan), "--out", str(base / "runs"), "--json"], cwd=base, env=env, timeout=240)
     try:
         run_dir = Path(json.loads(out)["runs"][0]["run_dir"])
     except (ValueError, KeyError, IndexError):

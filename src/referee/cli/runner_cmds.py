@@ -60,7 +60,7 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries, jobs, executor_kind, scheduler):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan.selection import check_selection, selected, split_ids
-    from referee.report.console import LiveSteps, integrity_line, summary_line, verdict_table
+    from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
     from referee.rundir import RunOptions
     from referee.runner.run import run_plan
 
@@ -94,9 +94,12 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
         console.print(verdict_table(res))
         console.print(summary_line(res))
         console.print(integrity_line(res), highlight=False)
+        if (line := isolation_line(outcome.isolation)) is not None:
+            console.print(line, highlight=False)
         console.print(f"run directory: {for_console(outcome.run_dir)}", highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(outcome.run_dir), "summary": res.summary,
                         "integrity": res.integrity.model_dump(mode="json"),
+                        "isolation": outcome.isolation.model_dump() if outcome.isolation else None,
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
         exit_code = max(exit_code, res.exit_code(strict))
         if outcome.error:
@@ -150,7 +153,7 @@ def grade(run_dirs, strict, json_mode, allow_unsigned):
     A plan's runs folder (`runs/<plan>`) stands for its latest run."""
     from referee.grader import grade as grade_run
     from referee.report.outputs import write_outputs
-    from referee.report.console import integrity_line, summary_line, verdict_table
+    from referee.report.console import integrity_line, isolation_line, summary_line, verdict_table
     from referee.runfolders import resolve_run_dir
 
     console = _console(json_mode)
@@ -167,6 +170,8 @@ def grade(run_dirs, strict, json_mode, allow_unsigned):
         console.print(verdict_table(res, title=f"referee grade: {d}"))
         console.print(summary_line(res))
         console.print(integrity_line(res), highlight=False)
+        if (line := isolation_line(_isolation_of(Path(d)))) is not None:
+            console.print(line, highlight=False)
         payload.append({"plan": res.plan, "run_dir": str(d), "summary": res.summary,
                         "integrity": res.integrity.model_dump(mode="json"),
                         "steps": [s.model_dump(mode="json") for s in res.steps]})
@@ -199,6 +204,16 @@ def _load_checked(plans, console) -> list:
             click.echo(f"referee: error: {err}", err=True)
         raise errors[-1]
     return loaded
+
+
+def _isolation_of(run_dir: Path):
+    """The manifest's record of how the agent ran; None for an unreadable manifest (the grade said why)."""
+    from referee.rundir import read_manifest
+
+    try:
+        return read_manifest(run_dir).isolation
+    except RefereeError:
+        return None
 
 
 @click.command()

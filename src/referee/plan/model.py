@@ -73,6 +73,9 @@ class ActorSpec(_Model):
     timeout_s: float = 120.0
     env: dict[str, str] = Field(default_factory=dict)  # passed to the agent explicitly; nothing else leaks
     headless: bool = True
+    # how the agent's processes are kept from the run directory and the runner (docs/security-isolation.md):
+    # auto picks the strongest of user/bwrap that can run this agent, else none with a loud warning
+    isolation: Literal["auto", "user", "bwrap", "none"] = "auto"
 
 
 class Step(_Model):

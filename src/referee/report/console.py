@@ -69,6 +69,26 @@ def summary_line(results: RunResults) -> Text:
     return Text(" · ").join(parts)
 
 
+def isolation_line(iso: Any) -> Text | None:
+    """How the agent ran (a manifest's `isolation`), loud when it was unisolated; None when no agent ran.
+
+    >>> isolation_line({"mode": "none", "note": "actor.isolation: none in the plan"}).plain[:11]
+    'UNISOLATED:'
+    """
+    if iso is None:
+        return None
+    if not isinstance(iso, dict):
+        iso = iso.model_dump()
+    if iso.get("mode") == "none":
+        return Text(f"UNISOLATED: the agent ran with the runner's own rights ({iso.get('note') or 'no reason given'}); "
+                    "it could have rewritten the run directory or read the runner's environment",
+                    style="bold red")
+    who = f" as {iso['user']}" if iso.get("user") else ""
+    note = f"; {iso['note']}" if iso.get("note") else ""
+    return Text(f"agent isolation: {iso.get('mode')}{who}, processes tracked by {iso.get('tracking')}{note}",
+                style="dim")
+
+
 def integrity_line(results: RunResults) -> Text:
     """One line on the seal: verified (key and run id), UNVERIFIED (graded with --allow-unsigned) or FAILED.
 
@@ -115,6 +135,10 @@ class LiveSteps:
             self.live.__exit__(*exc)
 
     def event(self, kind: str, step_id: str, data: dict[str, Any]) -> None:
+        if kind == "isolation":
+            if data.get("mode") == "none":  # say it before the agent acts, not only in the summary
+                self.console.print(isolation_line(data), highlight=False)
+            return
         row = self.state.setdefault(step_id, ["", ""])
         if kind == "start":
             row[0] = "acting…"

@@ -201,6 +201,19 @@ def _validators_html(step: dict) -> str:
     return f'<ul class="vals">{"".join(items)}</ul>'
 
 
+def _isolation_html(manifest: Any) -> str:
+    """How the agent ran: a banner when it was unisolated, a line otherwise (nothing when no agent ran)."""
+    iso = manifest.get("isolation") if isinstance(manifest, dict) else None
+    if not isinstance(iso, dict):
+        return ""
+    if iso.get("mode") == "none":
+        return ('<div class="seal seal-failed"><b>UNISOLATED</b>: the agent ran with the runner\'s rights '
+                f'({_e(iso.get("note") or "no reason given")}); it could have rewritten the run directory '
+                'or read the runner\'s environment</div>')
+    return (f'<div class="meta">agent isolation: {_e(iso.get("mode"))}, processes tracked by '
+            f'{_e(iso.get("tracking"))}</div>')
+
+
 def _integrity_html(results: dict) -> str:
     """A banner unless the seal was verified: unverified (graded with --allow-unsigned) or failed."""
     integrity = results.get("integrity")
@@ -227,8 +240,9 @@ def render_report(run_dir: str | Path, results_model: RunResults | None = None) 
                             fix="run `referee grade RUN_DIR` again")
     files = [f for f in manifest.get("files") or [] if isinstance(f, dict)]
     does = _step_texts(run_dir)
+    seal_failed = (results.get("integrity") or {}).get("status") == "failed"
     shown = manifest if isinstance(manifest, dict) else {}  # what the agent-output blocks read
-    if (results.get("integrity") or {}).get("status") == "failed":
+    if seal_failed:
         files, does, shown = [], {}, {}  # nothing of a run whose seal does not hold is shown as if it were evidence
     budget = _Budget()
     summary = results.get("summary")
@@ -257,7 +271,7 @@ def render_report(run_dir: str | Path, results_model: RunResults | None = None) 
         f"<h1>referee: {_e(plan)}</h1>"
         f'<div class="meta">started {_e(manifest.get("started", "?"))} · finished {_e(manifest.get("finished", "?"))}'
         f' · actor {_e(manifest.get("actor", "?"))}</div>'
-        f'{_integrity_html(results)}<div class="sum">{sums}</div>'
+        f'{_integrity_html(results)}{"" if seal_failed else _isolation_html(manifest)}<div class="sum">{sums}</div>'
         '<p class="meta">Verdicts come from the validators over the persisted evidence; the agent\'s claim is '
         "shown beside them and decides nothing.</p>"
         '<table class="steps"><thead><tr><th>step</th><th>verdict</th><th>validators</th><th>agent</th>'

@@ -9,7 +9,7 @@ a lone surrogate as it is, which no XML parser accepts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 from xml.etree import ElementTree as ET
 
 from referee.fsutil import atomic_write_bytes
@@ -31,7 +31,8 @@ def _agent_err(step: StepResult, tails: list[Tail]) -> str | None:
     return x("\n".join(line for line in lines if line))
 
 
-def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = None) -> bytes:
+def junit_xml(results: RunResults, isolation: Any = None,
+              outputs: Mapping[str, list[Tail]] | None = None) -> bytes:
     """Render results as a JUnit testsuite, one testcase per step.
 
     >>> from referee.grader.results import StepResult
@@ -49,6 +50,11 @@ def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = No
     ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
     if results.integrity.reason:
         ET.SubElement(props, "property", name="referee.integrity.reason", value=x(results.integrity.reason))
+    if isolation is not None:  # the manifest's: `none` means the agent ran unisolated
+        ET.SubElement(props, "property", name="referee.isolation",
+                      value="unisolated" if isolation.mode == "none" else isolation.mode)
+        if isolation.note:
+            ET.SubElement(props, "property", name="referee.isolation.note", value=x(isolation.note))
     for step in results.steps:
         case = ET.SubElement(suite, "testcase", classname=x(f"referee.{results.plan}"), name=x(step.id),
                              time=_time(step.duration_s))
@@ -82,5 +88,6 @@ def junit_xml(results: RunResults, outputs: Mapping[str, list[Tail]] | None = No
     return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
 
 
-def write_junit(results: RunResults, path: Path, outputs: Mapping[str, list[Tail]] | None = None) -> None:
-    atomic_write_bytes(path, junit_xml(results, outputs))
+def write_junit(results: RunResults, path: Path, isolation: Any = None,
+                outputs: Mapping[str, list[Tail]] | None = None) -> None:
+    atomic_write_bytes(path, junit_xml(results, isolation, outputs))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from referee.errors import RefereeError
 from referee.fsutil import atomic_write_json
 from referee.grader import RunResults, grade
 from referee.report.agentout import Tail, step_tails
 from referee.report.html import write_report
 from referee.report.junit import write_junit
+from referee.rundir import read_manifest
 
 
 def write_outputs(run_dir: str | Path, results: RunResults) -> None:
@@ -18,14 +20,20 @@ def write_outputs(run_dir: str | Path, results: RunResults) -> None:
     """
     run_dir = Path(run_dir)
     atomic_write_json(run_dir / "results.json", results.model_dump(mode="json"))
-    write_junit(results, run_dir / "junit.xml", agent_outputs(run_dir, results))
+    try:  # how the agent ran, from the manifest; not from one whose seal does not hold
+        isolation = read_manifest(run_dir).isolation if results.integrity.status != "failed" else None
+    except RefereeError:
+        isolation = None
+    write_junit(results, run_dir / "junit.xml", isolation, agent_outputs(run_dir, results))
     write_report(run_dir, results)  # from these results, not from a results.json someone could rewrite
 
 
 def agent_outputs(run_dir: Path, results: RunResults) -> dict[str, list[Tail]]:
-    """Each step's stdout/stderr tails, for junit.xml (none for an unreadable manifest)."""
+    """Each step's stdout/stderr tails, for junit.xml (none: an unreadable manifest, or a seal that does not hold)."""
     import json
 
+    if results.integrity.status == "failed":
+        return {}
     try:
         manifest = json.loads((run_dir / "manifest.json").read_bytes())
     except (OSError, ValueError):

@@ -26,11 +26,12 @@ from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.envsubst import Secrets
 from referee.runner.schedule import StepSchedule
-from referee.runner.store import RunStore, new_run_dir
+from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
 from referee.safetext import clean
 
-# (event, step_id, data): "start" | "acted" | "done" | "graded" | "retry" | "not_run"
+# (event, step_id, data): "isolation" | "start" | "acted" | "done" | "graded" | "retry" | "not_run"
 Event = Callable[[str, str, dict], None]
+CLAIM_NAME = "claim.json"  # REFEREE_CLAIM_FILE: agent/<step>/claim.json
 
 MAX_CLAIM_BYTES = 1 << 20
 MAX_CLAIM_DEPTH = 16
@@ -42,6 +43,7 @@ class RunOutcome:
     results: Any  # referee.grader.RunResults
     interrupted: bool = False
     error: str | None = None
+    isolation: Any = None  # referee.rundir.IsolationRecord: how the agent ran (None: no agent process)
 
 
 def _noop(event: str, step_id: str, data: dict) -> None:
@@ -130,7 +132,7 @@ def read_claim(claim_file: Path, *, root: Path | None = None) -> tuple[dict | No
     except EvidenceError as exc:  # a FIFO, a link, too big
         return None, f"malformed claim file: {exc}"
     except OSError as exc:
-        return None, f"unreadable claim file: {exc}"
+        return None, f"unreadable claim file: {exc.strerror or exc}"
     try:
         data = loads_json(raw, max_depth=MAX_CLAIM_DEPTH)
     except ValueError as exc:
@@ -141,6 +143,13 @@ def read_claim(claim_file: Path, *, root: Path | None = None) -> tuple[dict | No
     return {"pass": data.get("pass"), "note": clean(str(data.get("note", ""))[:MAX_NOTE_CHARS]),
             "evidence": [clean(e[:MAX_PATH_CHARS]) for e in (evidence if isinstance(evidence, list) else [])
                          if isinstance(e, str)][:MAX_CLAIM_EVIDENCE]}, None
+
+
+def _scrubbed(secrets: Secrets, data: bytes | None) -> bytes | None:
+    """The agent's output with the plan's secret values replaced, its other bytes as they were."""
+    if not data:
+        return data
+    return secrets.scrub(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
 class _Terminated(BaseException):
@@ -178,6 +187,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     interrupted = False
     old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     actor: ActorKind | None = None
+    acting: Path | None = None  # the agent folder of the step in flight
     try:
         no_app = nullcontext(SimpleNamespace(url=None))
         with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else no_app as app:
@@ -185,6 +195,10 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             actor = actor_cls()
             actor.search_path = (str(plan.path.resolve().parent),)
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
+            if actor.sandbox is not None:
+                store.manifest.isolation = actor.sandbox.record()
+                store.flush()
+                on_event("isolation", "", store.manifest.isolation.model_dump())
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
             schedule = StepSchedule(plan, store, options, on_event)
             for step in schedule:  # the steps --only/-k keep, each again for a retry
@@ -192,23 +206,31 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page
                 take_captures(store, before_captures(plan, step.id), step.id, "before", base_ctx)
-                claim_file = store.claims_dir() / f"{step.id}.json"
-                run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=store.agent_dir(step.id),
+                agent_dir = acting = store.agent_dir(step.id)
+                # in the agent's own folder: the only place of the run directory it may write
+                claim_file = agent_dir / CLAIM_NAME
+                run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=agent_dir,
                               claim_file=claim_file, timeout_s=step.timeout_s or spec.timeout_s, env=dict(spec.env),
                               page=actor.page, cdp_url=getattr(actor, "cdp_url", None))
-                result: ActorResult = actor.perform(run)
+                result: ActorResult = actor.perform(run)  # every agent process has ended when it returns
+                foreign = actor.sandbox.seal(agent_dir) if actor.sandbox is not None else []
+                acting = None
                 claim, why = read_claim(claim_file, root=run_dir)
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
                                             "timed_out": result.timed_out, "started": result.started})
-                store.add_agent_output(step.id, result.stdout, result.stderr)
-                refused = store.add_agent_files(step.id)
+                refused = [f"agent/{step.id}/{p}: not made by the agent; not taken as evidence" for p in foreign]
+                # the agent's evidence first; then its claim file and its output, each of its own kind
+                refused += store.add_agent_files(step.id, skip=frozenset(foreign) | OUTPUT_FILES | {CLAIM_NAME})
+                store.add_claim_file(step.id, CLAIM_NAME)
+                store.add_agent_output(step.id, _scrubbed(secrets, result.stdout), _scrubbed(secrets, result.stderr))
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
                 errors = [e for e in (result.error, why if claim is None and result.started else None, *refused,
                                       *store.take_removed()) if e]
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
-                                error="; ".join(errors) or None, started=result.started,
+                                error=secrets.scrub("; ".join(errors)) or None, started=result.started,
+                                killed=result.killed,
                                 stdout_bytes=result.stdout_bytes, stderr_bytes=result.stderr_bytes)
                 on_event("done", step.id, {"exit_code": result.exit_code, "timed_out": result.timed_out,
                                            "started": result.started, "error": result.error,
@@ -227,10 +249,18 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 actor.teardown()
             except Exception:
                 pass
+            if actor.sandbox is not None:
+                if acting is not None:  # interrupted mid-step: its folder must not stay the agent's either
+                    try:
+                        actor.sandbox.seal(acting)
+                    except OSError:
+                        pass
+                actor.sandbox.close()
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
         store.finish()
-    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted, store.manifest.error if not interrupted else None)
+    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted, store.manifest.error if not interrupted else None,
+                      store.manifest.isolation)
 
 
 def _raise_terminated(signum, frame):

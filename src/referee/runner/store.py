@@ -1,10 +1,10 @@
 """The runner's writer of a run directory: frozen plan, manifest of every evidence file with its hash, claims, seal.
 
-The agent can write anywhere in the run directory (it is told only `agent/<step>`), so the runner
-trusts no folder it did not just make: `agent/<step>` and `evidence/<step>/<phase>` are made fresh
-(whatever an earlier step planted there is removed, and said so), no link is followed on the way
-to a folder the runner writes into, and every file is hashed without following links or waiting
-on a FIFO.
+An isolated agent can write only its `agent/<step>` (referee.runner.isolation); an unisolated one
+anywhere in the run directory, so the runner trusts no folder it did not just make: `agent/<step>`
+and `evidence/<step>/<phase>` are made fresh (whatever an earlier step planted there is removed,
+and said so), no link is followed on the way to a folder the runner writes into, and every file
+is hashed without following links or waiting on a FIFO.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from referee.keys import SigningKey, load_key
 from referee.rundir import MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
 from referee.seal import Sealer
 
-OUTPUT_FILES = ("stdout.txt", "stderr.txt")
 MAX_AGENT_FILES = 10_000  # files taken from one step's agent folder; the rest are refused
+OUTPUT_FILES = frozenset({"stdout.txt", "stderr.txt"})  # written by the runner into agent/<step>/
 
 
 def new_run_dir(out: Path, plan_name: str) -> Path:
@@ -64,11 +64,6 @@ class RunStore:
 
     def agent_dir(self, step_id: str) -> Path:
         return self._fresh("agent", step_id)
-
-    def claims_dir(self) -> Path:
-        d, removed = own_dir(self.run_dir, "claims")
-        self._removed += removed
-        return d
 
     def take_removed(self) -> list[str]:
         """What the runner found planted where its own folders go, and removed, since the last call (one line each)."""
@@ -122,11 +117,12 @@ class RunStore:
         self.flush()
 
     def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None,
-                  started: bool = True, stdout_bytes: int | None = None, stderr_bytes: int | None = None) -> None:
+                  started: bool = True, killed: int = 0, stdout_bytes: int | None = None,
+                  stderr_bytes: int | None = None) -> None:
         rec = self.manifest.steps[step_id]
         rec.status, rec.finished = "done", utcnow()
         rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, error
-        rec.actor_started = started
+        rec.actor_started, rec.actor_killed = started, killed
         rec.stdout_bytes, rec.stderr_bytes = stdout_bytes, stderr_bytes
         self.flush()
 
@@ -139,35 +135,39 @@ class RunStore:
         self.manifest.files.append(entry)
         return entry
 
+    def add_claim_file(self, step_id: str, name: str) -> None:
+        """List the agent's claim file (kind `agent_claim`) if it is a regular file in its real folder;
+        anything else was refused already (by `read_claim`, or by `add_agent_files` for the folder)."""
+        folder = self.run_dir / "agent" / step_id
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode) or not stat.S_ISREG(os.lstat(folder / name).st_mode):
+                return
+            self.add_file(folder / name, step=step_id, phase="after", captured_by="agent", capture=None,
+                          kind="agent_claim")
+        except (OSError, EvidenceError):
+            return
+
     def add_agent_output(self, step_id: str, stdout: bytes | None, stderr: bytes | None) -> None:
         """Write the agent's stdout and stderr (their last 1 MB, as the runner kept them) into its folder
-        as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names.
+        as `stdout.txt` and `stderr.txt`, replacing whatever the agent left under those names (an
+        empty output leaves no file; the manifest's `stdout_bytes` says 0)."""
+        from referee.runner.agentproc import write_output
 
-        Not when the agent swapped its folder (or `agent/`) for a link or a file: `add_agent_files`
-        then refuses the folder and says so, and the manifest keeps only the output's sizes."""
-        for parts in (("agent",), ("agent", step_id)):
-            try:
-                if not stat.S_ISDIR(os.lstat(self.run_dir.joinpath(*parts)).st_mode):
-                    return
-            except FileNotFoundError:
-                break
         root = self.agent_dir(step_id)
-        for name, data, kind in ((OUTPUT_FILES[0], stdout, "agent_stdout"), (OUTPUT_FILES[1], stderr, "agent_stderr")):
-            if not data:  # nothing written (or no process): no file; the manifest's size says 0
+        for name, data, kind in (("stdout.txt", stdout, "agent_stdout"), ("stderr.txt", stderr, "agent_stderr")):
+            if data is None:
                 continue
-            path = root / name
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.is_symlink() or path.exists():
-                os.unlink(path)
-            atomic_write_bytes(path, data, durable=False)
+            path = write_output(root, name, data)
+            if not data:
+                continue
             # the agent's words, so `agent`: the auditor never reads them as the runner's observation
             self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
 
-    def add_agent_files(self, step_id: str) -> list[str]:
+    def add_agent_files(self, step_id: str, skip: frozenset[str] = frozenset()) -> list[str]:
         """Hash every regular file the agent left in its folder; links, FIFOs and escapes are refused, not followed.
 
-        Returns the refusals, one line each, so the runner can record them.
+        `skip`: paths (relative to the folder) not to take. Returns the refusals, one line each, so
+        the runner can record them.
         """
         for parts in (("agent",), ("agent", step_id)):
             try:
@@ -178,16 +178,13 @@ class RunStore:
                 kind = "a link" if stat.S_ISLNK(mode) else "a file"
                 return [f"{'/'.join(parts)} was replaced by {kind} during the step; none of its files are taken"]
         root = self.run_dir / "agent" / step_id
-        listed = {e.path for e in self.manifest.files}
         refused: list[str] = []
         taken = 0
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             for fn in sorted(filenames):
                 p = Path(dirpath) / fn
                 rel = p.relative_to(root).as_posix()
-                if fn.startswith(".") and fn.endswith(".tmp"):
-                    continue
-                if p.relative_to(self.run_dir).as_posix() in listed:  # stdout.txt, stderr.txt
+                if fn.startswith(".") and fn.endswith(".tmp") or rel in skip:
                     continue
                 if taken >= MAX_AGENT_FILES:
                     refused.append(f"agent/{step_id}: more than {MAX_AGENT_FILES} files; the rest are not taken")

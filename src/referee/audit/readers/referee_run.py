@@ -259,6 +259,8 @@ def _actor_problem(manifest: Manifest, step_id: str) -> tuple[list[str], bool]:
         return ["runner: the step was never run"], True
     if rec.status != "done":
         return ["runner: the step did not finish (the run was interrupted)"], True
+    if not rec.actor_started:
+        return ["runner: the agent could not be started"], True
     if rec.actor_timed_out:
         return ["runner: the agent timed out"], True
     if rec.actor_exit not in (None, 0):

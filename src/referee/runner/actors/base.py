@@ -49,6 +49,7 @@ class ActorResult:
     stdout_tail: str = ""
     stderr_tail: str = ""
     started: bool = True  # False: the agent could not be started at all (nobody acted: the step is ERROR)
+    killed: int = 0  # agent processes alive when the step ended, killed by the runner
     stdout: bytes | None = None  # the last 1 MB of an agent process's output (None: no process ran)
     stderr: bytes | None = None
     stdout_bytes: int | None = None  # the whole output's size
@@ -61,6 +62,7 @@ class ActorKind:
     kind: ClassVar[str] = ""
     # where a python agent's module is looked for before the working directory: the plan's folder
     search_path: tuple[str, ...] = ()
+    sandbox: Any = None  # referee.runner.isolation.Sandbox of the run, when an agent process runs
 
     @classmethod
     def preflight(cls, spec: Any) -> None:

@@ -97,6 +97,10 @@ class BrowserActor(ActorKind):
         from referee.errors import require
 
         require("playwright.sync_api", "browser")
+        if spec.command:
+            from referee.runner.actors.command import check_isolation
+
+            check_isolation(spec)
 
     def setup(self, spec, *, app_url, run_dir):
         from referee.runner.browser import BrowserSession
@@ -105,6 +109,10 @@ class BrowserActor(ActorKind):
         self.app_url = app_url
         self.run_dir = Path(run_dir)
         self.session = BrowserSession.start(headless=spec.headless, cdp=True)
+        if self.command:
+            from referee.runner.actors.command import sandbox_for
+
+            self.sandbox = sandbox_for(spec, run_dir=self.run_dir, cwd=Path.cwd(), command=self.command)
 
     @property
     def page(self) -> Any:
@@ -144,13 +152,15 @@ class BrowserActor(ActorKind):
             from referee.runner.actors.command import run_agent_command
 
             run.cdp_url = run.cdp_url or self.cdp_url
-            result = run_agent_command(self.command, run, cwd=Path.cwd())
+            result = run_agent_command(self.command, run, sandbox=self.sandbox, cwd=Path.cwd())
         else:
             _no_opinion(run)
         session.settle()
         return result
 
     def teardown(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
         if self.session is not None:
             if self.run_dir is not None:
                 try:

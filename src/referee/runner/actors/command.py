@@ -1,15 +1,16 @@
-"""The command actor: runs the agent's command per step with the DESIGN.md protocol and a clean environment."""
+"""The command actor: runs the agent's command per step (DESIGN.md protocol), isolated, in a clean environment."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
+import sys
 from pathlib import Path
 
-from referee.runner.procs import stop_group
+import referee
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
+from referee.runner.agentproc import AgentOutput, run_agent
+from referee.runner.isolation import Sandbox, bwrap_problem, is_root, open_sandbox
 
 # Only these reach the agent from the runner's environment: never credentials, tokens or DB URLs.
 ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME", "SHELL",
@@ -40,60 +41,67 @@ def agent_env(run: StepRun, extra: dict[str, str] | None = None) -> dict[str, st
     return env
 
 
-OUTPUT_KEEP = 1 << 20  # bytes of stdout and of stderr kept in agent/<step>/
-_SHELL_CANNOT = re.compile(r"^(/bin/)?sh: .*(not found|Permission denied|No such file or directory|cannot execute)")
+def step_payload(run: StepRun) -> bytes:
+    """The step as JSON, the agent's stdin."""
+    return json.dumps({"id": run.step.id, "do": run.step.do, "plan": run.plan_name, "app_url": run.app_url,
+                       "agent_dir": str(run.agent_dir), "claim_file": str(run.claim_file),
+                       "script": run.step.script}).encode()
 
 
-def _tail(data: bytes | None, n: int = 4000) -> str:
-    return (data or b"")[-n:].decode("utf-8", errors="replace")
+def _text_tail(data: bytes, n: int = 4000) -> str:
+    return data[-n:].decode("utf-8", errors="replace")
 
 
-def _could_not_start(code: int | None, stderr: bytes) -> str | None:
-    """Why the agent never ran: the shell found no such program, or could not execute it (126/127)."""
-    lines = stderr.decode("utf-8", errors="replace").strip().splitlines()
-    last = lines[-1] if lines else ""
-    if code in (126, 127) and _SHELL_CANNOT.match(last):
-        return f"the agent could not be started: {last}"
-    return None
+def as_result(out: AgentOutput) -> ActorResult:
+    return ActorResult(exit_code=out.exit_code, timed_out=out.timed_out, error=out.error,
+                       stdout_tail=_text_tail(out.stdout), stderr_tail=_text_tail(out.stderr), started=out.started,
+                       killed=out.killed, stdout=out.stdout, stderr=out.stderr, stdout_bytes=out.stdout_bytes,
+                       stderr_bytes=out.stderr_bytes)
 
 
-def _result(code: int | None, out: bytes, err: bytes, *, timed_out: bool, error: str | None) -> ActorResult:
-    why = None if timed_out else _could_not_start(code, err)
-    return ActorResult(exit_code=code, timed_out=timed_out, error=why or error, stdout_tail=_tail(out),
-                       stderr_tail=_tail(err), started=why is None, stdout=out[-OUTPUT_KEEP:],
-                       stderr=err[-OUTPUT_KEEP:], stdout_bytes=len(out), stderr_bytes=len(err))
-
-
-def run_agent_command(command: str, run: StepRun, *, cwd: Path | None = None,
+def run_agent_command(command: str, run: StepRun, *, sandbox: Sandbox, cwd: Path | None = None,
                       extra_env: dict[str, str] | None = None) -> ActorResult:
-    """Run one step of an agent command; kill its whole process group on timeout.
+    """Run one step of an agent command in `sandbox`; every process it starts ends with the step.
 
     The step goes to stdin as JSON. Exit code and output are recorded; none of it decides a verdict.
     """
-    payload = json.dumps({"id": run.step.id, "do": run.step.do, "plan": run.plan_name, "app_url": run.app_url,
-                          "agent_dir": str(run.agent_dir), "claim_file": str(run.claim_file),
-                          "script": run.step.script}).encode()
-    try:
-        proc = subprocess.Popen(command, shell=True, cwd=cwd, env=agent_env(run, extra_env), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as exc:
-        return ActorResult(exit_code=None, started=False, error=f"the agent could not be started: {exc}")
-    try:
-        out, err = proc.communicate(payload, timeout=run.timeout_s)
-        return _result(proc.returncode, out, err, timed_out=False, error=None)
-    except subprocess.TimeoutExpired:
-        stop_group(proc)
-        out, err = proc.communicate()
-        return _result(proc.returncode, out, err, timed_out=True, error=f"timed out after {run.timeout_s:g}s")
-    except BaseException:
-        stop_group(proc)
-        raise
+    out = run_agent(["/bin/sh", "-c", command], sandbox=sandbox, agent_dir=run.agent_dir, cwd=cwd or Path.cwd(),
+                    env=agent_env(run, extra_env), stdin=step_payload(run), timeout_s=run.timeout_s)
+    return as_result(out)
+
+
+def check_isolation(spec) -> None:
+    """Before any run directory exists: a mode the plan names explicitly must be possible on this host."""
+    from referee.errors import PlanError
+
+    if spec.isolation == "user" and not is_root():
+        raise PlanError("actor.isolation: user needs the runner to run as root",
+                        fix="run referee as root, or use isolation: bwrap (or auto)")
+    if spec.isolation == "bwrap" and (problem := bwrap_problem()):
+        raise PlanError(f"actor.isolation: bwrap cannot work here: {problem}",
+                        fix="install bubblewrap (apt-get install bubblewrap), or use isolation: auto")
+
+
+def sandbox_for(spec, *, run_dir: Path, cwd: Path, command: str | list[str],
+                extra_read: tuple[str, ...] = ()) -> Sandbox:
+    """The run's sandbox for an agent `command` (its program and files, and `extra_read`, must be reachable
+    by the agent)."""
+    extra: tuple[str, ...] = tuple(extra_read)
+    words = command if isinstance(command, list) else [command]
+    if any(sys.executable in w for w in words):  # `{python} -m ...`: the agent also imports referee
+        extra += (str(Path(referee.__file__).parent),)
+    path = spec.env.get("PATH") or os.environ.get("PATH")
+    return open_sandbox(spec.isolation, run_dir=run_dir, cwd=cwd, command=command, env_path=path, extra_read=extra)
 
 
 class CommandActor(ActorKind):
     """Runs `actor.command` (or `--agent`) once per step."""
 
     kind = "command"
+
+    @classmethod
+    def preflight(cls, spec) -> None:
+        check_isolation(spec)
 
     def setup(self, spec, *, app_url, run_dir):
         if not spec.command:
@@ -103,9 +111,14 @@ class CommandActor(ActorKind):
                             fix="pass --agent CMD or set actor.command in the plan")
         self.command = spec.command
         self.cwd = Path.cwd()
+        self.sandbox = sandbox_for(spec, run_dir=Path(run_dir), cwd=self.cwd, command=spec.command)
 
     def perform(self, run: StepRun) -> ActorResult:
-        return run_agent_command(self.command, run, cwd=self.cwd)
+        return run_agent_command(self.command, run, sandbox=self.sandbox, cwd=self.cwd)
+
+    def teardown(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
 
 
 actors.add("command", CommandActor)

@@ -1,15 +1,17 @@
-"""The Python actor API: subclass `referee.Actor`, save evidence through `StepContext`, return a claim."""
+"""The Python actor API: subclass `referee.Actor`, save evidence through `StepContext`, return a claim.
+
+The agent runs in its own process (`referee.runner.actors.pyhost`), never inside the runner."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
 from referee.errors import PlanError
-from referee.fsutil import atomic_write_bytes, atomic_write_json, safe_join
+from referee.fsutil import atomic_write_bytes, safe_join
 from referee.runner.actors.base import ActorKind, ActorResult, Claim, StepRun, actors
 
 
@@ -74,32 +76,73 @@ def load_target(target: str, search: tuple[str, ...] = ()) -> type:
     return cls
 
 
+def check_target(target: str, cwd: Path, search: tuple[str, ...] = ()) -> None:
+    """PlanError unless `target` is `module:ClassName` whose top-level module can be found (in `search`,
+    the plan's folder, then `cwd`, then PYTHONPATH): found, not imported, since importing it would run
+    the agent's code inside the runner."""
+    from importlib.machinery import PathFinder
+
+    if ":" not in target:
+        raise PlanError(f"actor target '{target}' is not 'module:ClassName'", fix="e.g. target: my_agent:MyAgent")
+    top = target.partition(":")[0].split(".")[0]
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    where = [*search, str(cwd), *extra, *sys.path]
+    if top not in sys.builtin_module_names and PathFinder.find_spec(top, where) is None:
+        raise PlanError(f"cannot load actor target '{target}': no module named '{top}'",
+                        fix="check the module name; it is looked up in the plan's folder, the working directory "
+                            "and PYTHONPATH")
+
+
 class PythonActor(ActorKind):
-    """Runs a `referee.Actor` subclass in-process; an exception in `act` is recorded as no claim."""
+    """Runs a `referee.Actor` subclass in a child process per step, isolated like a command agent.
+
+    The runner never imports the agent's code: an agent that patches referee patches only its own child.
+    `setup` and `teardown` bracket each step (a fresh process); keep state across steps in files.
+    """
 
     kind = "python"
 
+    @classmethod
+    def preflight(cls, spec) -> None:
+        from referee.runner.actors.command import check_isolation
+
+        check_isolation(spec)
+
     def setup(self, spec, *, app_url, run_dir):
+        from referee.runner.actors.command import sandbox_for
+
         if not spec.target:
             raise PlanError("the python actor needs `target: module:ClassName`")
-        self.agent = load_target(spec.target, self.search_path)()
-        self.agent.setup(app_url)
+        self.cwd = Path.cwd()
+        check_target(spec.target, self.cwd, self.search_path)
+        self.target = spec.target
+        self.argv = [sys.executable, "-m", "referee.runner.actors.pyhost", spec.target]
+        self.sandbox = sandbox_for(spec, run_dir=Path(run_dir), cwd=self.cwd, command=self.argv,
+                                   extra_read=self.search_path)
 
     def perform(self, run: StepRun) -> ActorResult:
-        ctx = StepContext(run.step.id, run.step.do, run.app_url, run.agent_dir, page=run.page, script=run.step.script)
-        try:
-            claim = self.agent.act(ctx)
-        except Exception as exc:
-            trace = traceback.format_exc()
-            return ActorResult(exit_code=1, error=f"{type(exc).__name__}: {exc}", stderr_tail=trace[-4000:],
-                               stderr=trace.encode("utf-8", errors="replace")[-(1 << 20):])
-        if claim is not None:
-            data = claim.dump() if isinstance(claim, Claim) else claim
-            atomic_write_json(run.claim_file, data)
-        return ActorResult(exit_code=0)
+        from referee.runner.actors.command import agent_env, as_result, step_payload
+        from referee.runner.agentproc import run_agent
+
+        # the child imports referee from where the runner did, and the agent's module from the plan's
+        # folder, then the cwd, then PYTHONPATH (the order `referee check` looks in)
+        here = str(Path(referee_file()).parent.parent)
+        env = agent_env(run)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *self.search_path, str(self.cwd),
+                                                        env.get("PYTHONPATH", "")) if p)
+        out = run_agent(self.argv, sandbox=self.sandbox, agent_dir=run.agent_dir, cwd=self.cwd, env=env,
+                        stdin=step_payload(run), timeout_s=run.timeout_s)
+        return as_result(out)
 
     def teardown(self):
-        self.agent.teardown()
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+
+def referee_file() -> str:
+    import referee
+
+    return str(referee.__file__)
 
 
 actors.add("python", PythonActor)

@@ -1,0 +1,157 @@
+"""One agent step as processes: start it isolated, stop it at its timeout, end every process it made, keep its output.
+
+The agent's stdin, stdout and stderr are unlinked temporary files the runner opened, never pipes:
+a grandchild that keeps stdout open cannot make the runner wait, and nothing the agent writes can
+block it. The last `OUTPUT_KEEP` bytes of each are kept; the total size is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from referee.runner.isolation import Sandbox
+from referee.runner.reaper import uid_lock
+
+OUTPUT_KEEP = 1 << 20  # bytes of stdout and of stderr kept in agent/<step>/
+GRACE_S = 2.0  # after SIGTERM at the timeout, before SIGKILL
+NOT_STARTED = 125  # the launcher's exit code when it could not become the agent
+
+# Runs as the runner, becomes the agent: joins the step's cgroup (so nothing it forks escapes), drops
+# to the agent's account, forbids any way back (no_new_privs: setuid programs stay unprivileged), execs.
+LAUNCHER = r"""
+import os, sys
+procs, uid, gid = sys.argv[1:4]
+argv = sys.argv[4:]
+try:
+    if procs:
+        fd = os.open(procs, os.O_WRONLY)
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+    if uid:
+        os.setgroups([])
+        os.setgid(int(gid))
+        os.setuid(int(uid))
+        try:
+            import ctypes
+            if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        except ImportError:
+            pass
+    os.execv(argv[0], argv)
+except OSError as exc:
+    sys.stderr.write("referee: cannot start the agent: %s\n" % exc)
+    os._exit(125)
+"""
+
+_SHELL_CANNOT = re.compile(r"^(/bin/)?sh: .*(not found|Permission denied|No such file or directory|cannot execute)")
+
+
+@dataclass(frozen=True)
+class AgentOutput:
+    """What one agent step left: exit status, whether it was started at all, and its output's tail."""
+
+    exit_code: int | None
+    timed_out: bool
+    started: bool
+    killed: int  # processes still alive when the step ended, killed by the runner
+    stdout: bytes  # the last OUTPUT_KEEP bytes
+    stderr: bytes
+    stdout_bytes: int
+    stderr_bytes: int
+    error: str | None = None
+
+
+def _tail(fh: BinaryIO) -> tuple[bytes, int]:
+    size = os.fstat(fh.fileno()).st_size
+    fh.seek(max(0, size - OUTPUT_KEEP))
+    return fh.read(OUTPUT_KEEP), size
+
+
+def _could_not_start(code: int | None, stderr: bytes) -> str | None:
+    """Why the agent never ran: the launcher failed, or the shell found no such program (126/127)."""
+    lines = stderr.decode("utf-8", errors="replace").strip().splitlines()
+    last = lines[-1] if lines else ""
+    if code == NOT_STARTED and last.startswith("referee: cannot start the agent"):
+        return last.removeprefix("referee: ")
+    if code in (126, 127) and _SHELL_CANNOT.match(last):
+        return f"the agent could not be started: {last}"
+    return None
+
+
+def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, env: dict[str, str],
+              stdin: bytes, timeout_s: float) -> AgentOutput:
+    """Run one agent step in `sandbox` and wait for it; when it exits or its time is up, end every
+    process it started (SIGTERM, `GRACE_S`, then SIGKILL at the timeout; SIGKILL for leftovers).
+
+    >>> from referee.runner.isolation import Sandbox
+    >>> sb = Sandbox("none", "none", "", Path("."), Path("."))
+    >>> out = run_agent(["/bin/sh", "-c", "echo hi"], sandbox=sb, agent_dir=Path("."), cwd=Path("."),
+    ...                 env={}, stdin=b"", timeout_s=10)
+    >>> out.exit_code, out.stdout
+    (0, b'hi\\n')
+    """
+    sandbox.prepare(agent_dir)
+    tracker = sandbox.tracker()
+    ident = sandbox.identity()
+    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path,
+                str(ident[0]) if ident else "", str(ident[1]) if ident else "", *sandbox.wrap(argv, agent_dir)]
+    timed_out, killed = False, 0
+    lock_dir = Path("/run") if os.access("/run", os.W_OK) else Path(tempfile.gettempdir())
+    with uid_lock(tracker, lock_dir), tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, \
+            tempfile.TemporaryFile() as ferr:
+        fin.write(stdin)
+        fin.seek(0)
+        try:
+            proc = subprocess.Popen(launcher, cwd=cwd, env=sandbox.env(env), stdin=fin, stdout=fout, stderr=ferr,
+                                    start_new_session=True)
+        except OSError as exc:
+            tracker.close()
+            return AgentOutput(None, False, False, 0, b"", b"", 0, 0, error=f"cannot start the agent: {exc}")
+        tracker.started(proc.pid)
+        try:
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                tracker.signal_all(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=GRACE_S)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:  # also on Ctrl-C / SIGTERM to the runner: nothing of the agent outlives the step
+            killed = tracker.kill_all()
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            tracker.close()
+        out, out_size = _tail(fout)
+        err, err_size = _tail(ferr)
+    code = proc.returncode
+    why = _could_not_start(code, err)
+    error = why or (f"timed out after {timeout_s:g}s" if timed_out else None)
+    return AgentOutput(code, timed_out, why is None, killed, out, err, out_size, err_size, error=error)
+
+
+def write_output(agent_dir: Path, name: str, data: bytes) -> Path:
+    """Write the runner's copy of the agent's output into its folder, replacing whatever the agent left
+    under that name (a link, a folder, a pipe) rather than writing through it; no bytes, no file."""
+    path = agent_dir / name
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.is_symlink() or path.exists():
+        os.unlink(path)
+    if not data:
+        return path
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return path

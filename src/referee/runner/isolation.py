@@ -1,0 +1,339 @@
+"""Agent isolation: the agent runs as another identity that can write only its own folder of the run.
+
+Modes (plan: `actor.isolation`; docs/security-isolation.md):
+
+- `user` (the runner is root): the agent runs as the unprivileged account `referee-agent`
+  (created on first use), with no supplementary groups and no way back to root (no_new_privs).
+  It can write its `agent/<step>/` and its home; the rest of the run directory is root's and
+  read-only to it, and it cannot read the runner's memory or environment (another uid).
+- `bwrap` (bubblewrap): the agent runs in a sandbox where `/` is read-only except its folder, a
+  fresh home and the working directory (the run directory stays read-only even inside it), with
+  its own pid namespace and /proc, so the runner's processes are out of sight.
+- `none`: no isolation; recorded in the manifest and shown as "unisolated" in every report.
+- `auto` (the default): `user` when the runner is root and the account can reach the agent's
+  files, else `bwrap` when it works here, else `none` with the reason recorded and a loud warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pwd
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from referee.errors import PlanError
+from referee.keys import key_path
+from referee.rundir import IsolationRecord
+from referee.runner.reaper import Tracker, new_tracker
+
+AGENT_USER = "referee-agent"
+Requested = str  # "auto" | "user" | "bwrap" | "none" (ActorSpec.isolation)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def ensure_agent_user(name: str = AGENT_USER) -> tuple[int, int]:
+    """The agent account's (uid, gid), made with `useradd --system` on first use (no home, no login).
+
+    OSError when it does not exist and cannot be made.
+    """
+    try:
+        pw = pwd.getpwnam(name)
+        return pw.pw_uid, pw.pw_gid
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    shell = "/usr/sbin/nologin" if os.path.exists("/usr/sbin/nologin") else "/bin/false"
+    try:
+        proc = subprocess.run([useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                               "--shell", shell, name], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OSError(f"cannot create the user {name}: {exc}") from None
+    try:  # a parallel run may have made it first; that is fine
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"cannot create the user {name}: {proc.stderr.strip() or proc.returncode}") from None
+    return pw.pw_uid, pw.pw_gid
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """None when bubblewrap can make a sandbox here (tried once), else why not."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bwrap is not installed (Debian: apt-get install bubblewrap)"
+    try:
+        proc = subprocess.run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
+                               "--die-with-parent", "--new-session", "true"], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap does not run: {exc}"
+    if proc.returncode != 0:
+        return f"bwrap cannot make a sandbox here: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+    return None
+
+
+def needed_paths(command: str | list[str], env_path: str | None, extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(test flag, path) the agent's identity must pass to run `command`: its program executable, every
+    existing file it names readable (`x`/`r`, as in `test -x`).
+
+    >>> needed_paths("sh /etc/hostname --out /nope", "/usr/bin:/bin")[1]
+    ('r', '/etc/hostname')
+    """
+    try:
+        words = shlex.split(command) if isinstance(command, str) else list(command)
+    except ValueError:
+        words = []
+    out: list[tuple[str, str]] = []
+    if words and "=" not in words[0]:
+        prog = words[0] if "/" in words[0] else shutil.which(words[0], path=env_path)
+        if prog:
+            out.append(("x", prog))
+    for w in words[1:]:
+        if "/" in w and os.path.exists(w):
+            out.append(("r", w))
+    out.extend(("r", p) for p in extra)
+    return out
+
+
+def probe(uid: int, gid: int, checks: list[tuple[str, str]], cwd: Path) -> list[str]:
+    """The checks the account fails, run as that account (so ACLs and every path component count)."""
+    script = 'for a; do f=${a%%:*}; p=${a#*:}; test -"$f" "$p" || printf "%s\\n" "$a"; done'
+    args = [f"{flag}:{path}" for flag, path in checks] + [f"x:{cwd}"]
+    try:
+        proc = subprocess.run(["/bin/sh", "-c", script, "sh", *args], user=uid, group=gid, extra_groups=[],
+                              cwd="/", env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"the probe did not run: {exc}"]
+    return [("cannot run " if line[0] == "x" else "cannot read ") + line[2:] for line in proc.stdout.splitlines()]
+
+
+def _writable_by(st: os.stat_result, uid: int, gid: int) -> bool:
+    if st.st_uid == uid:
+        return bool(st.st_mode & stat.S_IWUSR)
+    if st.st_gid == gid:
+        return bool(st.st_mode & stat.S_IWGRP)
+    return bool(st.st_mode & stat.S_IWOTH)
+
+
+def exposed_ancestors(run_dir: Path, uid: int, gid: int) -> list[str]:
+    """The run directory, or a folder above it, that the account could write or rename (and so replace).
+
+    A sticky folder (like /tmp) protects the entries it does not own.
+    """
+    bad = []
+    p = Path(os.path.abspath(run_dir))
+    if _writable_by(os.stat(p), uid, gid):
+        bad.append(f"{p} is writable")
+    while p.parent != p:
+        st, pst = os.lstat(p), os.stat(p.parent)
+        sticky_safe = pst.st_mode & stat.S_ISVTX and st.st_uid != uid and pst.st_uid != uid
+        if _writable_by(pst, uid, gid) and not sticky_safe:
+            bad.append(f"{p} can be renamed (its folder is writable)")
+        p = p.parent
+    return bad
+
+
+@dataclass
+class Sandbox:
+    """One run's isolation: how each agent step is wrapped, tracked, and sealed afterwards."""
+
+    mode: str  # "user" | "bwrap" | "none"
+    requested: str
+    note: str
+    run_dir: Path
+    cwd: Path
+    uid: int | None = None
+    gid: int | None = None
+    home: Path | None = None
+    tracking: str = "session"
+    _old_umask: int | None = field(default=None, repr=False)
+
+    def record(self) -> IsolationRecord:
+        return IsolationRecord(mode=self.mode, requested=self.requested, note=self.note,  # type: ignore[arg-type]
+                               user=AGENT_USER if self.mode == "user" else None,
+                               tracking=self.tracking)  # type: ignore[arg-type]
+
+    def tracker(self) -> Tracker:
+        fallback = {"user": "uid", "bwrap": "pidns"}.get(self.mode, "session")
+        return new_tracker(fallback, uid=self.uid, gid=self.gid)
+
+    def identity(self) -> tuple[int, int] | None:
+        """The (uid, gid) the agent's first process takes before it runs the agent (user mode)."""
+        return (self.uid, self.gid) if self.mode == "user" and self.uid is not None and self.gid is not None else None
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        """The agent's environment with its own home and temp folder."""
+        if self.home is None:
+            return env
+        env = {**env, "HOME": str(self.home), "TMPDIR": str(self.home / "tmp")}
+        if self.mode == "user":
+            env.update(USER=AGENT_USER, LOGNAME=AGENT_USER)
+        env.pop("XDG_RUNTIME_DIR", None)
+        return env
+
+    def prepare(self, agent_dir: Path) -> None:
+        """Before a step: its folder becomes the agent's (user mode)."""
+        if self.mode == "user" and self.uid is not None and self.gid is not None:
+            os.chown(agent_dir, self.uid, self.gid)
+            os.chmod(agent_dir, 0o755)
+
+    def wrap(self, argv: list[str], agent_dir: Path) -> list[str]:
+        """The command line that runs `argv` inside this sandbox."""
+        if self.mode != "bwrap":
+            return argv
+        assert self.home is not None
+        a = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--tmpfs", "/dev/shm"]
+        run_dir, cwd = Path(os.path.abspath(self.run_dir)), Path(os.path.abspath(self.cwd))
+        if cwd != Path("/") and not _inside(cwd, run_dir):
+            a += ["--bind", str(cwd), str(cwd)]  # the agent's workspace
+            if _inside(run_dir, cwd):
+                # read-only from the folder below the workspace down, so nothing above the run can be renamed
+                top = cwd / run_dir.relative_to(cwd).parts[0]
+                a += ["--ro-bind", str(top), str(top)]
+        agent = os.path.abspath(agent_dir)
+        a += ["--bind", str(self.home), str(self.home), "--bind", agent, agent,
+              "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+              "--die-with-parent", "--new-session"]
+        key = key_path()
+        if key.is_file():  # the runner's signing key: whoever reads it can seal a forged run directory
+            a += ["--ro-bind", "/dev/null", str(key)]
+        if is_root():
+            a += ["--cap-drop", "ALL"]
+        return a + ["--chdir", str(cwd), "--", *argv]
+
+    def seal(self, agent_dir: Path) -> list[str]:
+        """After a step (all its processes gone): its files become the runner's, read-only to the agent.
+
+        Returns refusals: files in the folder the agent did not make (hard links to others' files).
+        """
+        if self.mode != "user" or self.uid is None:
+            return []
+        me_uid, me_gid = os.geteuid(), os.getegid()
+        refused: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(agent_dir, followlinks=False):
+            for name in [*dirnames, *filenames]:
+                p = Path(dirpath) / name
+                st = os.lstat(p)
+                if st.st_uid != self.uid:
+                    if not stat.S_ISDIR(st.st_mode):
+                        refused.append(str(p.relative_to(agent_dir)))
+                    continue
+                os.lchown(p, me_uid, me_gid)
+                if not stat.S_ISLNK(st.st_mode):
+                    os.chmod(p, stat.S_IMODE(st.st_mode) & ~0o7022)
+        os.lchown(agent_dir, me_uid, me_gid)
+        os.chmod(agent_dir, 0o755)
+        return refused
+
+    def close(self) -> None:
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+        if self._old_umask is not None:
+            os.umask(self._old_umask)
+            self._old_umask = None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+HOME_PREFIX = "referee-agent-home-"
+
+
+def _sweep_homes() -> None:
+    """Remove the homes of runners that died without removing them (SIGKILL); the name holds the pid."""
+    try:
+        owners = {os.geteuid(), pwd.getpwnam(AGENT_USER).pw_uid}
+    except KeyError:
+        owners = {os.geteuid()}
+    for d in Path(tempfile.gettempdir()).glob(HOME_PREFIX + "*-*"):
+        pid = d.name[len(HOME_PREFIX):].split("-")[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
+            continue
+        try:
+            st = d.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid in owners:  # never a link, never someone else's folder
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _make_home(uid: int | None = None, gid: int | None = None) -> Path:
+    _sweep_homes()
+    home = Path(tempfile.mkdtemp(prefix=f"{HOME_PREFIX}{os.getpid()}-"))
+    (home / "tmp").mkdir()
+    if uid is not None and gid is not None:
+        for p in (home, home / "tmp"):
+            os.chown(p, uid, gid)
+    return home
+
+
+def _user_problems(run_dir: Path, cwd: Path, checks: list[tuple[str, str]]) -> tuple[tuple[int, int] | None, list[str]]:
+    if not is_root():
+        return None, ["the runner is not root (only root can run the agent as another user)"]
+    try:
+        uid, gid = ensure_agent_user()
+    except OSError as exc:
+        return None, [str(exc)]
+    (run_dir / "agent").mkdir(exist_ok=True)
+    problems = probe(uid, gid, [*checks, ("x", str(run_dir / "agent"))], cwd)
+    problems += exposed_ancestors(run_dir, uid, gid)
+    return (uid, gid), problems
+
+
+def open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: str | list[str],
+                 env_path: str | None, extra_read: tuple[str, ...] = ()) -> Sandbox:
+    """Decide the isolation of one run (see the module docstring) and make what it needs (account, home).
+
+    PlanError when the plan asks for a mode that cannot work here, naming what is missing.
+    """
+    checks = needed_paths(command, env_path, extra_read)
+    notes: list[str] = []
+    if requested == "none":
+        return Sandbox("none", requested, "actor.isolation: none in the plan", run_dir, cwd, tracking=_tracking("none"))
+    if requested in ("auto", "user"):
+        ident, problems = _user_problems(run_dir, cwd, checks)
+        if ident is not None and not problems:
+            old = os.umask(0)
+            os.umask(old | 0o022)  # nothing the runner writes during the run may be writable by the agent
+            uid, gid = ident
+            return Sandbox("user", requested, "", run_dir, cwd, uid=uid, gid=gid, home=_make_home(uid, gid),
+                           tracking=_tracking("user"), _old_umask=old)
+        why = f"user isolation: {'; '.join(problems)}"
+        if requested == "user":
+            raise PlanError(f"actor.isolation: user cannot work here: {'; '.join(problems)}",
+                            fix=f"make these readable by the user {AGENT_USER} (chmod o+rx, or setfacl -m "
+                                f"u:{AGENT_USER}:rx), put --out where it cannot write, or choose another isolation")
+        if is_root():
+            notes.append(why)
+    if requested in ("auto", "bwrap"):
+        problem = bwrap_problem()
+        if problem is None:
+            return Sandbox("bwrap", requested, "; ".join(notes), run_dir, cwd, home=_make_home(),
+                           tracking=_tracking("bwrap"))
+        if requested == "bwrap":
+            raise PlanError(f"actor.isolation: bwrap cannot work here: {problem}",
+                            fix="install bubblewrap (apt-get install bubblewrap), or choose another isolation")
+        notes.append(problem)
+    return Sandbox("none", requested, "auto found no isolation that works here: " + "; ".join(notes), run_dir, cwd,
+                   tracking=_tracking("none"))
+
+
+def _tracking(mode: str) -> str:
+    from referee.runner.reaper import cgroup_base
+
+    if cgroup_base() is not None:
+        return "cgroup"
+    return {"user": "uid", "bwrap": "pidns"}.get(mode, "session")
