@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,9 @@ REFEREE = [sys.executable, "-c", "import sys; from referee.cli.main import main;
 
 
 def referee(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([*REFEREE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+    # the demo plan names ${REFEREE_DEMO_DIR} (`referee demo` sets it): set, or the run stops at that plan error
+    env = {**os.environ, "REFEREE_DEMO_DIR": os.environ.get("REFEREE_DEMO_DIR", "/tmp")}
+    return subprocess.run([*REFEREE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
 
 
 def one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:

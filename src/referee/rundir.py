@@ -57,7 +57,7 @@ class FileEntry(_Model):
 
 
 class StepRecord(_Model):
-    status: Literal["started", "done"] = "started"
+    status: Literal["started", "done", "not_run"] = "started"
     started: str | None = None
     finished: str | None = None
     actor_exit: int | None = None
@@ -67,6 +67,39 @@ class StepRecord(_Model):
     actor_killed: int = 0  # agent processes still running when the step ended, killed then (daemons)
     stdout_bytes: int | None = None  # all the agent wrote; agent/<step>/stdout.txt keeps the last 1 MB
     stderr_bytes: int | None = None
+    not_run: Literal["deselected", "fail_fast"] | None = None  # status not_run: --only/-k left it out, or
+    note: str | None = None  # --fail-fast stopped the run before it (`note` says after which step)
+    # --retries: the earlier attempts of this step, each with its files under attempts/<step>/<n>/;
+    # this record and the files listed in `Manifest.files` are the last attempt's
+    attempts: list["AttemptRecord"] = Field(default_factory=list)
+
+
+class AttemptRecord(_Model):
+    """One earlier attempt of a retried step: what the agent did, how it was graded then, and its files.
+
+    Its evidence and agent files were moved to `folder` (`attempts/<step>/<n>/`) when the step was
+    performed again; `files` lists them there, with the hashes taken at capture time.
+    """
+
+    attempt: int
+    folder: str
+    record: StepRecord  # the step's record as that attempt left it
+    verdict: str  # the grader's verdict of that attempt, over its evidence, when it ended
+    reason: str = ""
+    claim: dict[str, Any] | None = None
+    files: list[FileEntry] = Field(default_factory=list)
+
+
+StepRecord.model_rebuild()
+
+
+class RunOptions(_Model):
+    """How the run was asked to go (`referee run --only/-k/--fail-fast/--retries`); absent: every step, once."""
+
+    only: list[str] = Field(default_factory=list)
+    keyword: str | None = None  # the -k expression
+    fail_fast: bool = False
+    retries: int = 0
 
 
 IsolationMode = Literal["user", "bwrap", "none"]
@@ -88,6 +121,7 @@ class Manifest(_Model):
     actor: str | None = None
     isolation: IsolationRecord | None = None  # None: no agent process ran (a scripted browser plan, old runs)
     error: str | None = None  # why the run stopped early (app would not start, agent missing, ...)
+    options: RunOptions | None = None
     started: str | None = None
     finished: str | None = None
     steps: dict[str, StepRecord] = Field(default_factory=dict)

@@ -25,7 +25,7 @@ def records(path: Path) -> list[dict]:
 
 def only_run_dir(out: Path) -> Path:
     (plan_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    (run_dir,) = [p for p in plan_dir.iterdir() if p.is_dir()]
+    (run_dir,) = [p for p in plan_dir.iterdir() if p.is_dir() and not p.is_symlink()]
     return run_dir
 
 

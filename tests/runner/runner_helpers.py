@@ -23,7 +23,7 @@ import yaml
 from tests.conftest import AGENTS_DIR, APP_SCRIPT, run_cli
 
 PY = sys.executable
-VERDICTS = {"PASS", "FAIL", "SKIPPED", "ERROR"}
+VERDICTS = {"PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY"}
 
 
 def agent_cmd(name: str, *args: str) -> str:
@@ -131,8 +131,8 @@ def assert_one_line_error(rc: int, out: str, err: str, expected_rc: int = 2) -> 
 
 
 def find_run_dirs(out: Path) -> list[Path]:
-    """Run directories under --out: OUT/<plan>/<UTC timestamp>/."""
-    return sorted(p for p in out.glob("*/*") if p.is_dir())
+    """Run directories under --out: OUT/<plan>/<UTC timestamp>/ (not the `latest` link beside them)."""
+    return sorted(p for p in out.glob("*/*") if p.is_dir() and not p.is_symlink())
 
 
 @dataclass

@@ -52,7 +52,7 @@ def test_run_directory_layout(rrun):
 
 def test_results_json_schema_and_verdicts(rrun):
     r = rrun.results
-    assert r["results_version"] == 1 and r["plan"] == "report-me"
+    assert r["results_version"] == 2 and r["plan"] == "report-me"
     assert [s["id"] for s in r["steps"]] == list(EXPECTED), "steps in plan order"
     for s in r["steps"]:
         assert {"id", "verdict", "validators", "claim", "overclaim"} <= set(s), s

@@ -106,6 +106,16 @@ def walk(paths: Iterable[Path], fmt: str | None = None,
         yield from _walk(p, p, 0, fmt, options)
 
 
+def _sibling_link(path: Path) -> bool:
+    """A link to something in its own folder (a plan's runs folder's `latest`): walked once, as its target."""
+    if not path.is_symlink():
+        return False
+    try:
+        return path.resolve().parent == path.parent.resolve()
+    except OSError:
+        return False
+
+
 def _walk(folder: Path, root: Path, depth: int, fmt: str | None,
           options: InputOptions) -> Iterator[InputItem | TraceItem]:
     try:
@@ -114,7 +124,7 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None,
         yield _bad(folder, f"cannot list this folder: {exc.strerror or exc}")
         return
     for child in children:
-        if child.name.startswith("."):
+        if child.name.startswith(".") or _sibling_link(child):
             continue
         rel = child.relative_to(root).as_posix()
         if child.is_dir():

@@ -220,7 +220,7 @@ def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
     if is_run_dir(path):
         yield path
     elif depth > 0 and path.is_dir():
-        for child in sorted(c for c in path.iterdir() if c.is_dir()):
+        for child in sorted(c for c in path.iterdir() if c.is_dir() and not c.is_symlink()):
             yield from run_dirs_under(child, depth - 1)
 
 

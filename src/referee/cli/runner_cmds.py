@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+from rich.text import Text
 
 from referee.errors import RefereeError
 from referee.safetext import for_console
@@ -39,8 +40,16 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 @click.option("--agent", help="Command that performs each step (the command actor).")
 @click.option("--out", default="runs", show_default=True, type=click.Path(file_okay=False),
               help="Where run directories go: OUT/<plan>/<UTC timestamp>/.")
-@click.option("--strict", is_flag=True, help="SKIPPED steps also fail the run (exit 1).")
+@click.option("--strict", is_flag=True, help="SKIPPED and FLAKY steps also fail the run (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print one JSON object with every run's verdicts.")
+@click.option("--only", "only", multiple=True, metavar="STEP[,STEP]",
+              help="Perform only these steps (in plan order); the others are not run and say so.")
+@click.option("-k", "keyword", metavar="EXPR",
+              help="Perform only the steps whose id matches EXPR: words (substrings, any case) with and/or/not.")
+@click.option("--fail-fast", is_flag=True, help="Stop after the first step that FAILs or is an ERROR.")
+@click.option("--retries", type=click.IntRange(0, 100), default=0, show_default=True,
+              help="Perform a step that FAILs or is an ERROR again, up to N more times; a pass after a "
+                   "failure is FLAKY.")
 @click.option("-j", "--jobs", type=int, default=1, show_default=True,
               help="Plans run at once, each in its own process with its own run directory, app and ports.")
 @click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -48,21 +57,39 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
                    "(docs/scale.md)")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --jobs workers)")
-def run(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler):
+def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries, jobs, executor_kind, scheduler):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
-    from referee.plan import load_plan
+    from referee.plan.selection import check_selection, selected, split_ids
     from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
+    from referee.rundir import RunOptions
     from referee.runner.run import run_plan
 
     console = _console(json_mode)
-    loaded = [load_plan(p) for p in plans]  # every plan validates before anything runs
+    loaded = _load_checked(plans, console)  # every plan validates before anything runs
+    ids = split_ids(only)
+    check_selection([s.id for lp in loaded for s in lp.plan.steps], ids, keyword)
+    options = RunOptions(only=ids, keyword=keyword, fail_fast=fail_fast, retries=retries)
     if jobs != 1 or executor_kind == "dask":
-        return _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler)
+        chosen = []
+        for p, lp in zip(plans, loaded):
+            mine = [s.id for s in lp.plan.steps]
+            if (ids or keyword) and not selected(mine, ids, keyword):
+                console.print(Text(f"{lp.path}: no step matches --only/-k; not run", style="yellow"), highlight=False)
+                continue
+            # each plan runs as its own `referee run`: --only names only that plan's steps
+            extra = [*(("--only", ",".join(i for i in ids if i in mine)) if ids else ()),
+                     *(("-k", keyword) if keyword else ()), *(("--fail-fast",) if fail_fast else ()),
+                     *(("--retries", str(retries)) if retries else ())]
+            chosen.append((p, tuple(extra)))
+        return _run_many(chosen, agent, out, strict, json_mode, jobs, executor_kind, scheduler)
     exit_code, payload = 0, []
     for lp in loaded:
+        if (ids or keyword) and not selected([s.id for s in lp.plan.steps], ids, keyword):
+            console.print(Text(f"{lp.path}: no step matches --only/-k; not run", style="yellow"), highlight=False)
+            continue
         _lint_warnings(lp, console, Path(out) / ".lint-cache")
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
-            outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event)
+            outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event, options=options)
         res = outcome.results
         console.print(verdict_table(res))
         console.print(summary_line(res))
@@ -87,7 +114,9 @@ def run(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler):
 
 
 def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler) -> int:
-    """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary."""
+    """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary.
+
+    `plans`: (plan path, its --only/-k/--fail-fast/--retries arguments) pairs."""
     from referee.errors import UsageError
     from referee.executors import check_options
     from referee.runner.many import job_for, run_plans
@@ -102,7 +131,7 @@ def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, schedul
     where = (f"dask ({scheduler or f'a LocalCluster of {jobs} workers on 127.0.0.1'})" if executor_kind == "dask"
              else f"{jobs} at a time, each in its own process")
     click.echo(f"referee: running {len(plans)} plan(s), {where}", err=True)
-    combined = run_plans([job_for(p, out, agent, strict) for p in plans], options, on_done=shown)
+    combined = run_plans([job_for(p, out, agent, strict, extra) for p, extra in plans], options, on_done=shown)
     click.echo("\n".join(combined.summary_lines()), err=json_mode)
     if json_mode:
         click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs]}, indent=2))
@@ -119,14 +148,18 @@ ALLOW_UNSIGNED_HELP = ("Grade run directories without a seal this machine can ch
 @click.option("--json", "json_mode", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--allow-unsigned", is_flag=True, help=ALLOW_UNSIGNED_HELP)
 def grade(run_dirs, strict, json_mode, allow_unsigned):
-    """Re-grade RUN_DIRS from their sealed evidence alone (the app may be gone); the seal is checked first."""
+    """Re-grade RUN_DIRS from their sealed evidence alone (the app may be gone); the seal is checked first.
+
+    A plan's runs folder (`runs/<plan>`) stands for its latest run."""
     from referee.grader import grade as grade_run
     from referee.report.outputs import write_outputs
     from referee.report.console import integrity_line, isolation_line, summary_line, verdict_table
+    from referee.runfolders import resolve_run_dir
 
     console = _console(json_mode)
     exit_code, payload = 0, []
-    for d in run_dirs:
+    for given in run_dirs:
+        d = resolve_run_dir(given)  # a plan's runs folder: its latest run
         res = grade_run(Path(d), allow_unsigned=allow_unsigned)
         try:
             write_outputs(Path(d), res)
@@ -148,6 +181,31 @@ def grade(run_dirs, strict, json_mode, allow_unsigned):
     return exit_code
 
 
+def _finding_line(err, level: str) -> str:
+    """`file:line:col: warning: message; fix`, the form editors and CI problem matchers read."""
+    where = f"{err.file}:{err.place}: " if err.file and err.place else f"{err.file}: " if err.file else ""
+    return f"{where}{level}: {err.message}" + (f"; {err.fix}" if err.fix else "")
+
+
+def _load_checked(plans, console) -> list:
+    """Every plan loaded and checked before anything runs; all their errors at once (then exit 2)."""
+    from referee.plan.preflight import check_plan_file
+
+    loaded, errors = [], []
+    for p in plans:
+        lp, found = check_plan_file(p)
+        errors += found.errors
+        for w in found.warnings:
+            console.print(Text(_finding_line(w, "warning"), style="yellow"), highlight=False)
+        if lp is not None:
+            loaded.append(lp)
+    if errors:
+        for err in errors[:-1]:
+            click.echo(f"referee: error: {err}", err=True)
+        raise errors[-1]
+    return loaded
+
+
 def _isolation_of(run_dir: Path):
     """The manifest's record of how the agent ran; None for an unreadable manifest (the grade said why)."""
     from referee.rundir import read_manifest
@@ -160,17 +218,44 @@ def _isolation_of(run_dir: Path):
 
 @click.command()
 @click.argument("plans", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def check(plans):
-    """Validate PLANS without running anything."""
-    from referee.plan import load_plan
+@click.option("--json", "json_mode", is_flag=True,
+              help="Print {plan: {ok, errors: [{file, line, column, message, fix}], warnings}} for editors and CI.")
+def check(plans, json_mode):
+    """Validate PLANS without running anything: every error of every plan in one pass (exit 2 if any).
 
+    Besides the plan's own schema, what would fail at run time: screen captures or `script:` without
+    the browser actor, a python actor target that cannot be found, evidence that names no capture of
+    its step, and `${VAR}` that is not set."""
+    from referee.plan.preflight import check_plan_file, finding_json
+
+    code, report = 0, {}
     for p in plans:
-        lp = load_plan(p)
-        nval = sum(len(v) for v in lp.validators.values())
-        skipped = [s.id for s in lp.plan.steps if not lp.validators.get(s.id)]
-        click.echo(f"{p}: ok ({len(lp.plan.steps)} steps, {nval} validators"
-                   + (f"; no validator, will be SKIPPED: {', '.join(skipped)}" if skipped else "") + ")")
-    return 0
+        lp, found = check_plan_file(p)
+        code = 2 if found.errors else code
+        summary = None
+        if lp is not None:
+            nval = sum(len(v) for v in lp.validators.values())
+            skipped = [s.id for s in lp.plan.steps if not lp.validators.get(s.id)]
+            summary = {"steps": len(lp.plan.steps), "validators": nval, "skipped": skipped}
+        report[p] = {"ok": not found.errors, "errors": [finding_json(e) for e in found.errors],
+                     "warnings": [finding_json(w) for w in found.warnings], **(summary or {})}
+        if json_mode:
+            continue
+        for err in found.errors:  # the form every referee error has: `referee: error: file:line:col: ...; fix`
+            click.echo(f"referee: error: {err}", err=True)
+        for w in found.warnings:
+            click.echo(_finding_line(w, "warning"))
+        if found.errors:
+            n, m = len(found.errors), len(found.warnings)
+            more = f", {m} warning{'s' if m != 1 else ''}" if m else ""
+            click.echo(f"{p}: {n} error{'s' if n != 1 else ''}{more}")
+        elif summary is not None:
+            skipped = summary["skipped"]
+            click.echo(f"{p}: ok ({summary['steps']} steps, {summary['validators']} validators"
+                       + (f"; no validator, will be SKIPPED: {', '.join(skipped)}" if skipped else "") + ")")
+    if json_mode:
+        click.echo(json.dumps(report, indent=2))
+    return code
 
 
 @click.command()

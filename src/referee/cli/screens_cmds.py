@@ -68,15 +68,18 @@ def _shown(value, *, quote: bool = True, limit: int = 160) -> str:
 @click.option("--allow-unsigned", is_flag=True,
               help="Report run directories without a seal this machine can check, marked UNVERIFIED.")
 def report(run_dirs, allow_unsigned):
-    """Regenerate report.html (and results.json, junit.xml) in each RUN_DIR by re-grading it.
+    """Regenerate report.html (and results.json, junit.xml) in each RUN_DIR by re-grading it (a plan's
+    runs folder, `runs/<plan>`, stands for its latest run).
 
     A results.json already there is never trusted: it could have been written by anyone who could
     write the run directory. Exit 1 when a seal does not hold.
     """
     from referee.report.outputs import grade_to_disk
+    from referee.runfolders import resolve_run_dir
 
     code = 0
-    for d in run_dirs:
+    for given in run_dirs:
+        d = resolve_run_dir(given)  # a plan's runs folder: its latest run
         res = grade_to_disk(Path(d), allow_unsigned=allow_unsigned)
         click.echo(str(Path(d) / "report.html"))
         if res.integrity.status != "verified":

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from referee.errors import EvidenceError
 from referee.grader.evidence import RunEvidence
+from referee.grader.outcome import agent_outcome, duration, not_run, with_attempts
 from referee.grader.results import RunResults, StepResult, ValidatorResult, Verdict, summarize
 from referee.grader.verify import OpenedRun, open_run
 from referee.plan.loader import LoadedPlan, TypedValidator
@@ -42,6 +43,8 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     vals = plan.validators.get(step_id, ())
     rec = manifest.steps.get(step_id)
     claimed_pass = claim is not None and claim.passed is True
+    if rec is not None and rec.status == "not_run":
+        return not_run(step_id, rec)  # nobody acted and nothing was captured: no claim, no agent
     if not vals:
         res = StepResult(id=step_id, verdict="SKIPPED", reason="no validator: this step cannot be verified")
     elif rec is None:
@@ -52,8 +55,9 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
                          reason="the step did not finish (the run was interrupted); its evidence is incomplete")
     elif not rec.actor_started:
         # nobody acted: whatever the validators see now was there before the step
+        why = (rec.actor_error or "").removeprefix("the agent could not be started: ")
         res = StepResult(id=step_id, verdict="ERROR",
-                         reason=f"the agent could not be started, so nobody performed the step ({rec.actor_error})")
+                         reason=f"the agent could not be started, so nobody performed the step: {why}")
     else:
         results = [grade_validator(tv, ev, step_id) for tv in vals]
         statuses = {r.status for r in results}
@@ -61,8 +65,14 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
         bad = [r for r in results if r.status != "PASS"]
         reason = "; ".join(f"{r.name}: {r.reason}" for r in bad) if bad else "every validator holds"
         res = StepResult(id=step_id, verdict=verdict, reason=reason, validators=results)
+    if rec is not None:
+        res = with_attempts(res, rec)
+        res.duration_s = duration(rec)
+        if rec.status == "done":
+            res.agent = agent_outcome(plan, step_id, rec, ev)
     res.claim = claim.as_given() if claim is not None else None
-    res.overclaim = claimed_pass and res.verdict != "PASS"
+    # FLAKY: the claim was of the last attempt, and that attempt passed
+    res.overclaim = claimed_pass and res.verdict not in ("PASS", "FLAKY")
     return res
 
 

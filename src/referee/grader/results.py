@@ -6,8 +6,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Verdict = Literal["PASS", "FAIL", "SKIPPED", "ERROR"]
-VERDICTS: tuple[str, ...] = ("PASS", "FAIL", "SKIPPED", "ERROR")
+# FLAKY (results v2): the step failed, was performed again (--retries) and then passed. Never PASS:
+# it exits 0 like PASS, and 1 under --strict.
+Verdict = Literal["PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY"]
+NotRun = Literal["deselected", "fail_fast"]
+VERDICTS: tuple[str, ...] = ("PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY")
 
 
 class _Model(BaseModel):
@@ -23,6 +26,47 @@ class ValidatorResult(_Model):
     evidence: list[str] = Field(default_factory=list)
 
 
+class AgentOutcome(_Model):
+    """How the agent's run of a step ended, from the manifest (and the tail of its stderr.txt): shown
+    beside the verdict, deciding nothing (except that an agent that could not start at all makes the
+    step ERROR: nobody acted)."""
+
+    started: bool = True
+    exit_code: int | None = None
+    timed_out: bool = False
+    timeout_s: float | None = None  # the step's timeout, from the frozen plan
+    error: str | None = None
+    stdout_bytes: int | None = None
+    stderr_bytes: int | None = None
+    stderr_tail: list[str] = Field(default_factory=list)  # its last lines, control characters escaped
+
+    @property
+    def failed(self) -> bool:
+        """The agent did not end well: not started, timed out, or a non-zero exit."""
+        return not self.started or self.timed_out or (self.exit_code is not None and self.exit_code != 0)
+
+    def status(self) -> str:
+        """One line: `exit 0`, `exit 3`, `timed out after 2s`, `could not start`.
+
+        >>> AgentOutcome(timed_out=True, timeout_s=2.0).status(), AgentOutcome(exit_code=3).status()
+        ('timed out after 2s', 'exit 3')
+        """
+        if not self.started:
+            return "could not start"
+        if self.timed_out:
+            return f"timed out after {self.timeout_s:g}s" if self.timeout_s is not None else "timed out"
+        return f"exit {self.exit_code}" if self.exit_code is not None else "no exit code"
+
+
+class Attempt(_Model):
+    """An earlier attempt of a retried step, as graded when it ended (its files: attempts/<step>/<n>/)."""
+
+    attempt: int
+    verdict: str
+    reason: str = ""
+    duration_s: float | None = None
+
+
 class StepResult(_Model):
     id: str
     verdict: Verdict
@@ -30,6 +74,11 @@ class StepResult(_Model):
     validators: list[ValidatorResult] = Field(default_factory=list)
     claim: dict[str, Any] | None = None
     overclaim: bool = False
+    # results v2
+    not_run: NotRun | None = None  # SKIPPED because it was not run: left out by --only/-k, or after --fail-fast
+    duration_s: float | None = None  # from the step's first start to its last finish (all attempts)
+    attempts: list[Attempt] = Field(default_factory=list)  # earlier attempts (--retries); the verdict is the last's
+    agent: AgentOutcome | None = None
 
 
 class Integrity(_Model):
@@ -53,23 +102,27 @@ def _legacy_integrity() -> Integrity:
 class RunResults(_Model):
     """Everything `referee grade` decides. No timestamps: re-grading gives the same bytes."""
 
-    results_version: Literal[1] = 1
+    results_version: Literal[1, 2] = 2  # 2: FLAKY, not_run, duration_s, attempts, agent
     plan: str
     steps: list[StepResult]
     summary: dict[str, int]
     integrity: Integrity = Field(default_factory=_legacy_integrity)
 
     def exit_code(self, strict: bool = False) -> int:
-        """0 all PASS; 1 any FAIL/ERROR (and SKIPPED under --strict), or a seal that does not hold.
+        """0 all PASS; 1 any FAIL/ERROR (and, under --strict, SKIPPED or FLAKY), or a seal that does not hold.
+        A step not run because --only/-k left it out is not held against the run, even under --strict.
 
         >>> RunResults(plan="p", steps=[], summary={"PASS": 1, "FAIL": 0, "SKIPPED": 1, "ERROR": 0}).exit_code()
         0
+        >>> RunResults(plan="p", steps=[], summary={"PASS": 1, "FLAKY": 1}).exit_code(strict=True)
+        1
         """
         if self.integrity.status == "failed":
             return 1
         bad = self.summary.get("FAIL", 0) + self.summary.get("ERROR", 0)
         if strict:
-            bad += self.summary.get("SKIPPED", 0)
+            deselected = sum(1 for s in self.steps if s.verdict == "SKIPPED" and s.not_run == "deselected")
+            bad += self.summary.get("SKIPPED", 0) - deselected + self.summary.get("FLAKY", 0)
         return 1 if bad else 0
 
 

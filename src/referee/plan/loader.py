@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -49,18 +49,34 @@ class LoadedPlan:
     validators: dict[str, tuple[TypedValidator, ...]]
     captures: dict[str, tuple[TypedCapture, ...]]
     env_names: frozenset[str] = frozenset()  # `${NAME}` variables the captures substitute
+    where: "_Where | None" = dc_field(default=None, repr=False, compare=False)  # YAML positions, for later checks
 
     @property
     def name(self) -> str:
         return self.plan.name
+
+    def error(self, msg: str, loc: tuple, fix: str | None = None) -> PlanError:
+        """A PlanError at `loc` (a path into the plan, e.g. ("steps", 0, "capture", 1)) with its file:line:col."""
+        if self.where is None:
+            return PlanError(msg, file=str(self.path), fix=fix)
+        return self.where.error(msg, loc, fix)
 
     def step(self, step_id: str) -> Step:
         return next(s for s in self.plan.steps if s.id == step_id)
 
 
 class _Where:
-    def __init__(self, file: str, positions: dict[tuple, Pos], data: Any) -> None:
+    def __init__(self, file: str, positions: dict[tuple, Pos], data: Any,
+                 sink: list[PlanError] | None = None) -> None:
         self.file, self.positions, self.data = file, positions, data
+        self.sink = sink  # collect-all mode (`referee check`): errors are gathered here, not raised
+
+    def report(self, err: PlanError) -> None:
+        """Raise `err`, or in collect-all mode note it so loading goes on to find the next one."""
+        if self.sink is None:
+            raise err
+        if not any(str(e) == str(err) for e in self.sink):
+            self.sink.append(err)
 
     def place(self, loc: tuple) -> str | None:
         loc = tuple(loc)
@@ -90,10 +106,22 @@ class _Where:
 
 def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = (),
                     model: type[BaseModel] | None = None) -> PlanError:
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a typo explains a "missing"
+    return _one_error(where, errors[0], base, model)
+
+
+def _pydantic_errors(where: _Where, exc: ValidationError, base: tuple = (),
+                     model: type[BaseModel] | None = None) -> list[PlanError]:
+    """Every error of a validation, one PlanError each; a "missing" beside an unknown field (a typo) is left out."""
+    errors = exc.errors()
+    typo_at = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
+    return [_one_error(where, e, base, model) for e in errors
+            if not (e["type"] == "missing" and tuple(e["loc"][:-1]) in typo_at)]
+
+
+def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | None) -> PlanError:
     import difflib
 
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a typo explains a "missing"
-    err = errors[0]
     loc = base + tuple(err["loc"])
     names = [str(p) for p in err["loc"] if isinstance(p, str)]
     field = names[-1] if names else "value"
@@ -132,7 +160,7 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
 
 
 def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
-                   env: Mapping[str, str] | None = None) -> LoadedPlan:
+                   env: Mapping[str, str] | None = None, errors: list[PlanError] | None = None) -> LoadedPlan:
     """Parse and validate plan text. Capture and validator kinds are plan data (`referee.plan.captures`,
     `referee.plan.validators`): loading a plan imports neither the runner nor the validators' checks,
     so the grader loads the frozen plan like any other.
@@ -144,6 +172,10 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
     `env` (default: the process's environment): a `${NAME}` without default in a capture parameter
     the runner substitutes (`referee.plan.envvars`) must be set in it; a frozen plan is not checked
     (grading substitutes nothing).
+
+    `errors`: collect-all mode (`referee check`). Each error found is added to this list and
+    loading goes on past it (the step, capture or validator at fault is left out), so one pass
+    finds them all; only a plan that is not YAML, or not a plan at all, still raises.
 
     >>> lp = load_plan_text("- id: a\\n  do: nothing\\n", "p.yaml")
     >>> (lp.name, [s.id for s in lp.plan.steps])
@@ -160,63 +192,106 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
     if not isinstance(data, dict):
         raise PlanError("a plan must be a mapping with `steps:` or a list of steps", file=file, place="1:1",
                         fix="see DESIGN.md, plan v1")
-    where = _Where(file, positions, data)
+    where = _Where(file, positions, data, errors)
     stem = Path(file).stem if file != "<plan>" else "plan"
     data.setdefault("name", name_from(stem))  # a file stem need not be a name; the plan's `name:` must be
     context = {"frozen": frozen}
     try:
         plan = Plan.model_validate(data, context=context)
+        indexed = list(enumerate(plan.steps))
     except ValidationError as exc:
-        raise _pydantic_error(where, exc, (), Plan) from None
+        if errors is None:
+            raise _pydantic_error(where, exc, (), Plan) from None
+        for err in _pydantic_errors(where, exc, (), Plan):
+            where.report(err)
+        plan, indexed = _salvage(data)
 
     env_check = EnvCheck(where, None if frozen else (os.environ if env is None else env))
     seen: dict[str, int] = {}
     typed_v: dict[str, tuple[TypedValidator, ...]] = {}
     typed_c: dict[str, tuple[TypedCapture, ...]] = {}
-    for si, step in enumerate(plan.steps):
+    for si, step in indexed:
         if step.id in seen:
-            raise where.error(f"duplicate step id '{step.id}' (first at step #{seen[step.id] + 1})",
-                              ("steps", si, "id"), fix="give every step its own id")
+            where.report(where.error(f"duplicate step id '{step.id}' (first at step #{seen[step.id] + 1})",
+                                     ("steps", si, "id"), fix="give every step its own id"))
+            continue
         seen[step.id] = si
         caps: list[TypedCapture] = []
         names: set[str] = set()
         for ci, raw in enumerate(step.capture):
             loc = ("steps", si, "capture", ci)
-            if frozen and isinstance(raw, dict) and str(raw.get("kind")) not in BUILTIN_SPECS:
-                ck, params = _kept(where, raw, loc)
-            else:
-                ck, params = _typed(where, capture_specs, raw, loc, "capture", context)
-            _check_url(where, plan, params, loc)
+            try:
+                if frozen and isinstance(raw, dict) and str(raw.get("kind")) not in BUILTIN_SPECS:
+                    ck, params = _kept(where, raw, loc)
+                else:
+                    ck, params = _typed(where, capture_specs, raw, loc, "capture", context)
+            except PlanError as exc:
+                where.report(exc)
+                continue
+            try:
+                _check_url(where, plan, params, loc)
+            except PlanError as exc:
+                where.report(exc)
             env_check(params, loc)
             if params.name in names:
-                raise where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
-                                  fix="give each capture its own name")
+                where.report(where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
+                                         fix="give each capture its own name"))
+                continue
             names.add(params.name)
             caps.append(TypedCapture(ck, params))
         vals: list[TypedValidator] = []
         for vi, raw in enumerate(step.validators):
             loc = ("steps", si, "validators", vi)
-            vs, params = _typed(where, validator_specs, raw, loc, "validator", context)
+            try:
+                vs, params = _typed(where, validator_specs, raw, loc, "validator", context)
+            except PlanError as exc:
+                where.report(exc)
+                continue
             tv = TypedValidator(vi, vs, params)
-            for req in vs.captures(params, vi):
-                if req.name in names:
-                    continue
-                ck = capture_specs.get(req.kind)
-                try:
-                    cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params},
-                                                       context=context)
-                except ValidationError as exc:
-                    raise _pydantic_error(where, exc, loc) from None
-                _check_url(where, plan, cparams, loc)
-                env_check(cparams, loc)
-                names.add(req.name)
-                caps.append(TypedCapture(ck, cparams))
-            for ref in vs.evidence_refs(params, vi):
-                _check_ref(where, loc, ref)
+            try:
+                for req in vs.captures(params, vi):
+                    if req.name in names:
+                        continue
+                    ck = capture_specs.get(req.kind)
+                    try:
+                        cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params},
+                                                           context=context)
+                    except ValidationError as exc:
+                        raise _pydantic_error(where, exc, loc) from None
+                    _check_url(where, plan, cparams, loc)
+                    env_check(cparams, loc)
+                    names.add(req.name)
+                    caps.append(TypedCapture(ck, cparams))
+                for ref in vs.evidence_refs(params, vi):
+                    _check_ref(where, loc, ref)
+            except PlanError as exc:
+                where.report(exc)
+                continue
             vals.append(tv)
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
-    return LoadedPlan(Path(file), text, plan, typed_v, typed_c, frozenset(env_check.names))
+    return LoadedPlan(Path(file), text, plan, typed_v, typed_c, frozenset(env_check.names), where=where)
+
+
+def _salvage(data: dict[str, Any]) -> tuple[Plan, list[tuple[int, Step]]]:
+    """The parts of a plan that do validate, with each step's index in the file (collect-all mode)."""
+    from referee.plan.model import ActorSpec, AppSpec
+
+    def valid(model: type[BaseModel], raw: Any) -> Any:
+        try:
+            return model.model_validate(raw) if raw is not None else None
+        except ValidationError:
+            return None
+
+    raw_steps = data.get("steps")
+    indexed = [(i, st) for i, raw in enumerate(raw_steps if isinstance(raw_steps, list) else [])
+               if (st := valid(Step, raw)) is not None]
+    name, public = data.get("name"), data.get("public_env")
+    public = [x for x in public if isinstance(x, str)] if isinstance(public, list) else []
+    plan = Plan.model_construct(version=1, name=name if isinstance(name, str) else "plan",
+                                app=valid(AppSpec, data.get("app")), actor=valid(ActorSpec, data.get("actor")),
+                                controls=[], steps=[st for _, st in indexed], public_env=public)
+    return plan, indexed
 
 
 class EnvCheck:
@@ -234,13 +309,11 @@ class EnvCheck:
                 continue
             at = loc + (field,)
             for key, item in (value.items() if isinstance(value, dict) else [(None, value)]):
-                missing = unset(item, self.env)
-                if missing:
-                    name = missing[0]
-                    raise self.where.error(
+                for name in dict.fromkeys(unset(item, self.env)):  # raised, or in collect-all mode each noted
+                    self.where.report(self.where.error(
                         f"environment variable '{name}' is not set (used in `{field}`)",
                         at if key is None else at + (key,),
-                        fix=f"set {name} before running, or give a default: ${{{name}:-value}}")
+                        fix=f"set {name} before running, or give a default: ${{{name}:-value}}"))
 
 
 class _KeptParams(CaptureParams):
@@ -268,7 +341,12 @@ def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str,
     try:
         return kind, kind.Params.model_validate(raw, context=context)
     except ValidationError as exc:
-        raise _pydantic_error(where, exc, loc, kind.Params) from None
+        if where.sink is None:
+            raise _pydantic_error(where, exc, loc, kind.Params) from None
+        first, *more = _pydantic_errors(where, exc, loc, kind.Params)
+        for err in more:
+            where.report(err)
+        raise first from None
 
 
 def _check_url(where: _Where, plan: Plan, params: Any, loc: tuple) -> None:
@@ -289,15 +367,19 @@ def _check_ref(where: _Where, loc: tuple, ref: str) -> None:
 MAX_PLAN_BYTES = 16 << 20
 
 
-def load_plan(path: str | Path) -> LoadedPlan:
-    """Read a plan file from disk and validate it (PlanError on any problem; a FIFO is refused, not waited on)."""
+def read_plan_file(path: str | Path) -> str:
+    """A plan file's text (PlanError when it cannot be read; a FIFO is refused, not waited on)."""
     from referee.fsutil import read_regular
 
     path = Path(path)
     try:
-        text = read_regular(path, max_bytes=MAX_PLAN_BYTES, error=PlanError).decode("utf-8")
+        return read_regular(path, max_bytes=MAX_PLAN_BYTES, error=PlanError).decode("utf-8")
     except FileNotFoundError:
         raise PlanError("plan file not found", file=str(path), fix="check the path") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError(f"cannot read plan: {exc}", file=str(path)) from None
-    return load_plan_text(text, str(path))
+
+
+def load_plan(path: str | Path) -> LoadedPlan:
+    """Read a plan file from disk and validate it (PlanError on any problem; a FIFO is refused, not waited on)."""
+    return load_plan_text(read_plan_file(path), str(path))

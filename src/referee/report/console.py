@@ -13,12 +13,14 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.grader.results import RunResults
+from referee.report.steplines import agent_cell, done_line, event_line, stderr_rows, time_cell
 from referee.safetext import visible
 
 if TYPE_CHECKING:
     from rich.live import Live
 
-STYLE = {"PASS": "bold green", "FAIL": "bold red", "SKIPPED": "yellow", "ERROR": "bold magenta"}
+STYLE = {"PASS": "bold green", "FAIL": "bold red", "SKIPPED": "yellow", "ERROR": "bold magenta",
+         "FLAKY": "bold yellow"}
 
 
 def claim_text(claim: dict | None) -> Text:
@@ -40,20 +42,28 @@ def verdict_table(results: RunResults, title: str | None = None) -> Table:
     t = Table(title=_text(title or f"referee: {results.plan}"), title_justify="left", expand=False)
     t.add_column("step", no_wrap=True)
     t.add_column("verdict", no_wrap=True)
+    t.add_column("time", no_wrap=True)
+    t.add_column("agent")
     t.add_column("agent claimed")
     t.add_column("why")
     for s in results.steps:
         verdict = Text(s.verdict, style=STYLE[s.verdict])
-        claim = claim_text(s.claim)
+        claim = claim_text(s.claim) if not s.not_run else Text("")
         if s.overclaim:
             claim = Text.assemble(("OVERCLAIM ", "bold red"), claim)
-        t.add_row(_text(s.id), verdict, claim, _text(s.reason))
+        t.add_row(_text(s.id), verdict, time_cell(s), agent_cell(s), claim, _text(s.reason))
+        if (tail := stderr_rows(s)) is not None:  # under the step, in the widest column
+            t.add_row("", "", "", Text("stderr:", style="dim"), "", tail)
     return t
 
 
 def summary_line(results: RunResults) -> Text:
     s = results.summary
-    parts = [Text(f"{s.get(v, 0)} {v}", style=STYLE[v] if s.get(v, 0) else "dim") for v in STYLE]
+    shown = [v for v in STYLE if v != "FLAKY" or s.get(v, 0)]  # FLAKY only when a retry passed
+    parts = [Text(f"{s.get(v, 0)} {v}", style=STYLE[v] if s.get(v, 0) else "dim") for v in shown]
+    not_run = sum(1 for st in results.steps if st.not_run)
+    if not_run:
+        parts.append(Text(f"{not_run} not run", style="yellow"))
     over = s.get("overclaims", 0)
     parts.append(Text(f"{over} overclaim{'s' if over != 1 else ''}", style="bold red" if over else "dim"))
     return Text(" · ").join(parts)
@@ -139,7 +149,11 @@ class LiveSteps:
                 row[0] = "timed out; capturing…"
         elif kind == "done":
             row[0] = "done"
+        elif kind in ("graded", "retry", "not_run"):
+            row[0] = (event_line(kind, step_id, data) or "").split(": ", 1)[-1]
         if self.live is not None:
             self.live.refresh()
         elif kind == "done":
-            self.console.print(_text(f"  {step_id}: done (agent claimed {row[1]})"), highlight=False)
+            self.console.print(Text("  " + done_line(step_id, data, row[1])), highlight=False)
+        elif (line := event_line(kind, step_id, data)) is not None:
+            self.console.print(Text("  " + line), highlight=False)

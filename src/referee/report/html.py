@@ -17,6 +17,8 @@ from urllib.parse import quote
 from referee.errors import EvidenceError
 from referee.fsutil import atomic_write_text, loads_json, read_regular
 from referee.grader.results import RunResults
+from referee.report.agentout import step_tails
+from referee.report.html_steps import CSS as STEP_CSS, agent_block, verdict_extra
 from referee.rundir import MAX_MANIFEST_BYTES, MAX_RESULTS_BYTES
 from referee.safetext import for_html
 
@@ -239,8 +241,9 @@ def render_report(run_dir: str | Path, results_model: RunResults | None = None) 
     files = [f for f in manifest.get("files") or [] if isinstance(f, dict)]
     does = _step_texts(run_dir)
     seal_failed = (results.get("integrity") or {}).get("status") == "failed"
+    shown = manifest if isinstance(manifest, dict) else {}  # what the agent-output blocks read
     if seal_failed:
-        files, does = [], {}  # nothing of a run whose seal does not hold is shown as if it were evidence
+        files, does, shown = [], {}, {}  # nothing of a run whose seal does not hold is shown as if it were evidence
     budget = _Budget()
     summary = results.get("summary")
     summary = summary if isinstance(summary, dict) else {}
@@ -251,25 +254,27 @@ def render_report(run_dir: str | Path, results_model: RunResults | None = None) 
         shots = "".join(_shot_html(s) for s in _shots(run_dir, files, sid, budget))
         rows.append(
             f'<tr id="step-{_e(sid)}"><td><b>{_e(sid)}</b><div class="do">{_e(does.get(sid, ""))}</div></td>'
-            f'<td><span class="v v-{_e(verdict)}">{_e(verdict)}</span></td>'
-            f'<td>{_validators_html(step)}</td><td>{_claim_html(step)}</td>'
+            f'<td><span class="v v-{_e(verdict)}">{_e(verdict)}</span>{verdict_extra(step)}</td>'
+            f'<td>{_validators_html(step)}</td>'
+            f'<td>{agent_block(step, step_tails(run_dir, shown, sid))}{_claim_html(step)}</td>'
             f'<td><div class="shots">{shots or "<span class=meta>none</span>"}</div></td></tr>')
     sums = "".join(f'<span class="s-{_e(k)}">{_e(k)} {_e(summary.get(k, 0))}</span>'
-                   for k in ("PASS", "FAIL", "SKIPPED", "ERROR", "overclaims"))
+                   for k in ("PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY", "overclaims")
+                   if k != "FLAKY" or summary.get(k))
     plan = results.get("plan", "")
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
     csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'"
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">'
-        f"<title>referee: {_e(plan)}</title><style>{_CSS}</style></head><body>"
+        f"<title>referee: {_e(plan)}</title><style>{_CSS}{STEP_CSS}</style></head><body>"
         f"<h1>referee: {_e(plan)}</h1>"
         f'<div class="meta">started {_e(manifest.get("started", "?"))} · finished {_e(manifest.get("finished", "?"))}'
         f' · actor {_e(manifest.get("actor", "?"))}</div>'
         f'{_integrity_html(results)}{"" if seal_failed else _isolation_html(manifest)}<div class="sum">{sums}</div>'
         '<p class="meta">Verdicts come from the validators over the persisted evidence; the agent\'s claim is '
         "shown beside them and decides nothing.</p>"
-        '<table class="steps"><thead><tr><th>step</th><th>verdict</th><th>validators</th><th>agent claim</th>'
+        '<table class="steps"><thead><tr><th>step</th><th>verdict</th><th>validators</th><th>agent</th>'
         f'<th>screens</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
         '<div id="lightbox" hidden><img alt=""><div class="cap"></div></div>'
         f"<script>{_SCRIPT}</script></body></html>\n")

@@ -1,4 +1,6 @@
-"""junit.xml for CI systems: FAIL -> failure, ERROR -> error, SKIPPED -> skipped.
+"""junit.xml for CI systems: FAIL -> failure, ERROR -> error, SKIPPED -> skipped, FLAKY -> a pass with
+`flakyFailure`/`flakyError` (Maven Surefire's reruns); `time` per step; the agent's output in
+`system-out`/`system-err`.
 
 Every string passes through `safetext.for_xml` first: ElementTree escapes markup but writes a NUL or
 a lone surrogate as it is, which no XML parser accepts.
@@ -7,15 +9,30 @@ a lone surrogate as it is, which no XML parser accepts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 from xml.etree import ElementTree as ET
 
 from referee.fsutil import atomic_write_bytes
-from referee.grader.results import RunResults
+from referee.grader.results import RunResults, StepResult
+from referee.report.agentout import Tail
 from referee.safetext import for_xml as x
 
 
-def junit_xml(results: RunResults, isolation: Any = None) -> bytes:
+def _time(seconds: float | None) -> str:
+    return f"{seconds or 0:.3f}"
+
+
+def _agent_err(step: StepResult, tails: list[Tail]) -> str | None:
+    """system-err: how the agent's run ended, then the tail of its stderr."""
+    if step.agent is None:
+        return None
+    lines = [f"agent: {step.agent.status()}" + (f" ({step.agent.error})" if step.agent.error else "")]
+    lines += [t.text if not t.problem else f"({t.name}: {t.problem})" for t in tails if t.name == "stderr.txt"]
+    return x("\n".join(line for line in lines if line))
+
+
+def junit_xml(results: RunResults, isolation: Any = None,
+              outputs: Mapping[str, list[Tail]] | None = None) -> bytes:
     """Render results as a JUnit testsuite, one testcase per step.
 
     >>> from referee.grader.results import StepResult
@@ -27,6 +44,7 @@ def junit_xml(results: RunResults, isolation: Any = None) -> bytes:
     s = results.summary
     suite = ET.Element("testsuite", name=x(f"referee.{results.plan}"), tests=str(len(results.steps)),
                        failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
+    suite.set("time", _time(sum(st.duration_s or 0 for st in results.steps)))
     # whether the evidence was the runner's (sealed and verified), unverified, or refused: CI shows it
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
@@ -38,7 +56,8 @@ def junit_xml(results: RunResults, isolation: Any = None) -> bytes:
         if isolation.note:
             ET.SubElement(props, "property", name="referee.isolation.note", value=x(isolation.note))
     for step in results.steps:
-        case = ET.SubElement(suite, "testcase", classname=x(f"referee.{results.plan}"), name=x(step.id))
+        case = ET.SubElement(suite, "testcase", classname=x(f"referee.{results.plan}"), name=x(step.id),
+                             time=_time(step.duration_s))
         reason = x(step.reason)
         if step.verdict == "FAIL":
             ET.SubElement(case, "failure", message=reason[:500]).text = reason
@@ -46,16 +65,29 @@ def junit_xml(results: RunResults, isolation: Any = None) -> bytes:
             ET.SubElement(case, "error", message=reason[:500]).text = reason
         elif step.verdict == "SKIPPED":
             ET.SubElement(case, "skipped", message=reason)
+        # earlier attempts as Maven Surefire writes reruns: flaky* in a passing case, rerun* in a failing one
+        for a in step.attempts:
+            tag = ("flaky" if step.verdict == "FLAKY" else "rerun") + ("Failure" if a.verdict == "FAIL" else "Error")
+            why = x(f"attempt {a.attempt}: {a.verdict}: {a.reason}")
+            ET.SubElement(case, tag, message=why[:500], type=a.verdict).text = why
+        tails = (outputs or {}).get(step.id, [])
+        out = []
         if step.claim is not None:
             claim = step.claim
             note = f"agent claimed pass={claim.get('pass')}: {claim.get('note', '')}"
             if step.overclaim:
                 note = "OVERCLAIM " + note
-            ET.SubElement(case, "system-out").text = x(note)
+            out.append(note)
+        out += [t.text for t in tails if t.name == "stdout.txt" and t.text]
+        if out:
+            ET.SubElement(case, "system-out").text = x("\n".join(out))
+        if (err := _agent_err(step, tails)) is not None:
+            ET.SubElement(case, "system-err").text = err
     suites = ET.Element("testsuites")
     suites.append(suite)
     return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
 
 
-def write_junit(results: RunResults, path: Path, isolation: Any = None) -> None:
-    atomic_write_bytes(path, junit_xml(results, isolation))
+def write_junit(results: RunResults, path: Path, isolation: Any = None,
+                outputs: Mapping[str, list[Tail]] | None = None) -> None:
+    atomic_write_bytes(path, junit_xml(results, isolation, outputs))

@@ -7,6 +7,7 @@ from pathlib import Path
 from referee.errors import RefereeError
 from referee.fsutil import atomic_write_json
 from referee.grader import RunResults, grade
+from referee.report.agentout import Tail, step_tails
 from referee.report.html import write_report
 from referee.report.junit import write_junit
 from referee.rundir import read_manifest
@@ -23,8 +24,21 @@ def write_outputs(run_dir: str | Path, results: RunResults) -> None:
         isolation = read_manifest(run_dir).isolation if results.integrity.status != "failed" else None
     except RefereeError:
         isolation = None
-    write_junit(results, run_dir / "junit.xml", isolation)
+    write_junit(results, run_dir / "junit.xml", isolation, agent_outputs(run_dir, results))
     write_report(run_dir, results)  # from these results, not from a results.json someone could rewrite
+
+
+def agent_outputs(run_dir: Path, results: RunResults) -> dict[str, list[Tail]]:
+    """Each step's stdout/stderr tails, for junit.xml (none: an unreadable manifest, or a seal that does not hold)."""
+    import json
+
+    if results.integrity.status == "failed":
+        return {}
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return {s.id: step_tails(run_dir, manifest, s.id) for s in results.steps if s.agent is not None}
 
 
 def grade_to_disk(run_dir: str | Path, *, allow_unsigned: bool = False) -> RunResults:

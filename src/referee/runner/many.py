@@ -34,6 +34,7 @@ class PlanJob:
     cwd: str | None = None
     columns: int = 100  # the width the plan's table is drawn at
     label: str = ""     # the plan as the user named it
+    extra: tuple[str, ...] = ()  # more `referee run` arguments: --only/-k/--fail-fast/--retries
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ def run_plan_process(job: PlanJob) -> PlanRun:
         cmd += ["--agent", job.agent]
     if job.strict:
         cmd.append("--strict")
+    cmd += list(job.extra)
     env = dict(os.environ, COLUMNS=str(job.columns))
     proc = subprocess.run(cmd, cwd=job.cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     try:
@@ -121,7 +123,8 @@ def _each(pool, jobs: list[PlanJob]) -> Iterator[tuple[int, PlanRun]]:
         yield idx, run
 
 
-def job_for(plan: str, out: str, agent: str | None, strict: bool) -> PlanJob:
+def job_for(plan: str, out: str, agent: str | None, strict: bool, extra: tuple[str, ...] = ()) -> PlanJob:
     """A PlanJob run from this folder, with absolute paths (a Dask worker has another working folder)."""
     return PlanJob(plan=str(Path(plan).resolve()), out=str(Path(out).resolve()), agent=agent, strict=strict,
-                   cwd=str(Path.cwd()), columns=shutil.get_terminal_size((100, 24)).columns, label=plan)
+                   cwd=str(Path.cwd()), columns=shutil.get_terminal_size((100, 24)).columns, label=plan,
+                   extra=tuple(extra))

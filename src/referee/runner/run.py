@@ -16,17 +16,21 @@ from referee.fsutil import loads_json, read_regular
 from referee.keys import load_key
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
-from referee.rundir import MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase
+from referee.grader.outcome import seconds
+from referee.rundir import MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase, RunOptions
+from referee.runfolders import update_latest
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
 from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.envsubst import Secrets
+from referee.runner.schedule import StepSchedule
 from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
 from referee.safetext import clean
 
-Event = Callable[[str, str, dict], None]  # (event, step_id, data): "isolation" | "start" | "acted" | "done"
+# (event, step_id, data): "isolation" | "start" | "acted" | "done" | "graded" | "retry" | "not_run"
+Event = Callable[[str, str, dict], None]
 CLAIM_NAME = "claim.json"  # REFEREE_CLAIM_FILE: agent/<step>/claim.json
 
 MAX_CLAIM_BYTES = 1 << 20
@@ -152,8 +156,12 @@ class _Terminated(BaseException):
     """SIGTERM turned into an exception so the app is stopped and the run stays gradeable."""
 
 
-def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event: Event = _noop) -> RunOutcome:
+def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event: Event = _noop,
+             options: RunOptions | None = None) -> RunOutcome:
     """Run one plan and grade it; the run directory is complete and gradeable even if interrupted.
+
+    `options`: which steps to perform (`only`, `keyword`), `retries` for a step that fails, and
+    `fail_fast` (see `referee.runner.schedule`).
 
     >>> run_plan(load_plan("smoke.yaml"), out=Path("runs"), agent="python my_agent.py")  # doctest: +SKIP
     """
@@ -168,8 +176,11 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     run_dir = new_run_dir(out, plan.name)
     store = RunStore(run_dir, plan.name, key)
     store.manifest.actor = spec.command or spec.target or spec.kind
+    if options is not None and options != RunOptions():
+        store.manifest.options = options
     store.save_plan(plan.text)
     store.flush()
+    update_latest(run_dir)
     env, public = dict(os.environ), frozenset(plan.plan.public_env)
     # what the captures substitute from the environment is written nowhere: not in evidence, not in errors
     secrets = Secrets.of_plan(plan.env_names, env, public)
@@ -182,13 +193,15 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
         with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else no_app as app:
             app_url = app.url
             actor = actor_cls()
+            actor.search_path = (str(plan.path.resolve().parent),)
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
             if actor.sandbox is not None:
                 store.manifest.isolation = actor.sandbox.record()
                 store.flush()
                 on_event("isolation", "", store.manifest.isolation.model_dump())
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
-            for step in plan.plan.steps:
+            schedule = StepSchedule(plan, store, options, on_event)
+            for step in schedule:  # the steps --only/-k keep, each again for a retry
                 on_event("start", step.id, {})
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page
@@ -219,7 +232,11 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                                 error=secrets.scrub("; ".join(errors)) or None, started=result.started,
                                 killed=result.killed,
                                 stdout_bytes=result.stdout_bytes, stderr_bytes=result.stderr_bytes)
-                on_event("done", step.id, {})
+                on_event("done", step.id, {"exit_code": result.exit_code, "timed_out": result.timed_out,
+                                           "started": result.started, "error": result.error,
+                                           "seconds": seconds(store.manifest.steps[step.id].started,
+                                                              store.manifest.steps[step.id].finished)})
+                schedule.done(step.id)
     except (KeyboardInterrupt, _Terminated):
         interrupted = True
         store.manifest.error = "interrupted"

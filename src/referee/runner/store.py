@@ -24,8 +24,6 @@ from referee.rundir import MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifes
 from referee.seal import Sealer
 
 MAX_AGENT_FILES = 10_000  # files taken from one step's agent folder; the rest are refused
-
-
 OUTPUT_FILES = frozenset({"stdout.txt", "stderr.txt"})  # written by the runner into agent/<step>/
 
 
@@ -108,7 +106,14 @@ class RunStore:
         self.sealer.write(manifest=data, claims=claims, durable=durable, final=final)
 
     def step_started(self, step_id: str) -> None:
-        self.manifest.steps[step_id] = StepRecord(started=utcnow())
+        old = self.manifest.steps.get(step_id)
+        # a step performed again (--retries) keeps the record of its earlier attempts
+        self.manifest.steps[step_id] = StepRecord(started=utcnow(), attempts=old.attempts if old else [])
+        self.flush()
+
+    def step_not_run(self, step_id: str, why: Literal["deselected", "fail_fast"], note: str | None = None) -> None:
+        """Record a step the run leaves out: the grader makes it SKIPPED with `note` as the reason."""
+        self.manifest.steps[step_id] = StepRecord(status="not_run", not_run=why, note=note)
         self.flush()
 
     def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None,

@@ -94,7 +94,9 @@ class RunDirInfo:
         """One line for humans: counts by verdict and what will be audited."""
         if self.refused:
             return f"{self.run_dir}: SEAL CHECK FAILED: {self.integrity.reason}; not audited"
-        counts = {v: sum(1 for x in self.verdicts.values() if x == v) for v in ("PASS", "FAIL", "SKIPPED", "ERROR")}
+        counts = {v: sum(1 for x in self.verdicts.values() if x == v)
+                  for v in ("PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY")}
+        counts = {v: n for v, n in counts.items() if n or v != "FLAKY"}
         graded = ", ".join(f"{n} {v}" for v, n in counts.items())
         source = self.source if self.integrity.status == "verified" else f"{self.source}, UNVERIFIED"
         if not self.skipped:
@@ -123,14 +125,16 @@ def _open(run_dir: Path) -> tuple[OpenedRun, RunResults]:
 def load_verdicts(run_dir: Path) -> tuple[dict[str, str], str]:
     """Step verdicts of a run directory, graded now by `referee.grader` (its seal checked first)."""
     _, res = _open(Path(run_dir))
-    return {s.id: s.verdict for s in res.steps}, "graded now"
+    # a step the run left out (--only/-k, --fail-fast) has no evidence to audit
+    return {s.id: s.verdict for s in res.steps if not s.not_run}, "graded now"
 
 
 def describe_run_dir(run_dir: Path, manifest: Manifest | None = None) -> RunDirInfo:
     """Verdicts and SKIPPED steps of one run directory (raises RefereeError for a broken one)."""
     run_dir = Path(run_dir)
     _, res = _open(run_dir)
-    return RunDirInfo(run_dir=run_dir, plan=res.plan, verdicts={s.id: s.verdict for s in res.steps},
+    # a step the run left out (--only/-k, --fail-fast) has no evidence to audit
+    return RunDirInfo(run_dir=run_dir, plan=res.plan, verdicts={s.id: s.verdict for s in res.steps if not s.not_run},
                       source="graded now", integrity=res.integrity)
 
 
@@ -338,7 +342,7 @@ def read_referee_run(path: Path) -> Iterator[TraceItem]:
     from referee.grader.evidence import RunEvidence
 
     ev = RunEvidence(run_dir, manifest, signed=run.integrity.status == "verified")
-    skipped = {s.id for s in res.steps if s.verdict == "SKIPPED"}
+    skipped = {s.id for s in res.steps if s.verdict == "SKIPPED" and not s.not_run}
     for step in plan.plan.steps:
         if step.id not in skipped:
             continue

@@ -60,6 +60,8 @@ class ActorKind:
     """Base class of an actor kind. `setup`/`teardown` bracket the whole plan."""
 
     kind: ClassVar[str] = ""
+    # where a python agent's module is looked for before the working directory: the plan's folder
+    search_path: tuple[str, ...] = ()
     sandbox: Any = None  # referee.runner.isolation.Sandbox of the run, when an agent process runs
 
     @classmethod

@@ -82,12 +82,14 @@ def check_isolation(spec) -> None:
                         fix="install bubblewrap (apt-get install bubblewrap), or use isolation: auto")
 
 
-def sandbox_for(spec, *, run_dir: Path, cwd: Path, command: str | list[str]) -> Sandbox:
-    """The run's sandbox for an agent `command` (its program and files must be reachable by the agent)."""
-    extra: tuple[str, ...] = ()
+def sandbox_for(spec, *, run_dir: Path, cwd: Path, command: str | list[str],
+                extra_read: tuple[str, ...] = ()) -> Sandbox:
+    """The run's sandbox for an agent `command` (its program and files, and `extra_read`, must be reachable
+    by the agent)."""
+    extra: tuple[str, ...] = tuple(extra_read)
     words = command if isinstance(command, list) else [command]
     if any(sys.executable in w for w in words):  # `{python} -m ...`: the agent also imports referee
-        extra = (str(Path(referee.__file__).parent),)
+        extra += (str(Path(referee.__file__).parent),)
     path = spec.env.get("PATH") or os.environ.get("PATH")
     return open_sandbox(spec.isolation, run_dir=run_dir, cwd=cwd, command=command, env_path=path, extra_read=extra)
 

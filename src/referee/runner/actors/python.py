@@ -58,13 +58,16 @@ class Actor:
         pass
 
 
-def load_target(target: str) -> type:
-    """Import `module:ClassName` (the plan's actor.target); the run's cwd is importable."""
+def load_target(target: str, search: tuple[str, ...] = ()) -> type:
+    """Import `module:ClassName` (the plan's actor.target), looked for in `search` (the plan's folder),
+    then the run's working directory, then PYTHONPATH (`referee check` looks in the same places)."""
     if ":" not in target:
         raise PlanError(f"actor target '{target}' is not 'module:ClassName'", fix="e.g. target: my_agent:MyAgent")
     mod_name, _, cls_name = target.partition(":")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
+    for folder in reversed((*search, str(Path.cwd()))):
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
     try:
         mod = importlib.import_module(mod_name)
         cls = getattr(mod, cls_name)
@@ -73,18 +76,21 @@ def load_target(target: str) -> type:
     return cls
 
 
-def check_target(target: str, cwd: Path) -> None:
-    """PlanError unless `target` is `module:ClassName` whose top-level module can be found: found, not
-    imported, since importing it would run the agent's code inside the runner."""
+def check_target(target: str, cwd: Path, search: tuple[str, ...] = ()) -> None:
+    """PlanError unless `target` is `module:ClassName` whose top-level module can be found (in `search`,
+    the plan's folder, then `cwd`, then PYTHONPATH): found, not imported, since importing it would run
+    the agent's code inside the runner."""
     from importlib.machinery import PathFinder
 
     if ":" not in target:
         raise PlanError(f"actor target '{target}' is not 'module:ClassName'", fix="e.g. target: my_agent:MyAgent")
     top = target.partition(":")[0].split(".")[0]
     extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if top not in sys.builtin_module_names and PathFinder.find_spec(top, [str(cwd), *extra, *sys.path]) is None:
+    where = [*search, str(cwd), *extra, *sys.path]
+    if top not in sys.builtin_module_names and PathFinder.find_spec(top, where) is None:
         raise PlanError(f"cannot load actor target '{target}': no module named '{top}'",
-                        fix="check the module name; it is looked up from the working directory and PYTHONPATH")
+                        fix="check the module name; it is looked up in the plan's folder, the working directory "
+                            "and PYTHONPATH")
 
 
 class PythonActor(ActorKind):
@@ -108,19 +114,22 @@ class PythonActor(ActorKind):
         if not spec.target:
             raise PlanError("the python actor needs `target: module:ClassName`")
         self.cwd = Path.cwd()
-        check_target(spec.target, self.cwd)
+        check_target(spec.target, self.cwd, self.search_path)
         self.target = spec.target
         self.argv = [sys.executable, "-m", "referee.runner.actors.pyhost", spec.target]
-        self.sandbox = sandbox_for(spec, run_dir=Path(run_dir), cwd=self.cwd, command=self.argv)
+        self.sandbox = sandbox_for(spec, run_dir=Path(run_dir), cwd=self.cwd, command=self.argv,
+                                   extra_read=self.search_path)
 
     def perform(self, run: StepRun) -> ActorResult:
         from referee.runner.actors.command import agent_env, as_result, step_payload
         from referee.runner.agentproc import run_agent
 
-        # the child imports referee from where the runner did, and the agent's module from the cwd
+        # the child imports referee from where the runner did, and the agent's module from the plan's
+        # folder, then the cwd, then PYTHONPATH (the order `referee check` looks in)
         here = str(Path(referee_file()).parent.parent)
         env = agent_env(run)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, str(self.cwd), env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *self.search_path, str(self.cwd),
+                                                        env.get("PYTHONPATH", "")) if p)
         out = run_agent(self.argv, sandbox=self.sandbox, agent_dir=run.agent_dir, cwd=self.cwd, env=env,
                         stdin=step_payload(run), timeout_s=run.timeout_s)
         return as_result(out)

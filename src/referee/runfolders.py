@@ -1,0 +1,95 @@
+"""A plan's runs folder (`runs/<plan>/`): its `latest` link to the newest run, and reading a folder
+given to `referee grade`/`report` as a run directory (a plan's runs folder means its latest run).
+
+`latest` is a symbolic link to the run directory's name, replaced atomically (a new link renamed
+over the old). Where symbolic links cannot be made, `latest` is a text file holding that name.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from referee.errors import UsageError
+from referee.fsutil import atomic_write_text
+
+LATEST = "latest"
+
+
+def update_latest(run_dir: Path) -> None:
+    """Point `<plan folder>/latest` at `run_dir` (best effort: a run never fails for its link).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "p" / "20260101T000000Z"; d.mkdir(parents=True)
+    >>> update_latest(d); os.readlink(d.parent / "latest")
+    '20260101T000000Z'
+    """
+    run_dir = Path(run_dir)
+    link = run_dir.parent / LATEST
+    tmp = run_dir.parent / f".{LATEST}.{os.getpid()}.tmp"
+    try:
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        os.symlink(run_dir.name, tmp)
+        os.replace(tmp, link)
+        return
+    except (OSError, NotImplementedError):
+        try:
+            if tmp.is_symlink():
+                tmp.unlink()
+        except OSError:
+            pass
+    try:
+        if not link.is_dir() or link.is_symlink():
+            atomic_write_text(link, run_dir.name + "\n", durable=False)
+    except OSError:
+        pass
+
+
+def _named(folder: Path, name: str, how: str) -> Path:
+    name = name.strip()
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise UsageError(f"{how} does not name a run directory of this folder", file=str(folder / LATEST),
+                         fix="run the plan again, or pass a run directory")
+    target = folder / name
+    if not (target / "manifest.json").is_file():
+        raise UsageError(f"{how} names {name}, which is not a run directory (deleted?)", file=str(folder / LATEST),
+                         fix=f"pass a run directory of {folder}, or run the plan again")
+    return target
+
+
+def latest_in(folder: Path) -> Path | None:
+    """The run `folder/latest` names, or None when the folder has no `latest`."""
+    link = Path(folder) / LATEST
+    if link.is_symlink():
+        return _named(Path(folder), os.readlink(link), "the `latest` link")
+    if link.is_file():
+        try:
+            text = link.read_text(encoding="utf-8", errors="replace")[:1000]
+        except OSError as exc:
+            raise UsageError(f"cannot read `latest`: {exc.strerror or exc}", file=str(link)) from None
+        return _named(Path(folder), text, "the `latest` file")
+    return None
+
+
+def resolve_run_dir(path: str | Path) -> Path:
+    """A run directory as given, or the latest run of a plan's runs folder (`runs/<plan>`).
+
+    Anything else comes back unchanged (the reader says what is wrong with it), except a folder of
+    runs folders (`runs/`), which is an error listing them.
+    """
+    path = Path(path)
+    if (path / "manifest.json").is_file() or not path.is_dir():
+        return path
+    found = latest_in(path)
+    if found is not None:
+        return found
+    try:
+        plans = sorted(c.name for c in path.iterdir()
+                       if c.is_dir() and ((c / LATEST).is_symlink() or (c / LATEST).is_file()))
+    except OSError:
+        plans = []
+    if plans:
+        listing = ", ".join(str(path / p) for p in plans[:10]) + (", ..." if len(plans) > 10 else "")
+        raise UsageError("a folder of several plans' runs, not one run directory", file=str(path),
+                         fix=f"pass one plan's runs folder or run directory: {listing}")
+    return path
