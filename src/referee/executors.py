@@ -122,7 +122,22 @@ def _mp_context(preload: tuple[str, ...]):
     return mp.get_context("spawn")
 
 
-class LocalPool(_Pool):
+class _FuturesPool(_Pool):
+    """A pool over a `concurrent.futures` executor (`self._pool`): processes or threads."""
+
+    _pool: Any
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._pool.submit(fn, *args)
+
+    def wait_any(self, futures: list[Any]) -> list[Any]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        done, _ = wait(futures, return_when=FIRST_COMPLETED)
+        return list(done)
+
+
+class LocalPool(_FuturesPool):
     """A `concurrent.futures` process pool; a worker killed mid-chunk breaks it, so it is replaced."""
 
     def __init__(self, workers: int, preload: tuple[str, ...] = ()) -> None:
@@ -134,15 +149,6 @@ class LocalPool(_Pool):
         from concurrent.futures import ProcessPoolExecutor
 
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._pool.submit(fn, *args)
-
-    def wait_any(self, futures: list[Any]) -> list[Any]:
-        from concurrent.futures import FIRST_COMPLETED, wait
-
-        done, _ = wait(futures, return_when=FIRST_COMPLETED)
-        return list(done)
 
     def is_lost(self, exc: BaseException) -> bool:
         from concurrent.futures.process import BrokenProcessPool
@@ -158,22 +164,13 @@ class LocalPool(_Pool):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-class ThreadPool(_Pool):
+class ThreadPool(_FuturesPool):
     """Threads, for work that waits on other processes (a plan's own `referee run`); nothing is ever lost."""
 
     def __init__(self, workers: int) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="referee-plan")
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._pool.submit(fn, *args)
-
-    def wait_any(self, futures: list[Any]) -> list[Any]:
-        from concurrent.futures import FIRST_COMPLETED, wait
-
-        done, _ = wait(futures, return_when=FIRST_COMPLETED)
-        return list(done)
 
     def is_lost(self, exc: BaseException) -> bool:
         return False

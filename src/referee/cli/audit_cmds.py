@@ -247,11 +247,19 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
         from referee.fsutil import atomic_write_text
 
         atomic_write_text(gold_out, "".join(json.dumps(r) + "\n" for r in gold_rows))
-    summary = summarize((rec for _, rec in iter_records(out)), gold or None)
+    listed: list = []  # the records --show asks for, kept from the one pass the summary makes
+
+    def records():
+        for _, rec in iter_records(out):  # the newest record of each run_id
+            if rec.disposition in shown:
+                listed.append(rec)
+            yield rec
+
+    summary = summarize(records(), gold or None)
     summary.duplicates = stats.duplicates
     summary.stale, summary.retried, summary.reaudited = stats.stale, stats.retried, stats.reaudited
     click.echo(render(summary))
-    _list_runs(out, shown, None if show_all else 20)
+    _list_runs(out, listed, shown, None if show_all else 20, summary.as_dict()["dispositions"]["review"])
     rate = stats.written / elapsed if elapsed > 0 else 0.0
     click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
                f"{stats.stale} stale; {len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
@@ -289,18 +297,15 @@ def _show_set(show: str) -> set[str]:
     return words
 
 
-def _list_runs(out: Path, shown: set[str], limit: int | None) -> None:
+def _list_runs(out: Path, records: list, shown: set[str], limit: int | None, n_review: int) -> None:
     """The runs to look at, one line each, and how many went to review when those are not listed."""
-    from referee.audit.auditfile import iter_records
     from referee.audit.show import flag_lines
 
-    latest = {rec.run_id: rec for _, rec in iter_records(out)}  # a re-audited run: its newest record
-    lines = list(flag_lines(latest.values(), shown, limit))
+    lines = list(flag_lines(records, shown, limit))
     if lines:
         click.echo(f"runs to look at ({', '.join(sorted(shown))}; `referee show {out} RUN_ID` for one in full):")
         for line in lines:
             click.echo("  " + line)
-    n_review = sum(1 for r in latest.values() if r.disposition == "review")
     if "review" not in shown and n_review:
         click.echo(f"{n_review} run(s) sent to review: --show review lists them")
 
