@@ -214,7 +214,7 @@ def time_key(s: str) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=4)  # the same haystack is folded once for all of a report's atoms
 def _fold(s: str) -> str:
-    return re.sub(r"\s+", " ", s.lower().replace("*", "")).strip()
+    return " ".join(s.lower().replace("*", "").split())  # str.split's whitespace is re's \s: the same text, in C
 
 
 def found_in(atom: str, haystack: str | Haystack) -> bool:
@@ -231,7 +231,7 @@ def found_in(atom: str, haystack: str | Haystack) -> bool:
         # a number or an id ending in one is found whole: 12 is not in T-1203, ORD-77 not in ORD-771
         edge = r"(?<![0-9a-z])" if folded[0].isalnum() else ""
         tail = r"(?![0-9a-z])" if folded[-1].isalnum() else ""
-        if re.search(edge + re.escape(folded) + tail, hay):
+        if folded in hay and re.search(edge + re.escape(folded) + tail, hay):  # the substring test first, in C
             return True
     elif folded in hay:
         return True

@@ -20,11 +20,17 @@ from referee.audit.trace import Observation, Step, Trace
 VIEW_VERSION = 2  # 2: a terminal answer call keeps its name only (its words are the claim channel)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
+    t = type(value)
+    if t in _SCALARS:  # most of a trace: returned before any isinstance
+        return value
+    if t is dict or isinstance(value, dict):
+        return MappingProxyType({k if type(k) is str else str(k): _freeze(v) for k, v in value.items()})
+    if t is list or t is tuple or isinstance(value, (list, tuple)):
+        return tuple([_freeze(v) for v in value])
     return value
 
 
@@ -40,6 +46,9 @@ def thaw(value: Any) -> Any:
     if t is tuple or t is list:
         return [thaw(v) for v in value]
     return value
+
+
+_UNSET = object()
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,13 @@ class ViewObservation:
                 if v is not None:
                     parts.append(canonical_json(thaw(v)))
             got = self.__dict__["_as_text"] = "\n".join(parts)
+        return got
+
+    def plain_data(self) -> Any:
+        """`thaw(self.data)`, made once: shared by every caller, so it must be read, never changed."""
+        got = self.__dict__.get("_plain_data", _UNSET)
+        if got is _UNSET:
+            got = self.__dict__["_plain_data"] = thaw(self.data)
         return got
 
     def as_json(self) -> dict:
@@ -128,7 +144,7 @@ def _view_json(task: str, initial: ViewObservation | None, steps: tuple[ViewStep
 
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON text: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _json(obj)
 
 
 def _action(step: Step) -> tuple[str | None, Any]:
@@ -169,13 +185,64 @@ def view_parts(trace: Trace) -> ViewParts:
 
 
 def freeze_view(parts: ViewParts) -> ClaimBlindView:
-    """The claim-blind view of its parts: deeply frozen, canonical JSON hashed."""
-    steps = tuple(ViewStep(index=i, action=name, args=_freeze(dict(args)) if name is not None else MappingProxyType({}),
-                           observation=_obs(o)) for i, (name, args, o) in enumerate(parts.steps))
-    initial = _obs(parts.initial)
-    digest = hashlib.sha256(canonical_json(_view_json(parts.task, initial, steps, parts.tools)).encode("utf-8")
-                            ).hexdigest()
-    return ClaimBlindView(task=parts.task, initial_observation=initial, steps=steps, sha256=digest, tools=parts.tools)
+    """The claim-blind view of its parts: deeply frozen, canonical JSON hashed.
+
+    The canonical JSON is put together from each value's own `canonical_json`, made from the plain
+    parts (no thaw of what was just frozen); it is the text `canonical_json(view.as_json())` gives,
+    and each observation's data and UI text is kept for `as_text`.
+    """
+    steps, pieces = [], []
+    for i, (name, args, o) in enumerate(parts.steps):
+        obs, obs_json = _obs_made(o)
+        step = [("index", str(i))]
+        if name is not None:
+            step.append(("action", _object([("args", _plain_json(dict(args))), ("name", _json(name))])))
+        if obs_json is not None:
+            step.append(("observation", obs_json))
+        pieces.append(_object(step))
+        steps.append(ViewStep(index=i, action=name, args=_freeze(dict(args)) if name is not None else
+                              MappingProxyType({}), observation=obs))
+    initial, initial_json = _obs_made(parts.initial)
+    top = [("view_version", str(VIEW_VERSION)), ("task", _json(parts.task)),
+           ("initial_observation", initial_json or "null"), ("steps", "[" + ",".join(pieces) + "]")]
+    if parts.tools:  # only when present, so the hash of a trace without tools is what it always was
+        top.append(("tools", _json([{"name": n, "description": d} for n, d in parts.tools])))
+    digest = hashlib.sha256(_object(top).encode("utf-8")).hexdigest()
+    return ClaimBlindView(task=parts.task, initial_observation=initial, steps=tuple(steps), sha256=digest,
+                          tools=parts.tools)
+
+
+_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
+def _plain_json(value: Any) -> str:
+    """`canonical_json(thaw(_freeze(value)))`, without the copies: the same text for JSON values (string keys);
+    keys of mixed types, which only a trace built in Python can have, go the long way."""
+    try:
+        return _json(value)
+    except TypeError:
+        return _json(thaw(_freeze(value)))
+
+
+def _object(items: list[tuple[str, str]]) -> str:
+    """A JSON object of already encoded values, keys sorted: what `canonical_json` makes of the whole dict."""
+    return "{" + ",".join(f'"{k}":{v}' for k, v in sorted(items)) + "}"  # keys: this module's own names
+
+
+def _obs_made(o: ObsParts | None) -> tuple[ViewObservation | None, str | None]:
+    """A frozen observation and its canonical JSON (its `as_json()`), its `as_text()` made from the same pieces."""
+    if o is None:
+        return None, None
+    text, ui, data, screenshot, error = o
+    ui_json = None if ui is None else _plain_json(ui)
+    data_json = None if data is None else _plain_json(data)
+    fields = [("text", text, None), ("ui", ui, ui_json), ("data", data, data_json),
+              ("screenshot", screenshot, None), ("error", error, None)]
+    # as_json drops None and False (and what equals them: 0); as_text keeps any data and UI that is not None
+    made = _object([(k, j if j is not None else _json(v)) for k, v, j in fields if v not in (None, False)])
+    obs = ViewObservation(text=text, ui=_freeze(ui), data=_freeze(data), screenshot=screenshot, error=error)
+    obs.__dict__["_as_text"] = "\n".join([text or ""] + [j for j in (data_json, ui_json) if j is not None])
+    return obs, made
 
 
 def build_view(trace: Trace) -> ClaimBlindView:

@@ -43,30 +43,44 @@ NEGATION = re.compile(r"\b(not|n't|never|no longer|without|unless|if)\b", re.I)
 SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
 
-def leaves(v: Any, key: str = "") -> Iterator[tuple[str, Any]]:
-    """(nearest key, scalar) pairs of a JSON value; list items take the list's key.
+def leaves(v: Any, key: str = "") -> list[tuple[str, Any]]:
+    """(nearest key, scalar) pairs of a JSON value, depth first; list items take the list's key.
 
-    >>> list(leaves({"a": [{"b": 1}, "x"], "c": "y"}))
+    >>> leaves({"a": [{"b": 1}, "x"], "c": "y"})
     [('b', 1), ('a', 'x'), ('c', 'y')]
     """
+    out: list[tuple[str, Any]] = []
+    _leaves_into(v, key, out)
+    return out
+
+
+def _leaves_into(v: Any, key: str, out: list[tuple[str, Any]]) -> None:
+    # appends instead of nested generators: a leaf costs one call, not one resume per level above it
     if isinstance(v, dict):
         for k, x in v.items():
-            yield from leaves(x, str(k))
+            _leaves_into(x, str(k), out)
     elif isinstance(v, (list, tuple)):
         for x in v:
-            yield from leaves(x, key)
+            _leaves_into(x, key, out)
     elif v is not None:
-        yield key, v
+        out.append((key, v))
 
 
-def _dicts(v: Any) -> Iterator[dict]:
+def _dicts(v: Any) -> list[dict]:
+    """Every mapping in a JSON value, outermost first, depth first."""
+    out: list[dict] = []
+    _dicts_into(v, out)
+    return out
+
+
+def _dicts_into(v: Any, out: list[dict]) -> None:
     if isinstance(v, dict):
-        yield v
+        out.append(v)
         for x in v.values():
-            yield from _dicts(x)
+            _dicts_into(x, out)
     elif isinstance(v, (list, tuple)):
         for x in v:
-            yield from _dicts(x)
+            _dicts_into(x, out)
 
 
 _SEP = re.compile(r"[\s_\-]+")

@@ -61,6 +61,7 @@ def words(name: str) -> set[str]:
     return {w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w}
 
 
+@lru_cache(maxsize=65536)  # tokens: a corpus's vocabulary repeats (a word is judged once, not once per trace)
 def is_id(tok: str) -> bool:
     """An entity id: has a digit and a letter, an all-caps code of 5+ characters, an email or a file name.
 

@@ -27,20 +27,8 @@ from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, thaw
 RULES_VERSION = "5"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
 # 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits
 
-_TEXT_CACHE: dict[int, tuple[ViewObservation, str]] = {}
-
-
 def _obs_text(o: ViewObservation | None) -> str:
-    if o is None:
-        return ""
-    hit = _TEXT_CACHE.get(id(o))
-    if hit is not None and hit[0] is o:  # the view is immutable, so its text never changes
-        return hit[1]
-    if len(_TEXT_CACHE) > 4096:
-        _TEXT_CACHE.clear()
-    text = o.as_text()
-    _TEXT_CACHE[id(o)] = (o, text)
-    return text
+    return "" if o is None else o.as_text()  # made once per observation (the view is immutable)
 
 
 def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
@@ -48,7 +36,7 @@ def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
     """True for an error result, False for a result, None when nothing came back."""
     if o is None:
         return None
-    d = thaw(o.data)
+    d = o.plain_data()
     if rec is not None and rec.via == "tool-map":
         rule = catalog.rule_for(rec.name)
         if rule is not None and rule.failure is not None:
@@ -195,7 +183,6 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
     ('yes', 'yes', [0])
     """
     task = view.task
-    _TEXT_CACHE.clear()  # a memo of this view's observation texts only: nothing piles up across a corpus
     if view.tools:  # the trace's own tool descriptions: a tool named by no verb takes its description's
         catalog = acting.ToolCatalog(catalog.rules, {**dict(view.tools), **dict(catalog.definitions or {})})
     wanted = task_groups(task)
@@ -292,10 +279,23 @@ def _is_gui(view: ClaimBlindView) -> bool:
 
 
 def _data(o: ViewObservation | None) -> Any:
-    """An observation's structured content: its data, else its text parsed as JSON, else None."""
+    """An observation's structured content: its data, else its text parsed as JSON, else None.
+
+    Made once per observation and shared by every check, which only reads it.
+    """
     if o is None:
         return None
-    d = thaw(o.data)
+    got = o.__dict__.get("_rules_data", _UNSET)
+    if got is _UNSET:
+        got = o.__dict__["_rules_data"] = _parse_data(o)
+    return got
+
+
+_UNSET = object()
+
+
+def _parse_data(o: ViewObservation) -> Any:
+    d = o.plain_data()
     if isinstance(d, (dict, list)) and not (isinstance(d, dict) and set(d) <= {"role", "system"}):
         return d
     t = (o.text or "").strip()
