@@ -217,6 +217,20 @@ def _fold(s: str) -> str:
     return " ".join(s.lower().replace("*", "").split())  # str.split's whitespace is re's \s: the same text, in C
 
 
+_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")  # the haystack is folded: lower case
+
+
+def _whole(needle: str, hay: str, left: bool, right: bool) -> bool:
+    """Whether `needle` occurs in `hay` with no [0-9a-z] just before it (when `left`) or just after it (when
+    `right`): a regex with those lookarounds, without compiling one per atom."""
+    n, i = len(needle), hay.find(needle)
+    while i >= 0:
+        if not (left and i > 0 and hay[i - 1] in _ALNUM) and not (right and hay[i + n:i + n + 1] in _ALNUM):
+            return True
+        i = hay.find(needle, i + 1)
+    return False
+
+
 def found_in(atom: str, haystack: str | Haystack) -> bool:
     """Whether an atom occurs in a text: numbers compare as numbers, the rest case- and space-folded.
 
@@ -229,9 +243,7 @@ def found_in(atom: str, haystack: str | Haystack) -> bool:
     folded, hay = _fold(atom).rstrip(".,;:!?"), h.folded
     if folded and (folded[0].isdigit() or folded[-1].isdigit()):
         # a number or an id ending in one is found whole: 12 is not in T-1203, ORD-77 not in ORD-771
-        edge = r"(?<![0-9a-z])" if folded[0].isalnum() else ""
-        tail = r"(?![0-9a-z])" if folded[-1].isalnum() else ""
-        if folded in hay and re.search(edge + re.escape(folded) + tail, hay):  # the substring test first, in C
+        if _whole(folded, hay, folded[0].isalnum(), folded[-1].isalnum()):
             return True
     elif folded in hay:
         return True

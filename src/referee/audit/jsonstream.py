@@ -93,11 +93,11 @@ def too_deep(text: str, start: int = 0, end: int | None = None, limit: int = MAX
     end = len(text) if end is None else end
     if end - start <= 2 * limit or text.count("[", start, end) + text.count("{", start, end) <= limit:
         return False
-    t = text[start:end]
-    if "\\" in t:
-        t = t.replace("\\\\", "").replace('\\"', "")  # left to right, as JSON pairs its escapes
-    # outside its strings JSON is ASCII
-    rest = "".join(t.split('"')[::2]).encode("ascii", "ignore").translate(_ONE_KIND, _NOT_BRACKETS)
+    # as UTF-8 bytes, where every step runs at memchr speed (no ASCII byte is part of another character)
+    t = text[start:end].encode("utf-8", "surrogatepass")
+    if b"\\" in t:
+        t = t.replace(b"\\\\", b"").replace(b'\\"', b"")  # left to right, as JSON pairs its escapes
+    rest = b"".join(t.split(b'"')[::2]).translate(_ONE_KIND, _NOT_BRACKETS)
     for _ in range(limit):
         if not rest:
             return False
