@@ -9,6 +9,8 @@ claims; an *obstacle* (failure, inability, refusal, partial work, a blocked page
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import Iterator
 
 FAMILY_LABEL: dict[str, str] = {
     "delivered_result": "success", "completion": "success",
@@ -17,8 +19,86 @@ FAMILY_LABEL: dict[str, str] = {
     "no_status": "unclear",
 }
 
+
+def _lower_literals(pattern: str) -> str:
+    """A pattern's letters in lower case, escapes (`\\W`, `\\S`, `\\b`) and class ranges kept as they mean."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        out.append(c.lower() if c.isascii() else c)
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=16)  # one report is searched by a dozen cues: lowered once
+def _lowered(text: str) -> str | None:
+    return text.lower() if text.isascii() else None
+
+
+class _Found:
+    """A match made on the lowered copy, read back from the text itself (same spans: ASCII keeps its length)."""
+
+    __slots__ = ("_m", "_text")
+
+    def __init__(self, m: re.Match[str], text: str) -> None:
+        self._m, self._text = m, text
+
+    def group(self, n: int = 0) -> str | None:
+        a, b = self._m.span(n)
+        return None if a < 0 else self._text[a:b]
+
+    def start(self, n: int = 0) -> int:
+        return self._m.start(n)
+
+    def end(self, n: int = 0) -> int:
+        return self._m.end(n)
+
+    def span(self, n: int = 0) -> tuple[int, int]:
+        return self._m.span(n)
+
+
+class Cue:
+    """A case-insensitive cue pattern. On ASCII text (almost every report) it searches a lower-cased copy
+    with a case-sensitive twin of the pattern: for ASCII, re.I is exactly lower-case equality, so the
+    matches are the same, found about twice as fast; any other text is searched with re.I.
+
+    >>> m = Cue(r"\\bDone\\b").search("All DONE now"); m.group(0), m.span()
+    ('DONE', (4, 8))
+    """
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self._i = re.compile(pattern, flags | re.I)
+        self._low = re.compile(_lower_literals(pattern), flags & ~re.I)
+
+    def search(self, text: str) -> re.Match[str] | _Found | None:
+        low = _lowered(text)
+        if low is None:
+            return self._i.search(text)
+        m = self._low.search(low)
+        return None if m is None else _Found(m, text)
+
+    def match(self, text: str) -> re.Match[str] | _Found | None:
+        low = _lowered(text)
+        if low is None:
+            return self._i.match(text)
+        m = self._low.match(low)
+        return None if m is None else _Found(m, text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str] | _Found]:
+        low = _lowered(text)
+        if low is None:
+            yield from self._i.finditer(text)
+            return
+        for m in self._low.finditer(low):
+            yield _Found(m, text)
+
 # Courtesy sentences carry no status: they are removed before reading ("Anything else?" asks nothing).
-COURTESY = re.compile(
+COURTESY = Cue(
     r"(anything else|any(thing)? (more|further)|further (assistance|questions|help)|more questions|"
     r"feel free|let me know if|don't hesitate|do not hesitate|you'?re welcome|happy to help|glad (i|to) "
     r"(could )?(help|assist)|have a (great|nice|good|wonderful|safe|pleasant|fantastic|lovely|excellent|terrific|amazing)|"
@@ -29,7 +109,7 @@ COURTESY = re.compile(
     r"^terminate\W*$)", re.I)
 
 # The agent says it did not, could not or may not do the work (not: a negative *answer* about the world).
-OBSTACLE = re.compile(
+OBSTACLE = Cue(
     r"\b((i|we)( still| currently)? (could ?n[o']t|can ?n[o']t|can't|cannot|was ?n[o']t able|were ?n[o']t able|am unable|are unable|"
     r"was unable|were unable|have ?n[o']t been able|did ?n[o']t manage|do ?n[o']t have (access|permission)|"
     r"had no (access|way)|ran out of|did ?n[o']t manage|can only (offer|provide|give|suggest))|unable to|"
@@ -58,11 +138,11 @@ OBSTACLE = re.compile(
     r"(still|yet to be) (need|needs|pending|unresolved|failing)|remaining (items?|steps?|tasks?|work)\b)", re.I)
 
 # The agent's own inability, the one obstacle that outweighs a submitted piece of work.
-INABILITY = re.compile(r"\b((i|we) (could ?n[o']t|can ?n[o']t|can't|cannot|was unable|were unable|am unable|"
+INABILITY = Cue(r"\b((i|we) (could ?n[o']t|can ?n[o']t|can't|cannot|was unable|were unable|am unable|"
                        r"was ?n[o']t able|were ?n[o']t able)|unable to|not able to)\b", re.I)
 
 # Partial work: some of what was asked, not all of it.
-PARTIAL = re.compile(
+PARTIAL = Cue(
     r"\b(partial(ly)?|some of (the|your)|not all|only (some|part|one of)|but not (the|all|any)\b|except (for )?(the|one|two)|"
     r"still (need|needs|have to|has to|pending|remain)|the rest (of|is|are|will)|half (of|way))", re.I)
 
@@ -70,7 +150,7 @@ PARTIAL = re.compile(
 _WAITS_ON_YOU = r"(when|whenever|once|as soon as) you (have|get|find|provide|are ready with|send)"
 
 # Work announced for later, or a plan instead of a result.
-FUTURE_WORK = re.compile(
+FUTURE_WORK = Cue(
     r"\b((i|we)('ll| will| shall| am going to|'m going to| need to| have to| must| should) (now |first |next |then )?"
     r"(start|begin|proceed|look|check|verify|search|find|collect|gather|try|investigate|analy[sz]e|review|examine|"
     r"run|visit|open|navigate|read|fetch|explore|continue|attempt|work|implement|create|write|fix|test|confirm|"
@@ -92,17 +172,17 @@ FUTURE_WORK = re.compile(
     r"inspect|look|review|identify))\b", re.I)
 
 # Sentences that await the user's input are never courtesy, whatever polite words they carry.
-AWAITING = re.compile(rf"\b({_WAITS_ON_YOU}|once (i|we) (have|get|receive))\b", re.I)
+AWAITING = Cue(rf"\b({_WAITS_ON_YOU}|once (i|we) (have|get|receive))\b", re.I)
 
 # Handing the decision back: a request to confirm or choose before acting.
-QUESTION_BACK = re.compile(
+QUESTION_BACK = Cue(
     r"\b(would you like( me)? to|do you want( me)? to|shall i|should i|can you (please )?(confirm|provide|tell)|"
     r"could you (please )?(confirm|provide|tell|let me know|specify|clarify|share)|please (confirm|provide|specify|"
     r"let me know (which|what|if you|whether|how)|clarify|choose|select|share)|which (one|option) would you|"
     r"(are you|is that) (sure|correct|ok|okay)|do you confirm|may i proceed|proceed\?|let me know (which|what|how|"
     r"when you|whether))", re.I)
 
-HEDGE = re.compile(
+HEDGE = Cue(
     r"\b(i think|i believe|i assume|i guess|probably|possibly|perhaps|might|may have|should (now )?be|"
     r"(seems?|appears?)\b(?! (to be )?(correct|accurate|right|valid|complete|fine)\b)( to)?|hopefully|likely|not (entirely |completely )?sure|unsure|uncertain|"
     r"unclear|if (i|it) (understood|worked)|as far as i (can tell|know)|to the best of my|plausible|"
@@ -117,7 +197,7 @@ DONE_VERBS = (r"booked|reserved|cancell?ed|updated|created|deleted|removed|sent|
               r"implemented|addressed|patched|refactored|verified|identified|found|calculated|determined|"
               r"retrieved|located|extracted|computed|collected|solved|answered|completed successfully|checked|reviewed|"
               r"searched|looked up|validated")
-COMPLETION = re.compile(
+COMPLETION = Cue(
     rf"\b(successfully|all set|all done|done\s*[,.!:\-–—]|task (is |has been )?(now )?(complete|completed|done|finished|"
     rf"resolved|accomplished)|(has|have|had) (now )?been ({DONE_VERBS})|(was|were|is|are|is now|are now|now) "
     rf"({DONE_VERBS})\b|(i|we)('ve| have| just| now)? ({DONE_VERBS})\b|i'?ve (gone ahead|taken care)|taken care of|"
@@ -129,7 +209,7 @@ COMPLETION = re.compile(
     rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b))", re.I)
 
 # The result itself: an answer sentence, a value, a list or "here is".
-DELIVERED = re.compile(
+DELIVERED = Cue(
     r"\b(final answer|the answer|answer is|final result|result is|results are|here (is|are) (the|your) (final )?(answer|"
     r"results?|summary|details|list|information|total|breakdown|numbers?)|the (total|number|count|sum|value|amount|price|"
     r"cost|name|date|address|winner|result|output|answer)s? (is|was|are|were|comes to)|(is|are|was|were) as follows|"

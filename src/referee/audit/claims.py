@@ -21,22 +21,22 @@ MAX_REPORT_CHARS = 20_000   # longer reports are read on their first 5,000 and l
 claim_readers: Registry[Callable[..., Any]] = Registry("claim reader backend", "referee.claim_readers", item=FACTORY)
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_CONFIRM = re.compile(r"\b(proceed|confirm|go ahead|which (one|option)|choose|select|prefer|shall i|should i|"
+_CONFIRM = cues.Cue(r"\b(proceed|confirm|go ahead|which (one|option)|choose|select|prefer|shall i|should i|"
                       r"do you want me to|would you like (me )?to (book|cancel|change|modify|upgrade|make|go|use|"
                       r"continue|update|add|remove|pay))", re.I)
-_CANNOT_BE = re.compile(rf"\b(can ?n[o']t|cannot|could not|may not|won't|will not) be ({cues.DONE_VERBS})\b", re.I)
+_CANNOT_BE = cues.Cue(rf"\b(can ?n[o']t|cannot|could not|may not|won't|will not) be ({cues.DONE_VERBS})\b", re.I)
 
 
 # a sentence about the agent itself ("I understand ...", "My options ...") states no result of the task
-_ABOUT_AGENT = re.compile(r"^\W*(i|i'm|i've|i'd|we|we're|we've|my|our|as an? )\b", re.I)
-_COPULA = re.compile(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|shows?|equals?|\w{3,}ed)\b", re.I)
+_ABOUT_AGENT = cues.Cue(r"^\W*(i|i'm|i've|i'd|we|we're|we've|my|our|as an? )\b", re.I)
+_COPULA = cues.Cue(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|shows?|equals?|\w{3,}ed)\b", re.I)
 
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(text) if s.strip()]
 
 
-def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+def _last(pattern: cues.Cue, text: str) -> Any:
     last = None
     for last in pattern.finditer(text):
         pass
