@@ -43,13 +43,39 @@ BROWSER_WRITE = {"upload_file": frozenset({"create_edit"}), "drag_and_drop": fro
 _STATUS_TEXT = re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:[ _]?code)?\W{0,3})([1-5]\d\d)\b", re.I)
 _RC_TEXT = re.compile(r"(?:<returncode>|returncode\W{0,3}|exit ?code\W{0,3}|exit status\W{0,3})(-?\d+)", re.I)
 # shell commands that change files: redirects, tee, touch, mv, cp, rm, sed -i, git apply/commit, patch, ...
-_SHELL_DELETE = re.compile(r"(^|[;&|(]\s*|\bsudo\s+)(rm|rmdir|unlink|shred)\b|\bgit\s+rm\b")
-_SHELL_WRITE = re.compile(
-    r"(?<![0-9&<>-])>>?[ \t]*+(?!&|/dev/null)[\w./~\"'$-]|\btee\b|"
-    r"(^|[;&|(]\s*)(touch|mv|cp|mkdir|ln|chmod|chown|truncate|install|rsync)\b|\bsed\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*i|\bperl\s+-[a-zA-Z]*i|\bgit\s+(apply|commit|am|mv|restore|"
-    r"checkout\s+--|merge|rebase|cherry-pick|stash\s+pop|revert|reset\s+--hard)\b|(^|[;&|(]\s*)patch\b|"
-    r"open\([^)]*,\s*['\"](w|a|r\+|x)b?['\"]|\.write_text\(|\.write_bytes\(|\bdd\s[^|;\n]{0,300}?\bof=|"
-    r"\b(unzip|tar\s+-?[a-z]*x)", re.M)
+# Each shell pattern is a list of (literals, regex): the regex can only match where one of its literals
+# occurs, so a command is searched only by the parts whose words it holds (one combined alternation
+# tried at every character cost ~10 us a command; substring tests run at memchr speed).
+_ShellParts = tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
+_RM = r"(rm|rmdir|unlink|shred)\b"
+_FILE_CMDS = r"(touch|mv|cp|mkdir|ln|chmod|chown|truncate|install|rsync|patch)\b"
+# a command word starts the text, a line (for file commands), or follows ; & | ( and spaces. Each regex
+# begins with a literal or a character set where it can, so the engine skips ahead instead of trying
+# every alternative at every character; `x(?<!\wx)` is `\bx` written so that it begins with x.
+_SHELL_DELETE: _ShellParts = (
+    (("rm", "unlink", "shred"), re.compile(rf"\A{_RM}|[;&|(]\s*{_RM}")),
+    (("sudo",), re.compile(rf"sudo(?<!\wsudo)\s+{_RM}")),
+    (("git",), re.compile(r"git(?<!\wgit)\s+rm\b")),
+)
+_SHELL_WRITE: _ShellParts = (
+    ((">",), re.compile(r"(?<![0-9&<>-])>>?[ \t]*+(?!&|/dev/null)[\w./~\"'$-]")),
+    (("tee",), re.compile(r"tee(?<!\wtee)\b")),
+    (("touch", "mv", "cp", "mkdir", "ln", "chmod", "chown", "truncate", "install", "rsync", "patch"),
+     re.compile(rf"\A{_FILE_CMDS}|[;&|(]\s*{_FILE_CMDS}|\n{_FILE_CMDS}")),
+    (("sed",), re.compile(r"sed(?<!\wsed)\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*i")),
+    (("perl",), re.compile(r"perl(?<!\wperl)\s+-[a-zA-Z]*i")),
+    (("git",), re.compile(r"git(?<!\wgit)\s+(apply|commit|am|mv|restore|checkout\s+--|merge|rebase|cherry-pick|"
+                          r"stash\s+pop|revert|reset\s+--hard)\b")),
+    (("open(",), re.compile(r"open\([^)]*,\s*['\"](w|a|r\+|x)b?['\"]")),
+    ((".write_",), re.compile(r"\.write_text\(|\.write_bytes\(")),
+    (("of=",), re.compile(r"dd(?<!\wdd)\s[^|;\n]{0,300}?\bof=")),
+    (("unzip",), re.compile(r"unzip(?<!\wunzip)")),
+    (("tar",), re.compile(r"tar(?<!\wtar)\s+-?[a-z]*x")),
+)
+
+
+def _shell_hits(parts: _ShellParts, command: str) -> bool:
+    return any(any(w in command for w in words) and rx.search(command) for words, rx in parts)
 
 
 @dataclass(frozen=True)
@@ -126,9 +152,9 @@ def shell_effect(command: str) -> frozenset[str] | None:
     (None, ['create_edit'])
     """
     groups: set[str] = set()
-    if _SHELL_DELETE.search(command):
+    if _shell_hits(_SHELL_DELETE, command):
         groups.add("delete")
-    if _SHELL_WRITE.search(command):
+    if _shell_hits(_SHELL_WRITE, command):
         groups.add("create_edit")
     return frozenset(groups) or None
 
