@@ -68,7 +68,7 @@ class ViewObservation:
             parts = [self.text or ""]
             for v in (self.data, self.ui):
                 if v is not None:
-                    parts.append(canonical_json(thaw(v)))
+                    parts.append(canonical_json(self.plain_data() if v is self.data else thaw(v)))
             got = self.__dict__["_as_text"] = "\n".join(parts)
         return got
 
@@ -142,6 +142,9 @@ def _view_json(task: str, initial: ViewObservation | None, steps: tuple[ViewStep
     return d
 
 
+_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON text: sorted keys, no spaces, UTF-8 kept."""
     return _json(obj)
@@ -187,62 +190,43 @@ def view_parts(trace: Trace) -> ViewParts:
 def freeze_view(parts: ViewParts) -> ClaimBlindView:
     """The claim-blind view of its parts: deeply frozen, canonical JSON hashed.
 
-    The canonical JSON is put together from each value's own `canonical_json`, made from the plain
-    parts (no thaw of what was just frozen); it is the text `canonical_json(view.as_json())` gives,
-    and each observation's data and UI text is kept for `as_text`.
+    The hashed text is `canonical_json(view.as_json())`, written in one call from the plain parts
+    rather than from a thaw of what was just frozen.
     """
-    steps, pieces = [], []
-    for i, (name, args, o) in enumerate(parts.steps):
-        obs, obs_json = _obs_made(o)
-        step = [("index", str(i))]
-        if name is not None:
-            step.append(("action", _object([("args", _plain_json(dict(args))), ("name", _json(name))])))
-        if obs_json is not None:
-            step.append(("observation", obs_json))
-        pieces.append(_object(step))
-        steps.append(ViewStep(index=i, action=name, args=_freeze(dict(args)) if name is not None else
-                              MappingProxyType({}), observation=obs))
-    initial, initial_json = _obs_made(parts.initial)
-    top = [("view_version", str(VIEW_VERSION)), ("task", _json(parts.task)),
-           ("initial_observation", initial_json or "null"), ("steps", "[" + ",".join(pieces) + "]")]
-    if parts.tools:  # only when present, so the hash of a trace without tools is what it always was
-        top.append(("tools", _json([{"name": n, "description": d} for n, d in parts.tools])))
-    digest = hashlib.sha256(_object(top).encode("utf-8")).hexdigest()
-    return ClaimBlindView(task=parts.task, initial_observation=initial, steps=tuple(steps), sha256=digest,
-                          tools=parts.tools)
-
-
-_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
-
-
-def _plain_json(value: Any) -> str:
-    """`canonical_json(thaw(_freeze(value)))`, without the copies: the same text for JSON values (string keys);
-    keys of mixed types, which only a trace built in Python can have, go the long way."""
+    steps = tuple(ViewStep(index=i, action=name, args=_freeze(dict(args)) if name is not None else MappingProxyType({}),
+                           observation=_obs(o)) for i, (name, args, o) in enumerate(parts.steps))
+    initial = _obs(parts.initial)
     try:
-        return _json(value)
-    except TypeError:
-        return _json(thaw(_freeze(value)))
+        text = canonical_json(_parts_json(parts))
+    except TypeError:  # keys of mixed types (only a trace built in Python has them): the frozen copy's string keys
+        text = canonical_json(_view_json(parts.task, initial, steps, parts.tools))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return ClaimBlindView(task=parts.task, initial_observation=initial, steps=steps, sha256=digest, tools=parts.tools)
 
 
-def _object(items: list[tuple[str, str]]) -> str:
-    """A JSON object of already encoded values, keys sorted: what `canonical_json` makes of the whole dict."""
-    return "{" + ",".join(f'"{k}":{v}' for k, v in sorted(items)) + "}"  # keys: this module's own names
-
-
-def _obs_made(o: ObsParts | None) -> tuple[ViewObservation | None, str | None]:
-    """A frozen observation and its canonical JSON (its `as_json()`), its `as_text()` made from the same pieces."""
+def _plain_obs(o: ObsParts | None) -> dict | None:
     if o is None:
-        return None, None
+        return None
     text, ui, data, screenshot, error = o
-    ui_json = None if ui is None else _plain_json(ui)
-    data_json = None if data is None else _plain_json(data)
-    fields = [("text", text, None), ("ui", ui, ui_json), ("data", data, data_json),
-              ("screenshot", screenshot, None), ("error", error, None)]
-    # as_json drops None and False (and what equals them: 0); as_text keeps any data and UI that is not None
-    made = _object([(k, j if j is not None else _json(v)) for k, v, j in fields if v not in (None, False)])
-    obs = ViewObservation(text=text, ui=_freeze(ui), data=_freeze(data), screenshot=screenshot, error=error)
-    obs.__dict__["_as_text"] = "\n".join([text or ""] + [j for j in (data_json, ui_json) if j is not None])
-    return obs, made
+    d = {"text": text, "ui": ui, "data": data, "screenshot": screenshot, "error": error}
+    return {k: v for k, v in d.items() if v not in (None, False)}  # as ViewObservation.as_json
+
+
+def _parts_json(parts: ViewParts) -> dict:
+    """What `_view_json` makes of the frozen view, made from the plain parts (the same JSON text)."""
+    steps = []
+    for i, (name, args, o) in enumerate(parts.steps):
+        d: dict[str, Any] = {"index": i}
+        if name is not None:
+            d["action"] = {"name": name, "args": args}
+        if o is not None:
+            d["observation"] = _plain_obs(o)
+        steps.append(d)
+    out = {"view_version": VIEW_VERSION, "task": parts.task, "initial_observation": _plain_obs(parts.initial),
+           "steps": steps}
+    if parts.tools:
+        out["tools"] = [{"name": n, "description": desc} for n, desc in parts.tools]
+    return out
 
 
 def build_view(trace: Trace) -> ClaimBlindView:
