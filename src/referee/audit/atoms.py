@@ -27,6 +27,7 @@ _PATTERNS = (
 )
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_ONE_DIGIT = re.compile(r"-?\d")
 
 
 def atoms(text: str | None, limit: int = 40) -> list[str]:
@@ -54,7 +55,7 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
     taken = bytearray(len(text))  # which characters an earlier, more specific atom already covers
 
     def free(a: int, b: int) -> bool:
-        return not any(taken[a:b])
+        return taken.find(1, a, b) < 0
 
     def take(a: int, b: int) -> None:
         taken[a:b] = b"\x01" * (b - a)
@@ -68,14 +69,16 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
         for m in pat.finditer(text):
             a, b = (m.span(1) if m.group(1) is not None else m.span(2)) if kind == "quoted" else m.span()
             val = text[a:b].strip()
-            if kind == "number" and (re.fullmatch(r"-?\d", val) or _list_marker(text, a)):
+            if kind == "number" and (_ONE_DIGIT.fullmatch(val) or _list_marker(text, a)):
                 continue
             if val and free(a, b):
                 found.append((a, b, kind, val))
                 take(a, b)
     out: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for _, _, kind, v in sorted(found):
-        if all(v != o for _, o in out):
+        if v not in seen:
+            seen.add(v)
             out.append((kind, v))
     return out[:limit]
 

@@ -253,10 +253,16 @@ def _verb(low: str, vocab: Iterable[str]) -> str | None:
     >>> _verb("deleting", {"delete"}), _verb("cancelled", {"cancel"}), _verb("sent", {"send"})
     ('delete', 'cancel', None)
     """
-    cands = [low] + [low[: -len(suf)] + rep for suf, rep in (("lling", "l"), ("lled", "l"), ("ing", ""),
-                     ("ing", "e"), ("ed", ""), ("ed", "e"), ("es", ""), ("s", ""))
-                     if low.endswith(suf) and len(low) - len(suf) >= 3]
-    return next((c for c in cands if c in vocab), None)
+    if low in vocab:
+        return low
+    for suf, rep in _INFLECTIONS:  # in this order: the first stem the vocabulary has
+        if low.endswith(suf) and len(low) - len(suf) >= 3 and (c := low[: -len(suf)] + rep) in vocab:
+            return c
+    return None
+
+
+_INFLECTIONS = (("lling", "l"), ("lled", "l"), ("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"), ("es", ""),
+                ("s", ""))
 
 
 def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -> dict[str, str]:
@@ -372,7 +378,8 @@ def stated_details(task: str, writes: list[tuple[int, Any]]) -> Finding:
     if not stated:
         return Finding(value="unknown", note="the task states no checkable detail")
     texts = [(i, json.dumps(_without_personal_dates(a), ensure_ascii=False, default=str)) for i, a in writes]
-    carried = {k: [(i, v) for i, t in texts for k2, v in typed_atoms(t, 200) if k2 == k] for k, _ in stated}
+    found = [(i, typed_atoms(t, 200)) for i, t in texts]  # once per write, not once per kind asked
+    carried = {k: [(i, v) for i, got in found for k2, v in got if k2 == k] for k, _ in stated}
 
     def has(kind: str, value: str) -> bool:
         if kind == "date":
