@@ -23,6 +23,7 @@ P = TypeVar("P")
 R = TypeVar("R")
 
 MAX_LOSSES = 3  # a chunk that was on a lost worker this often is given up, with an error naming it
+PREFETCH = 4    # windows of chunks made ahead while a local pool's workers start
 
 
 class WorkerLostError(RefereeError):
@@ -106,6 +107,13 @@ class _Pool:
     def recover(self) -> None:
         """Make the pool usable again after a loss (the local pool is replaced; Dask heals itself)."""
 
+    def ready(self) -> bool:
+        """Whether submitting now starts work at once (False while a local pool's workers are starting)."""
+        return True
+
+    def wait_ready(self) -> None:
+        """Block until `ready()`."""
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -141,9 +149,31 @@ class LocalPool(_FuturesPool):
     """A `concurrent.futures` process pool; a worker killed mid-chunk breaks it, so it is replaced."""
 
     def __init__(self, workers: int, preload: tuple[str, ...] = ()) -> None:
+        import threading
+
         self.workers = workers
         self._ctx = _mp_context(preload)
         self._pool = self._new()
+        # the workers start (a fresh interpreter importing `preload`, a quarter second) on a thread of their
+        # own, while the caller reads and packs the first chunks (map_chunks prefetches until `ready`)
+        self._started = threading.Event()
+        threading.Thread(target=self._start_workers, args=(self._pool,), name="referee-pool-start",
+                         daemon=True).start()
+
+    def _start_workers(self, pool: Any) -> None:
+        try:
+            for _ in range(self.workers):  # each submit that finds no idle worker starts one
+                pool.submit(_nothing)
+        except Exception:  # noqa: BLE001 - a pool that cannot start says so on the first chunk submitted
+            pass
+        finally:
+            self._started.set()
+
+    def ready(self) -> bool:
+        return self._started.is_set()
+
+    def wait_ready(self) -> None:
+        self._started.wait()
 
     def _new(self):
         from concurrent.futures import ProcessPoolExecutor
@@ -162,6 +192,10 @@ class LocalPool(_FuturesPool):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _nothing() -> None:
+    """What a local pool's workers are started with."""
 
 
 class ThreadPool(_FuturesPool):
@@ -259,25 +293,32 @@ def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | 
     inflight: dict[Any, _Flight] = {}
     ready: dict[int, tuple[S, R | None]] = {}
     order: deque[int] = deque()  # chunk indices not yet given back, oldest first
+    queued: deque[_Flight] = deque()  # made while the pool was starting, not yet submitted
     pending_error: BaseException | None = None
     exhausted = False
 
     def fill() -> None:
         nonlocal exhausted, pending_error
-        while not exhausted and len(order) < window:
+        # while the pool starts, chunks are made ahead (up to PREFETCH windows), then all submitted at once
+        while not exhausted and len(order) < (window if pool.ready() else PREFETCH * window):
             try:
                 idx, (state, payload) = next(source)
             except StopIteration:
                 exhausted = True
-                return
+                break
             except RefereeError as exc:  # raised once what is already made is given back
                 pending_error, exhausted = exc, True
-                return
+                break
             order.append(idx)
             if payload is None:
                 ready[idx] = (state, None)
             else:
-                inflight[pool.submit(fn, *fixed, payload)] = _Flight(idx, state, payload, pool.generation)
+                queued.append(_Flight(idx, state, payload, pool.generation))
+        if pool.ready():
+            while queued:
+                fl = queued.popleft()
+                fl.generation = pool.generation
+                inflight[pool.submit(fn, *fixed, fl.payload)] = fl
 
     fill()
     while order:
@@ -289,6 +330,9 @@ def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | 
                 order.remove(idx)
                 yield ready.pop(idx)
         fill()
+        if not inflight and queued:  # nothing more to make ahead: wait for the workers, then send it all
+            pool.wait_ready()
+            fill()
         if not inflight:
             continue
         for fut in pool.wait_any(list(inflight)):

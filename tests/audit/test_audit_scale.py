@@ -204,6 +204,46 @@ def test_chunks_come_back_in_order_however_they_finish():
     assert got[0][1] == [0, 1, 4] and got[11][1] == [1089, 1156, 1225] and got[12][1] is None
 
 
+class _GatedStart(LocalPool):
+    """A local pool whose workers start only when the test opens the gate; records when the first chunk is sent."""
+
+    def __init__(self, gate, made):
+        self.gate, self.made, self.first_submit_after = gate, made, None
+        super().__init__(2, ("tests.support.scale_work",))
+
+    def _start_workers(self, pool):
+        self.gate.wait(30)
+        super()._start_workers(pool)
+
+    def submit(self, fn, *args):
+        if self.first_submit_after is None and fn is scale_work.square:
+            self.first_submit_after = len(self.made)
+        return super().submit(fn, *args)
+
+
+def test_chunks_are_made_ahead_while_the_workers_start_and_come_back_in_order():
+    import threading
+
+    from referee.executors import PREFETCH
+
+    gate, made, window = threading.Event(), [], 3
+
+    def chunks():
+        for i in range(40):
+            made.append(i)
+            if len(made) == PREFETCH * window:
+                gate.set()  # the workers may start once the parent has made every chunk it may make ahead
+            yield i, [i]
+
+    pool = _GatedStart(gate, made)
+    try:
+        got = list(map_chunks(pool, scale_work.square, chunks(), window=window))
+    finally:
+        pool.close()
+    assert got == [(i, [i * i]) for i in range(40)]
+    assert pool.first_submit_after >= PREFETCH * window  # nothing was sent before the workers were up
+
+
 def test_a_pool_worker_killed_mid_chunk_is_replaced_and_its_chunk_run_again():
     pool = LocalPool(2, ("tests.support.scale_work",))
     try:
