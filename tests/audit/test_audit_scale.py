@@ -58,7 +58,7 @@ def test_a_process_pool_writes_byte_for_byte_what_a_serial_audit_writes(tmp_path
     stats2, a2 = run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
     assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
     assert stats2.written == stats1.written == 88 and stats2.errors == stats1.errors and len(stats1.errors) == 2
-    assert ex.chunks == 11 and ex.in_process == 0  # 88 good traces, chunks of 8: the pool did the work
+    assert ex.chunks == 12 and ex.in_process == 0  # 90 lines in runs of 8, read and audited by the workers
     assert cached(tmp_path / "pool.jsonl") == cached(tmp_path / "serial.jsonl")  # the parent wrote the cache
     assert a2.backend_calls == 88
 

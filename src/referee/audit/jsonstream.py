@@ -150,12 +150,25 @@ def iter_json_values(path: Path, *, chunk: int = CHUNK) -> Iterator[JsonValue]:
         yield from _Reader(raw, max(int(chunk), 1024)).run()
 
 
+def iter_json_slice(data: bytes, *, first_line: int, at_start: bool, chunk: int = CHUNK) -> Iterator[JsonValue]:
+    """`iter_json_values` of some whole lines of a file (`data`, in memory), numbered from `first_line`;
+    `at_start`: the slice is the file's beginning (where a byte order mark is dropped).
+
+    >>> [(v.line, v.value) for v in iter_json_slice(b'{"a": 1}\\n\\n{"a": 2}\\n', first_line=7, at_start=False)]
+    [(7, {'a': 1}), (9, {'a': 2})]
+    """
+    import io
+
+    yield from _Reader(io.BytesIO(data), max(int(chunk), 1024), first_line=first_line, sig=at_start).run()
+
+
 class _Window:
     """The decoded text of a binary file: `buf[i]` is the file's character `base + i`; can seek back."""
 
-    def __init__(self, raw: BinaryIO, chunk: int) -> None:
+    def __init__(self, raw: BinaryIO, chunk: int, *, sig: bool = True) -> None:
         self.raw, self.chunk = raw, chunk
-        self.dec = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        # a byte order mark is dropped at a file's start only (`sig`), not at the start of a slice of it
+        self.dec = codecs.getincrementaldecoder("utf-8-sig" if sig else "utf-8")(errors="replace")
         self.buf, self.base, self.eof = "", 0, False
         # (character, byte offset, decoder state) at each read, to seek back to
         self.marks: list[tuple[int, int, tuple[bytes, int]]] = []
@@ -239,10 +252,10 @@ def _shares_key(value: Any, keys: set[str] | None) -> bool:
 
 
 class _Reader:
-    def __init__(self, raw: BinaryIO, chunk: int) -> None:
-        self.w = _Window(raw, chunk)
+    def __init__(self, raw: BinaryIO, chunk: int, *, first_line: int = 1, sig: bool = True) -> None:
+        self.w = _Window(raw, chunk, sig=sig)
         self.chunk = chunk
-        self.pos, self.line = 0, 1  # cursor in w.buf and the line it is on
+        self.pos, self.line = 0, first_line  # cursor in w.buf and the line it is on
         self.array = False
         self.ended = False
         self.guessing = False  # a record was found by guessing on one long line

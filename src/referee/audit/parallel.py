@@ -29,14 +29,15 @@ import json
 import pickle
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain, islice
+from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from referee.audit.extract.worker import extract_views
-from referee.audit.pipeline import Auditor, RecordLine, cannot_audit, claim_text
+from referee.audit.filechunks import Irregular, LineChunk, RawFile, audit_lines, line_chunks
+from referee.audit.pipeline import Auditor, Intake, RecordLine, cannot_audit, claim_text
 from referee.audit.records import Finding
-from referee.audit.trace import SHAPE_ERRORS, Trace
+from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
 from referee.audit.view import ViewParts, pack_parts, view_parts
 from referee.errors import RefereeError, TraceError, UsageError
 from referee.executors import ExecutorOptions, make_pool, map_chunks
@@ -90,13 +91,15 @@ def _auditor(blob: bytes) -> Auditor:
     return got
 
 
-def audit_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list[Answer]]:
+def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk) -> tuple[str, Any]:
     """On a worker: the extraction of every view of the chunk first, then the claims, then each record.
 
     `payload` is (packed view parts, pickled claim sides), one of each per trace, in the same order.
     Gives back this worker's `code_fingerprint()` with the answers.
     """
     auditor = _auditor(config)
+    if isinstance(payload, LineChunk):  # lines of a trace v1 file: read here, then audited record by record
+        return code_fingerprint(), audit_lines(auditor, payload)
     views, claim_sides = payload
     extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # claims still packed
     out: list[Answer] = []
@@ -141,47 +144,79 @@ class ParallelAudit:
     in_process: int = 0      # traces audited here without a worker (a small input)
     lost: int = 0            # chunks sent again because their worker was lost
 
-    def run(self, auditor: Auditor, jobs: Iterable[Job], audit_one: Callable[[Job], Any]) -> Iterator[Any]:
-        """Audit `jobs` (trace, its view when the resume already made it) as `audit_files` hands them out;
-        `audit_one` audits one job in this process (a small input)."""
+    @property
+    def reads_lines(self) -> bool:
+        """Whether the workers read trace v1 line files themselves (a local pool: the lines hold the claim
+        channel, which never goes to Dask)."""
+        return self.options.kind == "local" and not self.strict_claims
+
+    def run(self, auditor: Auditor, jobs: Iterable[Job | RawFile], audit_one: Callable[[Job], Any],
+            intake: Intake | None = None) -> Iterator[Any]:
+        """Audit `jobs` (trace, its view when the resume already made it), and the line files among them, as
+        `audit_files` hands them out; `audit_one` audits one job in this process (a small input), `intake`
+        decides on each record a worker read (and reads a file whose lines are irregular here)."""
         size = self.options.chunk_size
         if self.strict_claims is None:
             self.strict_claims = self.options.kind == "dask"
         jobs = iter(jobs)
-        head: list[Job] = []
+        head: list[Job | RawFile] = []
         try:
-            head.extend(islice(jobs, size + 1))
+            for job in jobs:
+                head.append(job)
+                if len(head) > size or isinstance(job, RawFile):
+                    break
         except RefereeError:
             for t in head:  # what came before a bad record with --on-error stop is written, as serially
                 yield audit_one(t)
             raise
         if not head:
             return  # nothing to audit: no pool, no cluster
-        if len(head) <= size and self.options.kind == "local":
+        if len(head) <= size and self.options.kind == "local" and not any(isinstance(j, RawFile) for j in head):
             self.in_process += len(head)
             for t in head:
                 yield audit_one(t)
             return
         config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
         pool = make_pool(self.options, WORKER_MODULES)
+        self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
+        self._records: dict[int, int] = {}     # records of each line file the workers have read so far
         try:
             if self.on_start:
                 self.on_start(self.options.describe())
             window = 2 * self.options.n_workers + 1
             answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
                                  window=window, describe=_describe)
-            for units, answer in answers:
-                yield from self._finish(auditor, units, answer)
+            for state, answer in answers:
+                if isinstance(state, _Lines):
+                    yield from self._finish_lines(auditor, state, answer, intake)
+                    if intake is not None and intake.stopped():
+                        return
+                else:
+                    yield from self._finish(auditor, state, answer)
         finally:
             self.lost = pool.losses
             pool.close()
 
-    def _chunks(self, jobs: Iterator[Job]) -> Iterator[tuple[list[_Unit], Any]]:
+    def _chunks(self, jobs: Iterator[Job | RawFile]) -> Iterator[tuple[Any, Any]]:
         buf: list[_Unit] = []
         parts: list[ViewParts] = []
         sides: list[tuple] = []
+        seq = 0
         try:
-            for trace, _view in jobs:  # a view the resume made is made again on the worker, from its parts
+            for job in jobs:
+                if isinstance(job, RawFile):
+                    if buf:
+                        yield buf, self._payload(parts, sides)
+                        buf, parts, sides = [], [], []
+                    seq += 1
+                    self._records[seq] = 0
+                    for chunk in line_chunks(job.path, self.options.chunk_size):
+                        if seq in self._fallen:  # an earlier slice was irregular: this process reads the rest
+                            break
+                        self.chunks += 1
+                        yield _Lines(seq, chunk), chunk
+                    continue
+                trace, _view = job  # a view the resume made is made again on the worker, from its parts
                 u = _Unit(trace)
                 try:
                     p = view_parts(trace)
@@ -212,10 +247,8 @@ class ParallelAudit:
     def _finish(self, auditor: Auditor, units: list[_Unit],
                 answer: tuple[str, list[Answer]] | None) -> Iterator[Result]:
         x, cache = auditor.extractor, auditor.cache
-        if answer is not None and answer[0] != code_fingerprint():
-            raise RefereeError(f"a worker runs other referee code than this process (auditor source sha256 "
-                               f"{answer[0][:12]} there, {code_fingerprint()[:12]} here): its records would differ",
-                               fix="install the same referee on the workers as here")
+        if answer is not None:
+            self._check(answer[0])
         results = iter(answer[1] if answer is not None else ())
         for u in units:
             if u.error is not None:
@@ -238,6 +271,45 @@ class ParallelAudit:
             yield RecordLine(u.trace.run_id, line)
 
 
+    def _finish_lines(self, auditor: Auditor, state: "_Lines", answer: tuple[str, Any] | None,
+                      intake: Intake | None) -> Iterator[Result]:
+        """The records a worker read from a line chunk, each admitted here in order as a serial audit would."""
+        assert intake is not None and answer is not None  # line files come only with an intake
+        self._check(answer[0])
+        got = answer[1]
+        if state.seq in self._fallen:
+            return  # this file is read here from an earlier, irregular slice on
+        if isinstance(got, Irregular):
+            self._fallen.add(state.seq)
+            yield from intake.rest_of(Path(got.file), self._records[state.seq])
+            return
+        self._records[state.seq] += len(got)
+        x, cache = auditor.extractor, auditor.cache
+        for line, run_id, error, gold, scores, ignored, view_sha, claim_sha, answer_ in got:
+            item = TraceItem(file=state.chunk.file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
+                             ignored=ignored)
+            what = intake.admit(item, lambda v=view_sha, c=claim_sha: None if v is None else (v, c))
+            if what == "stop":
+                return
+            if what == "skip":
+                continue
+            if isinstance(answer_, str):
+                yield cannot_audit(str(run_id), answer_)
+                continue
+            line_json, found = answer_
+            auditor.backend_calls += len(found)
+            if cache is not None:
+                for i, blob in enumerate(found):
+                    if blob is not None:
+                        cache.put_evidence_json(x.name, x.model, x.prompt_version, view_sha, i, blob)
+            yield RecordLine(str(run_id), line_json)
+
+    def _check(self, fingerprint: str) -> None:
+        if fingerprint != code_fingerprint():
+            raise RefereeError(f"a worker runs other referee code than this process (auditor source sha256 "
+                               f"{fingerprint[:12]} there, {code_fingerprint()[:12]} here): its records would "
+                               "differ", fix="install the same referee on the workers as here")
+
     @staticmethod
     def _decide_here(auditor: Auditor, trace: Trace, sha: str, found: list[str], ok: list[bool],
                      errors: list[str]) -> tuple[str, list[str | None]]:
@@ -255,7 +327,17 @@ class ParallelAudit:
         return rec.model_dump_json(), [f if k else None for f, k in zip(found, ok)]
 
 
-def _describe(units: list[_Unit]) -> str:
+@dataclass(frozen=True)
+class _Lines:
+    """A line chunk as the parent keeps it: which line file (its place among the inputs) and the chunk."""
+
+    seq: int
+    chunk: LineChunk
+
+
+def _describe(units: Any) -> str:
+    if isinstance(units, _Lines):
+        return f"{units.chunk.file} from line {units.chunk.first_line}"
     ids = [u.trace.run_id for u in units]
     return f"the chunk of run_ids {ids[0]} .. {ids[-1]}" if ids else "an empty chunk"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -16,8 +17,10 @@ from referee.audit.extract import validate_citations
 from referee.audit.terminal import is_terminal, split_call
 from referee.audit.facts import ViewFacts
 from referee.audit.grounding import ground_in
-from referee.audit.inputs import InputOptions, iter_inputs
+from referee.audit.filechunks import RawFile, line_file
+from referee.audit.inputs import InputOptions, iter_inputs, walk
 from referee.audit.policyfile import LoadedPolicy
+from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, PolicyRef, TokenUsage
 from referee.audit.resume import Settings, action, changed_error, scan, settings_of
@@ -202,6 +205,16 @@ class RecordLine:
     json: str
 
 
+@dataclass(frozen=True)
+class Intake:
+    """What an executor that reads line files itself (`reads_lines`) needs of `audit_files`, to decide on
+    each record it read as a serial audit would."""
+
+    admit: Callable[[TraceItem, Callable[[], tuple[str, str] | None]], str]  # "audit" | "skip" | "stop"
+    rest_of: Callable[[Path, int], Iterator[Any]]  # a line file read here past its first N records
+    stopped: Callable[[], bool]  # a record made with other settings was found: write nothing more
+
+
 @dataclass
 class AuditStats:
     written: int = 0
@@ -232,9 +245,11 @@ def iter_items(paths: Iterable[Path], fmt: str | None, inputs: InputOptions | No
     return iter_inputs(paths, fmt, inputs)
 
 
-def cannot_audit(trace: Trace, why: str) -> TraceError:
-    """The skipped-record error for a trace the auditor could not take (`why`: the exception, in a few words)."""
-    return TraceError(f"run_id {trace.run_id}: could not be audited: {why}",
+def cannot_audit(trace: Trace | str, why: str) -> TraceError:
+    """The skipped-record error for a trace (or run_id) the auditor could not take (`why`: the exception, in a
+    few words)."""
+    run_id = trace if isinstance(trace, str) else trace.run_id
+    return TraceError(f"run_id {run_id}: could not be audited: {why}",
                       fix="fix the record, or report it if it looks valid")
 
 
@@ -307,53 +322,90 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         if on_error_cb:
             on_error_cb(err)
 
-    def todo() -> Iterator[tuple[Trace, ClaimBlindView | None]]:
-        for item in iter_items(paths, fmt, inputs):
-            if item.error is not None:
-                skip(item.error)
-                continue
-            if gold_scorer is not None:
-                item = gold_scorer.pick(item)
-            elif item.scores:
-                stats.scorers.update(item.scores)
-            if on_gold and item.gold is not None:
-                on_gold(item)
-            if item.ignored and on_ignored:
-                new = tuple(f for f in item.ignored if (item.file, f) not in ignored_seen)
-                ignored_seen.update((item.file, f) for f in new)
-                if new:
-                    on_ignored(item.file, new)
-            assert item.trace is not None
-            rid = item.trace.run_id
-            if rid in seen:
-                stats.duplicates += 1
-                if on_duplicate:
-                    on_duplicate(duplicate_error(item, seen[rid]))
-                continue
-            seen[rid] = item.file if item.line is None else f"{item.file}:{item.line}"
-            prev = done.get(rid)
-            if prev is None:
-                yield item.trace, None
-                continue
-            try:
-                view = build_view(item.trace)
-            except SHAPE_ERRORS:
-                yield item.trace, None  # audit_one reports it
-                continue
-            what = action(prev, view.sha256, text_sha256(claim_text(item.trace)), settings)
-            if what == "skip":
-                stats.skipped_done += 1
-                continue
-            if what == "changed":
-                if not reaudit_changed:
-                    stop.append(changed_error(out, rid, prev, settings))
-                    return
-                stats.reaudited += 1
-            elif what == "stale":
-                stats.stale += 1
+    def admit(item: TraceItem, hashes: Callable[[], tuple[str, str] | None]) -> str:
+        """What becomes of one record read: "audit" (audit it, or write the record a worker made of it),
+        "skip" (an error reported, a repeated run_id, a record in `out` that stands) or "stop" (a record
+        in `out` made with other settings). `hashes()` gives its view and claim hashes (None: no view)."""
+        if item.error is not None:
+            skip(item.error)
+            return "skip"
+        if gold_scorer is not None:
+            item = gold_scorer.pick(item)
+        elif item.scores:
+            stats.scorers.update(item.scores)
+        if on_gold and item.gold is not None:
+            on_gold(item)
+        if item.ignored and on_ignored:
+            new = tuple(f for f in item.ignored if (item.file, f) not in ignored_seen)
+            ignored_seen.update((item.file, f) for f in new)
+            if new:
+                on_ignored(item.file, new)
+        rid = item.trace.run_id if item.trace is not None else str(item.run_id)
+        if rid in seen:
+            stats.duplicates += 1
+            if on_duplicate:
+                on_duplicate(duplicate_error(item, seen[rid]))
+            return "skip"
+        seen[rid] = item.file if item.line is None else f"{item.file}:{item.line}"
+        prev = done.get(rid)
+        if prev is None:
+            return "audit"
+        got = hashes()
+        if got is None:
+            return "audit"  # a view that cannot be made: the audit says why, as one skipped record
+        what = action(prev, got[0], got[1], settings)
+        if what == "skip":
+            stats.skipped_done += 1
+            return "skip"
+        if what == "changed":
+            if not reaudit_changed:
+                stop.append(changed_error(out, rid, prev, settings))
+                return "stop"
+            stats.reaudited += 1
+        elif what == "stale":
+            stats.stale += 1
+        else:
+            stats.retried += 1
+        return "audit"
+
+    def jobs_of(items: Iterable[TraceItem]) -> Iterator[tuple[Trace, ClaimBlindView | None]]:
+        """The traces to audit among `items` read here, each with its view when resume made it."""
+        for item in items:
+            view: list[ClaimBlindView] = []
+
+            def hashes() -> tuple[str, str] | None:
+                try:
+                    view.append(build_view(item.trace))  # type: ignore[arg-type]
+                except SHAPE_ERRORS:
+                    return None
+                return view[0].sha256, text_sha256(claim_text(item.trace))  # type: ignore[arg-type]
+
+            what = admit(item, hashes)
+            if what == "stop":
+                return
+            if what == "audit":
+                yield item.trace, (view[0] if view else None)  # type: ignore[misc]
+
+    def work() -> Iterator[Any]:
+        """What to audit, in input order: jobs read here, and line files the executor's workers read."""
+        lines = executor is not None and getattr(executor, "reads_lines", False)
+        at_least = getattr(executor, "options", None) and executor.options.chunk_size  # smaller files: read here
+        for inp in walk(paths, fmt, inputs):
+            if stop:
+                return
+            if isinstance(inp, TraceItem):  # a folder that could not be walked
+                admit(inp, lambda: None)
+            elif lines and line_file(inp.path, inp.fmt, at_least or 0):
+                yield RawFile(inp.path)
             else:
-                stats.retried += 1
-            yield item.trace, view
+                allow = inputs.allow_pickle if inputs is not None else False
+                yield from jobs_of(read_traces(inp.path, inp.fmt, allow_pickle=allow))
+
+    def rest_of(path: Path, skip_records: int) -> Iterator[AuditRecord | TraceError]:
+        """A line file read here from its start, as a serial audit reads it, past its first `skip_records`
+        records; each record admitted and audited here."""
+        for job in jobs_of(islice(read_traces(path, "referee"), skip_records, None)):
+            yield audit_one(job)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a", encoding="utf-8") as fh:
@@ -373,8 +425,9 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                 # skipped record, not the end of the audit
                 return cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
 
-        results = (ordered_map(audit_one, todo(), concurrency, name="referee-audit") if executor is None
-                   else executor.run(auditor, todo(), audit_one))
+        results = (ordered_map(audit_one, work(), concurrency, name="referee-audit") if executor is None
+                   else executor.run(auditor, work(), audit_one,
+                                     Intake(admit=admit, rest_of=rest_of, stopped=lambda: bool(stop))))
         for got in results:
             if isinstance(got, TraceError):
                 skip(got)

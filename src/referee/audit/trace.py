@@ -159,7 +159,7 @@ class GoldScorer:
 
     def pick(self, item: TraceItem) -> TraceItem:
         """The item with its gold taken from the named score; unchanged when the run carries no scores."""
-        if item.trace is None or not item.scores:
+        if item.error is not None or not item.scores:  # (a worker's account of a record has no trace, no error)
             return item
         found, value = self._value(item.scores)
         where = {"file": item.file, "place": str(item.line) if item.line is not None else None}

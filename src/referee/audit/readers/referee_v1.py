@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
-from referee.audit.jsonstream import iter_json_values
+from referee.audit.jsonstream import JsonValue, iter_json_values
 from referee.audit.readers import trace_readers
 from referee.audit.trace import Gold, TraceItem, parse_trace, record_error, tolerate
 from referee.errors import TraceError
@@ -18,8 +18,12 @@ def read_referee(path: Path) -> Iterator[TraceItem]:
     A record may carry a gold label beside the trace as `gold: {"completed": bool}` (ignored
     by the audit; only `--gold-out` reads it).
     """
-    file = str(path)
-    for jv in iter_json_values(path):
+    return referee_items(iter_json_values(path), str(path))
+
+
+def referee_items(values: Iterable[JsonValue], file: str) -> Iterator[TraceItem]:
+    """The TraceItems of trace v1 records already split out of `file` (the whole file, or some of its lines)."""
+    for jv in values:
         if jv.error:
             yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(jv.error, file=file, line=jv.line))
             continue

@@ -1,0 +1,159 @@
+"""Trace v1 JSONL files cut into runs of whole lines, read and audited by the workers themselves.
+
+With a local pool, the parent of `referee audit --workers N` would otherwise parse and validate
+every trace before a worker sees it, and on many cores that is what limits the audit. For a file
+of trace v1 records one per line (`.jsonl`, `.ndjson`), the parent only cuts the file at line
+ends (`line_chunks`, bytes, no parse) and each worker reads its lines with the same reader a serial
+audit uses (`read_lines`), audits them and gives back, per record, what the parent needs to decide
+as a serial audit does: the record's place, run_id, gold, scores and ignored fields, the view and
+claim hashes (for resume), and the record made.
+
+A slice of a file reads as the whole file does only where every line holds one JSON object. A
+slice that is anything else (a record over several lines, a broken line, an array) is not read
+there: the parent reads the file from its start, as a serial audit does, and audits the rest of it
+in its own process (`Irregular`). Dask never gets lines: they hold the claim channel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from referee.audit.extract.worker import findings_json
+from referee.audit.jsonstream import iter_json_slice
+from referee.audit.readers.referee_v1 import referee_items
+from referee.audit.records import FINDING_FIELDS, Finding
+from referee.audit.trace import SHAPE_ERRORS, TraceItem
+from referee.errors import BackendError, TraceError
+from referee.fsutil import open_regular
+
+LINE_SUFFIXES = (".jsonl", ".ndjson")
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """In the stream of work `audit_files` hands an executor: a trace v1 line file the workers read."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class LineChunk:
+    """Whole lines of a file, as bytes: the file's name as the reader gives it, the first line's number,
+    whether it starts the file (a byte order mark is dropped there only), and the index of its first record
+    among the file's (what the parent skips to when it reads the file itself)."""
+
+    file: str
+    first_line: int
+    data: bytes
+    at_start: bool
+
+
+@dataclass(frozen=True)
+class Irregular:
+    """A worker's answer for lines that are not one JSON object each: the parent reads them itself."""
+
+    file: str
+    first_line: int
+
+
+def line_file(path: Path, fmt: str | None, more_than: int = 0) -> bool:
+    """Whether the workers may read `path` by lines: a file named `.jsonl` / `.ndjson` read as trace v1
+    (`--format referee`, or sniffed so) of more than `more_than` lines (a smaller one is read here).
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}\\n' * 3)
+    >>> line_file(p, None), line_file(p, "openai-chat"), line_file(p.with_suffix(".json"), None), line_file(p, None, 3)
+    (True, False, False, False)
+    """
+    path = Path(path)
+    if not path.name.endswith(LINE_SUFFIXES) or fmt not in (None, "referee") or not path.is_file():
+        return False
+    if more_than > 0:
+        try:
+            with open_regular(path, error=TraceError) as fh:
+                if sum(1 for _ in zip(range(more_than + 1), fh)) <= more_than:
+                    return False
+        except (OSError, TraceError):
+            return False  # the reader says what is wrong with it, as it always has
+    if fmt == "referee":
+        return True
+    from referee.audit.readers import sniff_format
+
+    return sniff_format(path) == "referee"
+
+
+def line_chunks(path: Path, lines: int) -> Iterator[LineChunk]:
+    """The file as runs of `lines` whole lines (the last may be shorter, or lack its newline); bytes only."""
+    with open_regular(path, error=TraceError) as fh:
+        first, at_start = 1, True
+        while True:
+            got = [ln for ln in (fh.readline() for _ in range(lines)) if ln]
+            if not got:
+                return
+            yield LineChunk(str(path), first, b"".join(got), at_start)
+            first += sum(1 for ln in got if ln.endswith(b"\n"))
+            at_start = False
+
+
+_JSON_SPACE = b" \t\r\n"
+
+
+def read_lines(chunk: LineChunk) -> list[TraceItem] | None:
+    """The TraceItems of a chunk's lines, as the serial reader gives them; None when its lines are not
+    one JSON object each (then only a read from the file's start gives what a serial audit reads).
+
+    >>> c = LineChunk("t.jsonl", 3, b'{"run_id": "a", "task": "t", "steps": []}\\n\\n{"run_id": 7}\\n', False)
+    >>> [(i.line, i.run_id, i.error is not None) for i in read_lines(c)]
+    [(3, 'a', False), (5, 7, True)]
+    >>> read_lines(LineChunk("t.jsonl", 1, b'{"run_id":\\n "a"}\\n', True)) is None
+    True
+    """
+    values = list(iter_json_slice(chunk.data, first_line=chunk.first_line, at_start=chunk.at_start))
+    starts = [chunk.first_line + i for i, ln in enumerate(chunk.data.split(b"\n")) if ln.strip(_JSON_SPACE)]
+    if [v.line for v in values] != starts or any(v.error or not isinstance(v.value, dict) for v in values):
+        return None
+    return list(referee_items(values, chunk.file))
+
+
+# what a worker gives back per record: (line, run_id, error, gold, scores, ignored, view sha, claim sha, answer);
+# answer: (record JSON, [findings JSON or None per sample]) or a could-not-audit message (str)
+Got = tuple
+
+
+def audit_lines(auditor: Any, chunk: LineChunk) -> list[Got] | Irregular:
+    """On a worker: read a chunk's records and audit each, as `Auditor.audit` does, keeping each sample's
+    findings as the evidence cache stores them (the parent is its only writer)."""
+    from referee.audit.facts import ViewFacts
+    from referee.audit.pipeline import claim_text, text_sha256
+    from referee.audit.view import build_view
+
+    items = read_lines(chunk)
+    if items is None:
+        return Irregular(chunk.file, chunk.first_line)
+    out: list[Got] = []
+    for it in items:
+        head = (it.line, it.run_id, it.error, it.gold, it.scores, it.ignored)
+        if it.trace is None:
+            out.append(head + (None, None, None))
+            continue
+        try:
+            view = build_view(it.trace)
+            text = claim_text(it.trace)
+            errors: list[str] = []
+            claim = auditor.read_claim(text, errors)  # the claim before the evidence, as Auditor.audit reads them
+            samples: list[tuple[dict, bool]] = []
+            for i in range(auditor.samples):
+                try:
+                    samples.append((auditor.extractor.extract(view, i), True))
+                except BackendError as exc:
+                    errors.append(f"extraction sample {i}: {exc.message}"[:300])
+                    samples.append(({f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS},
+                                    False))
+            rec = auditor.finish(it.trace, text, claim, ViewFacts.of(view), [f for f, _ in samples], errors)
+            answer: Any = (rec.model_dump_json(), [findings_json(f) if ok else None for f, ok in samples])
+            out.append(head + (view.sha256, text_sha256(text), answer))
+        except SHAPE_ERRORS as exc:
+            out.append(head + (None, None, f"{type(exc).__name__}: {str(exc)[:200]}"))
+    return out
