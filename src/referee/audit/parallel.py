@@ -176,14 +176,16 @@ class ParallelAudit:
                     break
         except RefereeError:
             for t in head:  # what came before a bad record with --on-error stop is written, as serially
-                yield audit_one(t)
+                if not isinstance(t, RawFile):  # (a line file ends the head: nothing is read after it here)
+                    yield audit_one(t)
             raise
         if not head:
             return  # nothing to audit: no pool, no cluster
         if len(head) <= size and self.options.kind == "local" and not any(isinstance(j, RawFile) for j in head):
             self.in_process += len(head)
             for t in head:
-                yield audit_one(t)
+                if not isinstance(t, RawFile):
+                    yield audit_one(t)
             return
         config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
         standing = pickle.dumps(intake.standing if intake is not None and self.reads_lines else {},
@@ -300,7 +302,7 @@ class ParallelAudit:
         for line, run_id, error, gold, scores, ignored, view_sha, claim_sha, answer_ in got:
             item = TraceItem(file=state.chunk.file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
                              ignored=ignored)
-            what = intake.admit(item, lambda v=view_sha, c=claim_sha: None if v is None else (v, c))
+            what = intake.admit(item, _hashes(view_sha, claim_sha))
             self.not_again += what == "skip" and answer_ is None and error is None
             if what == "stop":
                 return
@@ -341,6 +343,11 @@ class ParallelAudit:
         claim = auditor.read_claim(text, errors)
         rec = auditor.finish(trace, text, claim, facts, findings, errors)
         return rec.model_dump_json(), [f if k else None for f, k in zip(found, ok)]
+
+
+def _hashes(view_sha: str | None, claim_sha: str | None) -> Callable[[], tuple[str, str] | None]:
+    """A record's hashes as `Intake.admit` asks for them (None: the worker could not make its view)."""
+    return lambda: None if view_sha is None or claim_sha is None else (view_sha, claim_sha)
 
 
 @dataclass(frozen=True)
