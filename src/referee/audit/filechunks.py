@@ -117,7 +117,8 @@ def read_lines(chunk: LineChunk) -> list[TraceItem] | None:
     return list(referee_items(values, chunk.file))
 
 
-# what a worker gives back per record: (line, run_id, error, gold, scores, ignored, view sha, claim sha, answer);
+# what a worker gives back per record: (line, run_id, error, gold, scores, ignored, meta.group when there is gold,
+# view sha, claim sha, answer);
 # answer: (record JSON, [findings JSON or None per sample]), a could-not-audit message (str), or None: the
 # record in the audit file stands
 Got = tuple
@@ -137,7 +138,8 @@ def audit_lines(auditor: Any, chunk: LineChunk,
         return Irregular(chunk.file, chunk.first_line)
     out: list[Got] = []
     for it in items:
-        head = (it.line, it.run_id, it.error, it.gold, it.scores, it.ignored)
+        group = (it.trace.meta or {}).get("group") if it.trace is not None and (it.gold or it.scores) else None
+        head = (it.line, it.run_id, it.error, it.gold, it.scores, it.ignored, group)
         if it.trace is None:
             out.append(head + (None, None, None))
             continue

@@ -299,9 +299,9 @@ class ParallelAudit:
             return
         self._records[state.seq] += len(got)
         x, cache = auditor.extractor, auditor.cache
-        for line, run_id, error, gold, scores, ignored, view_sha, claim_sha, answer_ in got:
+        for line, run_id, error, gold, scores, ignored, group, view_sha, claim_sha, answer_ in got:
             item = TraceItem(file=state.chunk.file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
-                             ignored=ignored)
+                             ignored=ignored, group=group)
             what = intake.admit(item, _hashes(view_sha, claim_sha))
             self.not_again += what == "skip" and answer_ is None and error is None
             if what == "stop":
