@@ -148,11 +148,13 @@ class _FuturesPool(_Pool):
 class LocalPool(_FuturesPool):
     """A `concurrent.futures` process pool; a worker killed mid-chunk breaks it, so it is replaced."""
 
-    def __init__(self, workers: int, preload: tuple[str, ...] = ()) -> None:
+    def __init__(self, workers: int, preload: tuple[str, ...] = (), initializer: Callable[..., Any] | None = None,
+                 initargs: tuple = ()) -> None:
         import threading
 
         self.workers = workers
         self._ctx = _mp_context(preload)
+        self._init = (initializer, initargs)  # run once in each worker as it starts (data every chunk needs)
         self._pool = self._new()
         # the workers start (a fresh interpreter importing `preload`, a quarter second) on a thread of their
         # own, while the caller reads and packs the first chunks (map_chunks prefetches until `ready`)
@@ -178,7 +180,8 @@ class LocalPool(_FuturesPool):
     def _new(self):
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx, initializer=self._init[0],
+                                   initargs=self._init[1])
 
     def is_lost(self, exc: BaseException) -> bool:
         from concurrent.futures.process import BrokenProcessPool
@@ -259,11 +262,13 @@ class DaskPool(_Pool):
             self.cluster.close()
 
 
-def make_pool(options: ExecutorOptions, preload: tuple[str, ...] = ()) -> _Pool:
-    """The pool `options` name; a missing Dask says how to install it."""
+def make_pool(options: ExecutorOptions, preload: tuple[str, ...] = (), initializer: Callable[..., Any] | None = None,
+              initargs: tuple = ()) -> _Pool:
+    """The pool `options` name; a missing Dask says how to install it. `initializer(*initargs)` runs once in
+    each local worker (Dask workers get what they need with each chunk)."""
     if options.kind == "dask":
         return DaskPool(options.scheduler, options.n_workers)
-    return LocalPool(options.n_workers, preload)
+    return LocalPool(options.n_workers, preload, initializer, initargs)
 
 
 # -- the chunk loop --------------------------------------------------------------------------------

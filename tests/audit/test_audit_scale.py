@@ -63,6 +63,50 @@ def test_a_process_pool_writes_byte_for_byte_what_a_serial_audit_writes(tmp_path
     assert a2.backend_calls == 88
 
 
+def test_the_workers_read_a_line_file_themselves(tmp_path, monkeypatch):
+    traces = write_corpus(tmp_path / "t.jsonl", 40)
+    run_audit(traces, tmp_path / "serial.jsonl")
+
+    def parsed_here(*a, **k):
+        raise AssertionError("the parent parsed a record of a line file")
+
+    # the workers fork from a forkserver that never saw this patch: only this process would trip on it
+    monkeypatch.setattr("referee.audit.readers.referee_v1.referee_items", parsed_here)
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 6))
+    stats, a = run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
+    assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+    assert stats.written == 40 and ex.chunks == 7 and ex.irregular == 0 and a.backend_calls == 40
+
+
+def test_a_slice_that_is_not_one_object_per_line_is_read_here_from_the_files_start(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 40, bad_at=(3,))
+    lines = traces.read_text().splitlines(keepends=True)
+    pretty = json.dumps(json.loads(lines[25]), indent=2) + "\n"  # a record over many lines, in the 5th slice
+    traces.write_text("".join(lines[:25]) + pretty + "".join(lines[26:]) + '{"run_id": "cut", "task"')
+    stats1, _ = run_audit(traces, tmp_path / "serial.jsonl")
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 6))
+    stats2, _ = run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
+    assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+    assert stats2.written == stats1.written == 39 and stats2.errors == stats1.errors and len(stats1.errors) == 2
+    assert ex.irregular == 1
+    assert cached(tmp_path / "pool.jsonl") == cached(tmp_path / "serial.jsonl")
+
+
+def test_with_workers_a_resume_does_not_audit_again_what_stands(tmp_path):
+    traces = write_corpus(tmp_path / "t.jsonl", 40)
+    out = tmp_path / "a.jsonl"
+    run_audit(traces, out, executor=ParallelAudit(ExecutorOptions("local", 2, None, 6)))
+    before = out.read_bytes()
+    lines = traces.read_text().splitlines(keepends=True)
+    lines[30] = lines[30].replace("ok item", "OK item")  # one trace changed since: stale
+    traces.write_text("".join(lines))
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 6))
+    stats, a = run_audit(traces, out, executor=ex)
+    assert stats.skipped_done == 39 and stats.stale == 1 and stats.written == 1
+    assert ex.not_again == 39 and a.backend_calls == 1  # the workers audited the changed trace only
+    assert out.read_bytes().startswith(before) and json.loads(out.read_text().splitlines()[-1])["run_id"] == "r0030"
+
+
 def test_an_input_of_one_chunk_starts_no_pool(tmp_path):
     traces = write_corpus(tmp_path / "t.jsonl", 5)
     ex = ParallelAudit(ExecutorOptions("local", 2, None, 50))

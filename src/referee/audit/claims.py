@@ -132,6 +132,8 @@ def read_claim_rules(report: str | None) -> ClaimReading:
 
 
 def _read_text(report: str) -> ClaimReading:
+    m: Any  # a match of a cue (re.Match, or a cue's match on a lowered copy): .group(), .start()
+    question: Any
     prose = cues.LEAD_IN.sub("", cues.CODE_BLOCK.sub("\n", report.replace("’", "'"))).strip()
     if m := cues.FINAL_ANSWER.match(prose):
         inner = _read_text(m.group(2)) if m.group(2).strip() else None
@@ -168,7 +170,7 @@ def _read_text(report: str) -> ClaimReading:
     future = _last(cues.FUTURE_WORK, text)  # the last word counts: "I found X. Next I'll fix it." is for later
     if future is not None and (success is None or future.start() > success.start()):
         return out("future_work", future, "work announced for later")
-    question: re.Match[str] | str | None = cues.QUESTION_BACK.search(text) or (
+    question = cues.QUESTION_BACK.search(text) or (
         body[-1] if body[-1].endswith("?") else None)
     if success and question and not _CONFIRM.search(body[-1]):
         question = None  # an offer of more help beside a result asks nothing about the result

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from referee.audit.extract.worker import findings_json
 from referee.audit.jsonstream import iter_json_slice
@@ -117,14 +117,18 @@ def read_lines(chunk: LineChunk) -> list[TraceItem] | None:
     return list(referee_items(values, chunk.file))
 
 
-# what a worker gives back per record: (line, run_id, error, gold, scores, ignored, view sha, claim sha, answer);
-# answer: (record JSON, [findings JSON or None per sample]) or a could-not-audit message (str)
+# what a worker gives back per record: (line, run_id, error, gold, scores, ignored, meta.group when there is gold,
+# view sha, claim sha, answer);
+# answer: (record JSON, [findings JSON or None per sample]), a could-not-audit message (str), or None: the
+# record in the audit file stands
 Got = tuple
 
 
-def audit_lines(auditor: Any, chunk: LineChunk) -> list[Got] | Irregular:
+def audit_lines(auditor: Any, chunk: LineChunk,
+                standing: Mapping[str, tuple[str | None, str | None]] | None = None) -> list[Got] | Irregular:
     """On a worker: read a chunk's records and audit each, as `Auditor.audit` does, keeping each sample's
-    findings as the evidence cache stores them (the parent is its only writer)."""
+    findings as the evidence cache stores them (the parent is its only writer). A run whose record in the
+    audit file stands (`standing`: same view and claim hashes) is not audited: its answer is None."""
     from referee.audit.facts import ViewFacts
     from referee.audit.pipeline import claim_text, text_sha256
     from referee.audit.view import build_view
@@ -134,13 +138,19 @@ def audit_lines(auditor: Any, chunk: LineChunk) -> list[Got] | Irregular:
         return Irregular(chunk.file, chunk.first_line)
     out: list[Got] = []
     for it in items:
-        head = (it.line, it.run_id, it.error, it.gold, it.scores, it.ignored)
+        group = (it.trace.meta or {}).get("group") if it.trace is not None and (it.gold or it.scores) else None
+        head = (it.line, it.run_id, it.error, it.gold, it.scores, it.ignored, group)
         if it.trace is None:
             out.append(head + (None, None, None))
             continue
         try:
             view = build_view(it.trace)
             text = claim_text(it.trace)
+            claim_sha = text_sha256(text)
+            was = (standing or {}).get(it.trace.run_id)
+            if was is not None and was[0] == view.sha256 and was[1] in (None, claim_sha):
+                out.append(head + (view.sha256, claim_sha, None))  # the record stands: resume skips it
+                continue
             errors: list[str] = []
             claim = auditor.read_claim(text, errors)  # the claim before the evidence, as Auditor.audit reads them
             samples: list[tuple[dict, bool]] = []
@@ -153,7 +163,7 @@ def audit_lines(auditor: Any, chunk: LineChunk) -> list[Got] | Irregular:
                                     False))
             rec = auditor.finish(it.trace, text, claim, ViewFacts.of(view), [f for f, _ in samples], errors)
             answer: Any = (rec.model_dump_json(), [findings_json(f) if ok else None for f, ok in samples])
-            out.append(head + (view.sha256, text_sha256(text), answer))
+            out.append(head + (view.sha256, claim_sha, answer))
         except SHAPE_ERRORS as exc:
             out.append(head + (None, None, f"{type(exc).__name__}: {str(exc)[:200]}"))
     return out

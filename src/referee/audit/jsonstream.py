@@ -24,8 +24,8 @@ the line it starts on, and reading resumes at the next record that parses:
   inside a list, on one long line) keeps memory flat; that costs one more pass over the rest.
 
 A record nested deeper than `MAX_DEPTH` levels is a broken record too (one error, never a
-RecursionError): nothing downstream has to walk a tree that deep. Only a record whose text holds
-more than MAX_DEPTH brackets can be that deep, so only such a record's text is measured (`too_deep`).
+RecursionError): nothing downstream has to walk a tree that deep. A parsed record's containers are
+counted level by level (`nested_deeper`); a text not parsed yet is measured by its brackets (`too_deep`).
 
 Separators are lenient: a missing, doubled or trailing comma between records costs nothing, and
 arrays written one after another read as one. A file whose first line is a whole array with
@@ -105,6 +105,26 @@ def too_deep(text: str, start: int = 0, end: int | None = None, limit: int = MAX
     return bool(rest)
 
 
+def nested_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether a parsed JSON value nests objects and arrays more than `limit` deep: `too_deep` of its text,
+    found by walking its containers level by level (no text pass: the parse already made the tree).
+
+    >>> nested_deeper([[[]]], limit=3), nested_deeper({"a": [{"b": []}]}, limit=3), nested_deeper({}, limit=0)
+    (False, True, True)
+    """
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for v in level:
+            below.extend([x for x in (v.values() if type(v) is dict else v) if type(x) is dict or type(x) is list])
+        level = below
+    return False
+
+
 def loads(text: str | bytes) -> Any:
     """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH
     (bytes are read as UTF-8; a bad byte is a ValueError too).
@@ -121,7 +141,7 @@ def loads(text: str | bytes) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
-    if isinstance(value, (dict, list)) and too_deep(text):
+    if isinstance(value, (dict, list)) and nested_deeper(value):
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
     return value
 
@@ -410,7 +430,7 @@ class _Reader:
                     value, end = scan(buf, j)
                 except (StopIteration, ValueError, RecursionError):
                     return
-                if end >= end_ok or too_deep(buf, j, end):
+                if end >= end_ok or nested_deeper(value):
                     return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
                 if needle is not None:
@@ -477,7 +497,7 @@ class _Reader:
 
     def _checked(self, line: int, value: Any, start: int, end: int) -> JsonValue:
         """A record that parsed at buf[start:end]: its value, or an error when it nests too deep."""
-        if too_deep(self.w.buf, start, end):
+        if nested_deeper(value):
             return JsonValue(line=line, error=f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {line}")
         return JsonValue(line=line, value=value)
 

@@ -66,6 +66,13 @@ class _Config:
 
 
 _CONFIGS: dict[str, Auditor] = {}  # sha256 of a pickled _Config -> its auditor, built once per worker process
+_STANDING: dict[str, tuple[str | None, str | None]] = {}  # this worker's copy of Intake.standing
+
+
+def _set_standing(blob: bytes) -> None:
+    """A local worker's initializer: the records that stand, so that a resume does not audit them again."""
+    _STANDING.clear()
+    _STANDING.update(pickle.loads(blob))
 
 
 @lru_cache(maxsize=1)
@@ -99,7 +106,7 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk) -> tupl
     """
     auditor = _auditor(config)
     if isinstance(payload, LineChunk):  # lines of a trace v1 file: read here, then audited record by record
-        return code_fingerprint(), audit_lines(auditor, payload)
+        return code_fingerprint(), audit_lines(auditor, payload, _STANDING)
     views, claim_sides = payload
     extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # claims still packed
     out: list[Answer] = []
@@ -143,6 +150,8 @@ class ParallelAudit:
     chunks: int = 0          # chunks sent to workers
     in_process: int = 0      # traces audited here without a worker (a small input)
     lost: int = 0            # chunks sent again because their worker was lost
+    irregular: int = 0       # line files read here from a slice on that was not one JSON object per line
+    not_again: int = 0       # records the workers read and did not audit: their record in the file stands
 
     @property
     def reads_lines(self) -> bool:
@@ -167,17 +176,21 @@ class ParallelAudit:
                     break
         except RefereeError:
             for t in head:  # what came before a bad record with --on-error stop is written, as serially
-                yield audit_one(t)
+                if not isinstance(t, RawFile):  # (a line file ends the head: nothing is read after it here)
+                    yield audit_one(t)
             raise
         if not head:
             return  # nothing to audit: no pool, no cluster
         if len(head) <= size and self.options.kind == "local" and not any(isinstance(j, RawFile) for j in head):
             self.in_process += len(head)
             for t in head:
-                yield audit_one(t)
+                if not isinstance(t, RawFile):
+                    yield audit_one(t)
             return
         config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
-        pool = make_pool(self.options, WORKER_MODULES)
+        standing = pickle.dumps(intake.standing if intake is not None and self.reads_lines else {},
+                                protocol=pickle.HIGHEST_PROTOCOL)
+        pool = make_pool(self.options, WORKER_MODULES, _set_standing, (standing,))
         self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
         try:
@@ -281,18 +294,23 @@ class ParallelAudit:
             return  # this file is read here from an earlier, irregular slice on
         if isinstance(got, Irregular):
             self._fallen.add(state.seq)
+            self.irregular += 1
             yield from intake.rest_of(Path(got.file), self._records[state.seq])
             return
         self._records[state.seq] += len(got)
         x, cache = auditor.extractor, auditor.cache
-        for line, run_id, error, gold, scores, ignored, view_sha, claim_sha, answer_ in got:
+        for line, run_id, error, gold, scores, ignored, group, view_sha, claim_sha, answer_ in got:
             item = TraceItem(file=state.chunk.file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
-                             ignored=ignored)
-            what = intake.admit(item, lambda v=view_sha, c=claim_sha: None if v is None else (v, c))
+                             ignored=ignored, group=group)
+            what = intake.admit(item, _hashes(view_sha, claim_sha))
+            self.not_again += what == "skip" and answer_ is None and error is None
             if what == "stop":
                 return
             if what == "skip":
                 continue
+            if answer_ is None:  # the worker found the record standing; resume disagrees only if the file changed
+                raise RefereeError(f"run_id {run_id}: a worker skipped a run this audit must audit again",
+                                   fix="report this; run with --workers 1 meanwhile")
             if isinstance(answer_, str):
                 yield cannot_audit(str(run_id), answer_)
                 continue
@@ -325,6 +343,11 @@ class ParallelAudit:
         claim = auditor.read_claim(text, errors)
         rec = auditor.finish(trace, text, claim, facts, findings, errors)
         return rec.model_dump_json(), [f if k else None for f, k in zip(found, ok)]
+
+
+def _hashes(view_sha: str | None, claim_sha: str | None) -> Callable[[], tuple[str, str] | None]:
+    """A record's hashes as `Intake.admit` asks for them (None: the worker could not make its view)."""
+    return lambda: None if view_sha is None or claim_sha is None else (view_sha, claim_sha)
 
 
 @dataclass(frozen=True)

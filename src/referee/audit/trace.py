@@ -104,6 +104,7 @@ class TraceItem:
     # named scores the file carries beside the run (an Inspect AI log's scorers): gold only when the user
     # names one (GoldScorer), never evidence
     scores: Mapping[str, Any] | None = None
+    group: Any = None  # the trace's meta.group, for a record a worker read (its trace stayed on the worker)
 
 
 _SCORE_WORDS = {"c": 1.0, "correct": 1.0, "i": 0.0, "incorrect": 0.0, "p": 0.5, "partial": 0.5, "n": 0.0,

@@ -203,7 +203,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     def on_gold(item):
         gold[item.run_id] = item.gold.completed
         gold_rows.append({"run_id": item.run_id, "completed": item.gold.completed,
-                          "group": (item.trace.meta or {}).get("group") if item.trace else None})
+                          "group": (item.trace.meta or {}).get("group") if item.trace else item.group})
 
     def on_err(err):
         # already skipping: the hint to pass --on-error skip would be noise here

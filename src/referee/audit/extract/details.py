@@ -30,6 +30,7 @@ import json
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 WORD_VALUE = re.compile(r"^[A-Za-z][A-Za-z _\-]{2,30}$")
@@ -66,6 +67,19 @@ def _leaves_into(v: Any, key: str, out: list[tuple[str, Any]]) -> None:
         out.append((key, v))
 
 
+def _walk_into(v: Any, key: str, out: list[tuple[str, Any]], maps: list[dict]) -> None:
+    """`leaves` into `out` and `_dicts` into `maps`, in one walk."""
+    if isinstance(v, dict):
+        maps.append(v)
+        for k, x in v.items():
+            _walk_into(x, str(k), out, maps)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _walk_into(x, key, out, maps)
+    elif v is not None:
+        out.append((key, v))
+
+
 def _dicts(v: Any) -> list[dict]:
     """Every mapping in a JSON value, outermost first, depth first."""
     out: list[dict] = []
@@ -91,14 +105,16 @@ def _norm(s: str) -> str:
     return _SEP.sub(" ", s.strip().lower())
 
 
-@text_cache(1 << 16)
+@lru_cache(maxsize=1 << 16)  # only short strings reach it (_is_word_value): no need for text_cache's split
 def _is_word_str(v: str) -> bool:
     n = _norm(v)
     return bool(WORD_VALUE.match(v)) and n not in STOP_VALUES and len(n.split()) <= 3
 
 
 def _is_word_value(v: Any) -> bool:
-    return isinstance(v, str) and _is_word_str(v)
+    # WORD_VALUE takes 3 to 31 characters (32 with the newline `$` allows): longer text is no word value,
+    # and never reaches a cache made for short strings
+    return isinstance(v, str) and 3 <= len(v) <= 32 and _is_word_str(v)
 
 
 @dataclass(frozen=True)
@@ -123,10 +139,13 @@ def slot_options(data: Iterable[Any]) -> dict[str, set[str]]:
     opts: dict[str, set[str]] = {}
     keysets: list[set[str]] = []
     for d in data:
-        for k, v in leaves(d):
+        found: list[tuple[str, Any]] = []
+        maps: list[dict] = []
+        _walk_into(d, "", found, maps)  # leaves(d) and _dicts(d), in one walk
+        for k, v in found:
             if _is_word_value(v):
                 opts.setdefault(k, set()).add(_norm(v))
-        for m in _dicts(d):
+        for m in maps:
             ks = {_norm(k) for k in m if _is_word_value(k)}
             if len(ks) >= 2:
                 keysets.append(ks)
