@@ -120,6 +120,19 @@ class EvidenceCache:
             self.hits += 1
         return {k: Finding.model_validate(v) for k, v in json.loads(row[0]).items()}
 
+    def has_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
+                     sample: int) -> bool:
+        """Whether `get_evidence` would answer (counted as a hit or a miss as it counts), without reading it."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM evidence WHERE backend=? AND model=? AND prompt_version=? AND view_sha256=? "
+                "AND run_index=?", (backend, model or "", prompt_version, view_sha256, sample)).fetchone()
+            if row is None:
+                self.misses += 1
+                return False
+            self.hits += 1
+            return True
+
     def put_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str, sample: int,
                      fields: dict[str, Finding]) -> None:
         blob = json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)

@@ -259,7 +259,6 @@ class ParallelAudit:
 
     def _finish(self, auditor: Auditor, units: list[_Unit],
                 answer: tuple[str, list[Answer]] | None) -> Iterator[Result]:
-        x, cache = auditor.extractor, auditor.cache
         if answer is not None:
             self._check(answer[0])
         results = iter(answer[1] if answer is not None else ())
@@ -276,11 +275,7 @@ class ParallelAudit:
             if error is not None or line is None:
                 yield cannot_audit(u.trace, error or "no answer from the worker")
                 continue
-            auditor.backend_calls += len(found)
-            if cache is not None:
-                for i, blob in enumerate(found):
-                    if blob is not None:  # only answers: a failed call is asked again by a resume
-                        cache.put_evidence_json(x.name, x.model, x.prompt_version, sha, i, blob)
+            _store(auditor, sha, found)
             yield RecordLine(u.trace.run_id, line)
 
 
@@ -298,7 +293,6 @@ class ParallelAudit:
             yield from intake.rest_of(Path(got.file), self._records[state.seq])
             return
         self._records[state.seq] += len(got)
-        x, cache = auditor.extractor, auditor.cache
         for line, run_id, error, gold, scores, ignored, group, view_sha, claim_sha, answer_ in got:
             item = TraceItem(file=state.chunk.file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
                              ignored=ignored, group=group)
@@ -315,11 +309,7 @@ class ParallelAudit:
                 yield cannot_audit(str(run_id), answer_)
                 continue
             line_json, found = answer_
-            auditor.backend_calls += len(found)
-            if cache is not None:
-                for i, blob in enumerate(found):
-                    if blob is not None:
-                        cache.put_evidence_json(x.name, x.model, x.prompt_version, view_sha, i, blob)
+            _store(auditor, str(view_sha), found)
             yield RecordLine(str(run_id), line_json)
 
     def _check(self, fingerprint: str) -> None:
@@ -343,6 +333,19 @@ class ParallelAudit:
         claim = auditor.read_claim(text, errors)
         rec = auditor.finish(trace, text, claim, facts, findings, errors)
         return rec.model_dump_json(), [f if k else None for f, k in zip(found, ok)]
+
+
+def _store(auditor: Auditor, view_sha: str, found: list[str | None]) -> None:
+    """A worker's findings, as a serial audit would have stored and counted them: a sample the cache already
+    holds is a cache hit (no backend call, nothing written: the record is the same either way); any other is
+    a backend call, stored when it was answered (a failed call is asked again by a resume)."""
+    x, cache = auditor.extractor, auditor.cache
+    for i, blob in enumerate(found):
+        if cache is not None and cache.has_evidence(x.name, x.model, x.prompt_version, view_sha, i):
+            continue
+        auditor.backend_calls += 1
+        if cache is not None and blob is not None:
+            cache.put_evidence_json(x.name, x.model, x.prompt_version, view_sha, i, blob)
 
 
 def _hashes(view_sha: str | None, claim_sha: str | None) -> Callable[[], tuple[str, str] | None]:
