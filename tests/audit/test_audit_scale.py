@@ -163,7 +163,9 @@ def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_writ
     import dask
     from distributed import Client, LocalCluster
 
-    traces = write_corpus(tmp_path / "t.jsonl", 240, steps=20)
+    # chunks of 16 long traces take a worker ~0.1 s: long enough that the chunk it holds when it is killed
+    # is still running (a chunk that finished just before the kill is recomputed by the scheduler instead)
+    traces = write_corpus(tmp_path / "t.jsonl", 240, steps=40)
     run_audit(traces, tmp_path / "serial.jsonl")
     killed: dict[str, list] = {}
     # no retry by the scheduler itself: a task on the dead worker fails with KilledWorker, so what brings
@@ -186,7 +188,7 @@ def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_writ
                     os.kill(pids[addr], signal.SIGKILL)
                     killed[addr] = busy[addr]
 
-            ex = ParallelAudit(ExecutorOptions("dask", 2, cluster.scheduler_address, 8))
+            ex = ParallelAudit(ExecutorOptions("dask", 2, cluster.scheduler_address, 16))
             stats, _ = run_audit(traces, tmp_path / "dask.jsonl", executor=ex, on_record=on_record)
     assert killed and all(killed.values())  # a worker that had chunks in hand was killed
     assert ex.lost >= 1                      # and at least one chunk came back through resubmission
