@@ -62,10 +62,13 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
 
     for kind, pat in _PATTERNS:
         if kind == "number":  # ids before bare numbers: ORD-7731 is one atom, not 7731
-            for m in _TOKEN.finditer(text):
-                if is_id(m.group(0)) and free(*m.span()) and not _NUM.fullmatch(m.group(0)):
-                    found.append((m.start(), m.end(), "id", m.group(0)))
-                    take(*m.span())
+            # which tokens are ids is decided once per distinct token; most texts hold none, and skip the walk
+            ids = {t for t in set(_TOKEN.findall(text)) if is_id(t) and not _NUM.fullmatch(t)}
+            if ids:
+                for m in _TOKEN.finditer(text):
+                    if m.group(0) in ids and free(*m.span()):
+                        found.append((m.start(), m.end(), "id", m.group(0)))
+                        take(*m.span())
         for m in pat.finditer(text):
             a, b = (m.span(1) if m.group(1) is not None else m.span(2)) if kind == "quoted" else m.span()
             val = text[a:b].strip()
