@@ -31,7 +31,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator
 
 WORD_VALUE = re.compile(r"^[A-Za-z][A-Za-z _\-]{2,30}$")
 STOP_VALUES = frozenset("yes no true false none null all any one two other unknown default new ok the and or "
@@ -129,26 +129,33 @@ class Write:
     result_text: str
 
 
-def slot_options(data: Iterable[Any]) -> dict[str, set[str]]:
+def slot_options(data: Iterable[Any], keys: Collection[str] | None = None) -> dict[str, set[str]]:
     """Every word value each key takes across the given JSON values, plus the sibling keys of any
-    mapping whose keys include such a value (prices by cabin name make the cabins options).
+    mapping whose keys include such a value (prices by cabin name make the cabins options); with
+    `keys`, for those keys only (each key's options depend on its own values and the mappings alone).
 
     >>> sorted(slot_options([{"cabin": "economy"}, {"prices": {"economy": 1, "business": 2}}])["cabin"])
     ['business', 'economy']
     """
     opts: dict[str, set[str]] = {}
-    keysets: list[set[str]] = []
+    maps: list[dict] = []
     for d in data:
         found: list[tuple[str, Any]] = []
-        maps: list[dict] = []
         _walk_into(d, "", found, maps)  # leaves(d) and _dicts(d), in one walk
         for k, v in found:
-            if _is_word_value(v):
+            if (keys is None or k in keys) and _is_word_value(v):
                 opts.setdefault(k, set()).add(_norm(v))
-        for m in maps:
-            ks = {_norm(k) for k in m if _is_word_value(k)}
-            if len(ks) >= 2:
-                keysets.append(ks)
+    if not opts:
+        return opts
+    keysets: list[set[str]] = []
+    by_keys: dict[tuple, set[str]] = {}  # mappings with the same keys (records of one kind) share their set
+    for m in maps:
+        sig = tuple(m)
+        ks = by_keys.get(sig)
+        if ks is None:
+            ks = by_keys[sig] = {_norm(k) for k in m if _is_word_value(k)}
+        if len(ks) >= 2:
+            keysets.append(ks)
     for k, vals in opts.items():
         for ks in keysets:
             if vals & ks and len(ks) <= 12:
@@ -180,10 +187,13 @@ def mentioned(task: str, options: set[str]) -> set[str]:
 def slot_contradictions(task: str, writes: list[Write], seen: list[Any]) -> list[tuple[int, str, str, str]]:
     """(step, key, option the task names, value the write carries) for each contradicted slot,
     checked on the last successful write of each action name."""
-    opts = slot_options(list(seen) + [w.args for w in writes])
     last: dict[str, Write] = {}
     for w in writes:
         last[w.name] = w
+    wanted = {k for w in last.values() for k, v in leaves(w.args) if _is_word_value(v)}
+    if not wanted:
+        return []  # no write carries a word value: nothing to contradict
+    opts = slot_options(list(seen) + [w.args for w in writes], wanted)
     out = []
     for w in last.values():
         for k, v in leaves(w.args):
