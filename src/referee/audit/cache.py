@@ -108,30 +108,31 @@ class EvidenceCache:
             self._wake.notify_all()
             self._db.close()
 
-    def get_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
-                     sample: int) -> dict[str, Finding] | None:
+    def _evidence_row(self, what: str, key: tuple) -> tuple | None:
+        """One evidence row's `what` for (backend, model, prompt_version, view_sha256, sample), counted as a hit
+        or a miss."""
+        backend, model, prompt_version, view_sha256, sample = key
         with self._lock:
             row = self._db.execute(
-                "SELECT fields FROM evidence WHERE backend=? AND model=? AND prompt_version=? AND view_sha256=? "
+                f"SELECT {what} FROM evidence WHERE backend=? AND model=? AND prompt_version=? AND view_sha256=? "
                 "AND run_index=?", (backend, model or "", prompt_version, view_sha256, sample)).fetchone()
             if row is None:
                 self.misses += 1
-                return None
-            self.hits += 1
+            else:
+                self.hits += 1
+            return row
+
+    def get_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
+                     sample: int) -> dict[str, Finding] | None:
+        row = self._evidence_row("fields", (backend, model, prompt_version, view_sha256, sample))
+        if row is None:
+            return None
         return {k: Finding.model_validate(v) for k, v in json.loads(row[0]).items()}
 
     def has_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
                      sample: int) -> bool:
         """Whether `get_evidence` would answer (counted as a hit or a miss as it counts), without reading it."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT 1 FROM evidence WHERE backend=? AND model=? AND prompt_version=? AND view_sha256=? "
-                "AND run_index=?", (backend, model or "", prompt_version, view_sha256, sample)).fetchone()
-            if row is None:
-                self.misses += 1
-                return False
-            self.hits += 1
-            return True
+        return self._evidence_row("1", (backend, model, prompt_version, view_sha256, sample)) is not None
 
     def put_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str, sample: int,
                      fields: dict[str, Finding]) -> None:

@@ -76,17 +76,17 @@ class Cue:
         self._low = re.compile(_lower_literals(pattern), flags & ~re.I)
 
     def search(self, text: str) -> re.Match[str] | _Found | None:
-        low = _lowered(text)
-        if low is None:
-            return self._i.search(text)
-        m = self._low.search(low)
-        return None if m is None else _Found(m, text)
+        return self._first(text, "search")
 
     def match(self, text: str) -> re.Match[str] | _Found | None:
+        return self._first(text, "match")
+
+    def _first(self, text: str, how: str) -> re.Match[str] | _Found | None:
         low = _lowered(text)
         if low is None:
-            return self._i.match(text)
-        m = self._low.match(low)
+            got: re.Match[str] | None = getattr(self._i, how)(text)
+            return got
+        m = getattr(self._low, how)(low)
         return None if m is None else _Found(m, text)
 
     def finditer(self, text: str) -> Iterator[re.Match[str] | _Found]:
