@@ -6,7 +6,6 @@ import errno
 import hashlib
 import json
 import os
-import re
 import stat
 import tempfile
 from pathlib import Path
@@ -235,8 +234,8 @@ def read_regular(path: Path, *, max_bytes: int, root: Path | None = None,
 def loads_json(data: bytes | str, *, max_depth: int = 64) -> Any:
     """Parse JSON that nests at most `max_depth` arrays/objects deep; ValueError for anything else.
 
-    Invalid UTF-8 is replaced, not an error: the text is what it is. Depth is counted before
-    parsing, so a hostile `[[[[...]]]]` costs one pass over the bytes, never a RecursionError.
+    Invalid UTF-8 is replaced, not an error: the text is what it is. A hostile `[[[[...]]]]` is a
+    ValueError, never a RecursionError (referee.jsondepth, the limit every reader applies).
 
     >>> loads_json(b'{"a": [1, "x\\xff"]}') == {"a": [1, "x\\ufffd"]}
     True
@@ -245,23 +244,10 @@ def loads_json(data: bytes | str, *, max_depth: int = 64) -> Any:
     ...
     ValueError: JSON nested deeper than 64 levels
     """
+    from referee.jsondepth import loads_text
+
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).translate(_OPENERS)
-    depth = 0
-    for c in brackets:
-        depth += 1 if c == "[" else -1
-        if depth > max_depth:
-            raise ValueError(f"JSON nested deeper than {max_depth} levels")
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
-
-
-# a JSON string, or an unterminated one up to the end; possessive, so no input makes it backtrack
-_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\[\s\S]?)*+(?:"|\Z)')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_OPENERS = str.maketrans("{}", "[]")
+    return loads_text(text, max_depth=max_depth, message=f"JSON nested deeper than {max_depth} levels")
 
 
 def own_dir(root: Path, *parts: str) -> tuple[Path, list[str]]:

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from referee.jsondepth import MAX_DEPTH, loads, nested_deeper, too_deep  # noqa: F401 (re-export)
 from referee.errors import TraceError
 from referee.fsutil import open_regular
 
 CHUNK = 1 << 20  # 1 MiB reads: memory is a chunk or two plus the largest single record
-MAX_DEPTH = 200  # nesting levels a record may have (objects and arrays)
 
 
 @dataclass(frozen=True)
@@ -74,76 +74,6 @@ def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
     m = pattern.match(text, pos)
     assert m is not None  # every pattern given here matches the empty string
     return m.end()
-
-
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # well formed: one kind of bracket nests the same
-
-
-def too_deep(text: str, start: int = 0, end: int | None = None, limit: int = MAX_DEPTH) -> bool:
-    """Whether the JSON value in text[start:end] (well formed) nests objects and arrays more than `limit` deep.
-
-    Fewer than `limit` brackets cannot be that deep (counted in C). Otherwise its strings are cut out
-    (escapes first, then every other piece between quotes), all but the brackets dropped, braces
-    made brackets, and each pass that removes the innermost `[]` pairs is one level: all in C, no parse.
-
-    >>> too_deep('[[["]]]]]"]]]', limit=3), too_deep("[[[]]]", limit=2), too_deep('{"a": ["{{", {}]}', limit=3)
-    (False, True, False)
-    """
-    end = len(text) if end is None else end
-    if end - start <= 2 * limit or text.count("[", start, end) + text.count("{", start, end) <= limit:
-        return False
-    # as UTF-8 bytes, where every step runs at memchr speed (no ASCII byte is part of another character)
-    t = text[start:end].encode("utf-8", "surrogatepass")
-    if b"\\" in t:
-        t = t.replace(b"\\\\", b"").replace(b'\\"', b"")  # left to right, as JSON pairs its escapes
-    rest = b"".join(t.split(b'"')[::2]).translate(_ONE_KIND, _NOT_BRACKETS)
-    for _ in range(limit):
-        if not rest:
-            return False
-        rest = rest.replace(b"[]", b"")
-    return bool(rest)
-
-
-def nested_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether a parsed JSON value nests objects and arrays more than `limit` deep: `too_deep` of its text,
-    found by walking its containers level by level (no text pass: the parse already made the tree).
-
-    >>> nested_deeper([[[]]], limit=3), nested_deeper({"a": [{"b": []}]}, limit=3), nested_deeper({}, limit=0)
-    (False, True, True)
-    """
-    level = [value] if type(value) is dict or type(value) is list else []
-    depth = 0
-    while level:
-        depth += 1
-        if depth > limit:
-            return True
-        below: list[Any] = []
-        for v in level:
-            below.extend([x for x in (v.values() if type(v) is dict else v) if type(x) is dict or type(x) is list])
-        level = below
-    return False
-
-
-def loads(text: str | bytes) -> Any:
-    """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH
-    (bytes are read as UTF-8; a bad byte is a ValueError too).
-
-    >>> loads('{"a": [1]}')
-    {'a': [1]}
-    >>> loads("[" * 300 + "]" * 300)
-    Traceback (most recent call last):
-    ValueError: nested deeper than 200 levels
-    """
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8-sig")
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
-    if isinstance(value, (dict, list)) and nested_deeper(value):
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
-    return value
 
 
 _KEY = re.compile(r'("[^"\\\n]*(?:\\.[^"\\\n]*)*")[ \t\r\n]*:')
