@@ -61,6 +61,11 @@ class ExecutorOptions:
     def n_workers(self) -> int:
         return self.workers if self.workers > 0 else default_workers()
 
+    @property
+    def local_workers(self) -> int:
+        """Processes on this machine for the work that must stay here (a Dask audit's claims): every core."""
+        return self.n_workers if self.kind == "local" else default_workers()
+
     def describe(self) -> str:
         if self.kind == "dask":
             where = self.scheduler or f"a LocalCluster of {self.n_workers} workers on 127.0.0.1"

@@ -192,6 +192,7 @@ def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_writ
             stats, _ = run_audit(traces, tmp_path / "dask.jsonl", executor=ex, on_record=on_record)
     assert killed and all(killed.values())  # a worker that had chunks in hand was killed
     assert ex.lost >= 1                      # and at least one chunk came back through resubmission
+    assert ex.decided == 15                  # each chunk decided once, on this machine's processes
     assert stats.written == 240
     assert (tmp_path / "dask.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
 
@@ -501,4 +502,5 @@ def test_on_dask_the_claim_channel_never_leaves_this_process(tmp_path):
     strict = ParallelAudit(ExecutorOptions("local", 2, None, 4), strict_claims=True)
     stats, _ = run_audit(traces, tmp_path / "strict.jsonl", executor=strict)
     assert stats.written == 30 and strict.chunks == 8
+    assert strict.decided == 8  # every chunk's claims were read and decided on a local process
     assert (tmp_path / "strict.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()

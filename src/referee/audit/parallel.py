@@ -38,7 +38,7 @@ from referee.audit.filechunks import Irregular, LineChunk, RawFile, audit_lines,
 from referee.audit.pipeline import Auditor, Intake, RecordLine, cannot_audit, claim_text
 from referee.audit.records import Finding
 from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
-from referee.audit.view import ViewParts, pack_parts, view_parts
+from referee.audit.view import ViewParts, freeze_view, pack_parts, unpack_parts, view_parts
 from referee.errors import RefereeError, TraceError, UsageError
 from referee.executors import ExecutorOptions, make_pool, map_chunks
 
@@ -128,6 +128,43 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk) -> tupl
     return code_fingerprint(), out
 
 
+def decide_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list[Answer]]:
+    """On a local process: the records of a strict chunk from the findings its extraction workers gave back.
+
+    `payload` is (packed view parts, pickled (claim sides, the extraction answers)); the claim texts never
+    left this machine. Each view is made again here, for its hash (checked against the one the findings
+    were made from) and for grounding.
+    """
+    from referee.audit.facts import ViewFacts
+
+    auditor = _auditor(config)
+    packed, rest = payload
+    sides, extracted = pickle.loads(rest)
+    out: list[Answer] = []
+    for parts, (run_id, task, meta, text), got in zip(unpack_parts(packed), sides, extracted):
+        _, sha, found, error, *more = got
+        if error is not None:
+            out.append((None, None, [], error))
+            continue
+        ok, errors = more
+        try:
+            facts = ViewFacts.of(freeze_view(parts))
+            if facts.sha256 != sha:
+                raise ValueError(f"the findings were made from another view ({sha[:12]}, here {facts.sha256[:12]})")
+            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f in found]
+            trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
+            claim = auditor.read_claim(text, errors)
+            rec = auditor.finish(trace, text, claim, facts, findings, errors)
+            out.append((rec.model_dump_json(), sha, [f if k else None for f, k in zip(found, ok)], None))
+        except SHAPE_ERRORS as exc:
+            out.append((None, None, [], f"{type(exc).__name__}: {str(exc)[:200]}"))
+    return code_fingerprint(), out
+
+
+def _meta(trace: Trace) -> dict:
+    return {k: v for k, v in (trace.meta or {}).items() if k in META_KEYS}
+
+
 @dataclass
 class _Unit:
     """One trace of a chunk, as the parent keeps it: its run_id, or the error that stopped it here."""
@@ -152,6 +189,8 @@ class ParallelAudit:
     lost: int = 0            # chunks sent again because their worker was lost
     irregular: int = 0       # line files read here from a slice on that was not one JSON object per line
     not_again: int = 0       # records the workers read and did not audit: their record in the file stands
+    decided: int = 0         # strict chunks whose claims were read and decided on local processes
+    lost_deciding: int = 0   # such chunks sent again because their local process was lost
 
     @property
     def reads_lines(self) -> bool:
@@ -195,10 +234,24 @@ class ParallelAudit:
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
         try:
             if self.on_start:
-                self.on_start(self.options.describe())
+                self.on_start(self.options.describe() + (f"; claims read and decided here, on "
+                                                         f"{self.options.local_workers} processes"
+                                                         if self.strict_claims else ""))
             window = 2 * self.options.n_workers + 1
             answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
                                  window=window, describe=_describe)
+            if self.strict_claims:
+                # the claims are read and decided on this machine's own cores, not in this process alone
+                deciders = make_pool(ExecutorOptions("local", self.options.local_workers), WORKER_MODULES)
+                try:
+                    decided = map_chunks(deciders, decide_chunk, self._to_decide(answers), fixed=(config,),
+                                         window=2 * self.options.local_workers + 1, describe=_describe)
+                    for state, answer in decided:
+                        yield from self._finish(auditor, state, answer)
+                finally:
+                    self.lost_deciding = deciders.losses
+                    deciders.close()
+                return
             for state, answer in answers:
                 if isinstance(state, _Lines):
                     yield from self._finish_lines(auditor, state, answer, intake)
@@ -209,6 +262,20 @@ class ParallelAudit:
         finally:
             self.lost = pool.losses
             pool.close()
+
+    def _to_decide(self, answers: Iterator[tuple[Any, Any]]) -> Iterator[tuple[list["_Unit"], Any]]:
+        """Strict chunks as the extraction workers answered them, each with what deciding needs that stayed
+        here: the view parts and the claim side with its claim text. Packed anew for a local process."""
+        for units, answer in answers:
+            if answer is None:
+                yield units, None
+                continue
+            self._check(answer[0])
+            kept = [u for u in units if u.error is None]
+            parts = [view_parts(u.trace) for u in kept]
+            sides = [(u.trace.run_id, u.trace.task, _meta(u.trace), claim_text(u.trace)) for u in kept]
+            self.decided += 1
+            yield units, (pack_parts(parts), pickle.dumps((sides, answer[1]), protocol=pickle.HIGHEST_PROTOCOL))
 
     def _chunks(self, jobs: Iterator[Job | RawFile]) -> Iterator[tuple[Any, Any]]:
         buf: list[_Unit] = []
@@ -233,8 +300,7 @@ class ParallelAudit:
                 u = _Unit(trace)
                 try:
                     p = view_parts(trace)
-                    meta = {k: v for k, v in (trace.meta or {}).items() if k in META_KEYS}
-                    side = (trace.run_id, trace.task, meta, STRICT if self.strict_claims else claim_text(trace))
+                    side = (trace.run_id, trace.task, _meta(trace), STRICT if self.strict_claims else claim_text(trace))
                 except SHAPE_ERRORS as exc:
                     u.error = cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
                 else:
@@ -266,12 +332,7 @@ class ParallelAudit:
             if u.error is not None:
                 yield u.error
                 continue
-            line, sha, found, error, *strict = next(results)
-            if strict and error is None:
-                try:
-                    line, found = self._decide_here(auditor, u.trace, sha, found, *strict)
-                except SHAPE_ERRORS as exc:
-                    error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            line, sha, found, error = next(results)
             if error is not None or line is None:
                 yield cannot_audit(u.trace, error or "no answer from the worker")
                 continue
@@ -317,22 +378,6 @@ class ParallelAudit:
             raise RefereeError(f"a worker runs other referee code than this process (auditor source sha256 "
                                f"{fingerprint[:12]} there, {code_fingerprint()[:12]} here): its records would "
                                "differ", fix="install the same referee on the workers as here")
-
-    @staticmethod
-    def _decide_here(auditor: Auditor, trace: Trace, sha: str, found: list[str], ok: list[bool],
-                     errors: list[str]) -> tuple[str, list[str | None]]:
-        """A strict chunk's record, made here from the worker's findings: the claim never left this process."""
-        from referee.audit.facts import ViewFacts
-        from referee.audit.view import build_view
-
-        facts = ViewFacts.of(build_view(trace))
-        if facts.sha256 != sha:
-            raise ValueError(f"the worker extracted from another view ({sha[:12]}, here {facts.sha256[:12]})")
-        findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f in found]
-        text = claim_text(trace)
-        claim = auditor.read_claim(text, errors)
-        rec = auditor.finish(trace, text, claim, facts, findings, errors)
-        return rec.model_dump_json(), [f if k else None for f, k in zip(found, ok)]
 
 
 def _store(auditor: Auditor, view_sha: str, found: list[str | None]) -> None:
