@@ -305,17 +305,23 @@ def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -
     out: dict[str, str] = {}
     verbs = {v: g for g, vs in groups.items() if g != "create_edit" for v in vs}
     edit = groups.get("create_edit", frozenset())
+    seen: dict[str, tuple[bool, str | None, bool]] = {}  # a word is judged once per task: (negates, group, edit)
     for sent in SENTENCE.split(task):
         current: str | None = None
         neg = False
         for tok in re.findall(r"[A-Za-z0-9][A-Za-z0-9_\-.@']*[A-Za-z0-9]|[,()]", sent):
             low = tok.lower()
-            if NEGATION.fullmatch(low) or low.endswith("n't"):
+            got = seen.get(low)
+            if got is None:
+                verb = _verb(low, verbs)
+                got = seen[low] = (bool(NEGATION.fullmatch(low)) or low.endswith("n't"),
+                                   verbs[verb] if verb else None, not verb and _verb(low, edit) is not None)
+            negates, group, edits = got
+            if negates:
                 neg = True
-            verb = _verb(low, verbs)
-            if verb and not is_id(tok):
-                current = None if neg else verbs[verb]
-            elif _verb(low, edit) and not is_id(tok):
+            if group is not None and not is_id(tok):
+                current = None if neg else group
+            elif edits and not is_id(tok):
                 current = None  # a different kind of write starts here
             elif current and is_id(tok):
                 out.setdefault(tok, current)
