@@ -288,7 +288,7 @@ class _Flight(Generic[S, P]):
 
 
 def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | None]], *, fixed: tuple = (),
-               window: int = 4, ordered: bool = True,
+               window: int = 4, ordered: bool = True, here: Callable[..., R] | None = None,
                describe: Callable[[S], str] = lambda s: "a chunk") -> Iterator[tuple[S, R | None]]:
     """Run `fn(*fixed, payload)` for each (state, payload) on the pool; yield (state, result) once each.
 
@@ -297,7 +297,8 @@ def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | 
     in flight; with `ordered` the results come in chunk order. A chunk on a lost worker is submitted
     again; an exception raised by `fn` itself is raised here. An error raised while the caller's
     chunks are produced (a bad record with `--on-error stop`) is raised after the chunks already
-    made are given back, so nothing done is lost.
+    made are given back, so nothing done is lost. With `here` (`fn`, callable in this process), the
+    oldest chunk made is run here while the pool's workers are still starting, one at a time.
     """
     source = enumerate(chunks)
     inflight: dict[Any, _Flight] = {}
@@ -340,6 +341,10 @@ def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | 
                 order.remove(idx)
                 yield ready.pop(idx)
         fill()
+        if queued and here is not None and not pool.ready():
+            fl = queued.popleft()  # the workers are not up yet: this process does the oldest chunk itself
+            ready[fl.index] = (fl.state, here(*fixed, fl.payload))
+            continue
         if not inflight and queued:  # nothing more to make ahead: wait for the workers, then send it all
             pool.wait_ready()
             fill()

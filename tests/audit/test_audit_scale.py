@@ -64,18 +64,26 @@ def test_a_process_pool_writes_byte_for_byte_what_a_serial_audit_writes(tmp_path
 
 
 def test_the_workers_read_a_line_file_themselves(tmp_path, monkeypatch):
-    traces = write_corpus(tmp_path / "t.jsonl", 40)
+    traces = write_corpus(tmp_path / "t.jsonl", 120)
     run_audit(traces, tmp_path / "serial.jsonl")
+    import referee.audit.filechunks as fc
 
-    def parsed_here(*a, **k):
-        raise AssertionError("the parent parsed a record of a line file")
+    parsed_here: list[int] = []
+    real = fc.referee_items
 
-    # the workers fork from a forkserver that never saw this patch: only this process would trip on it
-    monkeypatch.setattr("referee.audit.readers.referee_v1.referee_items", parsed_here)
+    def counted(values, file):
+        got = list(real(values, file))
+        parsed_here.append(len(got))
+        return iter(got)
+
+    # the workers fork from a forkserver that never saw this patch: it counts what this process parsed
+    monkeypatch.setattr(fc, "referee_items", counted)
     ex = ParallelAudit(ExecutorOptions("local", 2, None, 6))
     stats, a = run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
     assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
-    assert stats.written == 40 and ex.chunks == 7 and ex.irregular == 0 and a.backend_calls == 40
+    assert stats.written == 120 and ex.chunks == 20 and ex.irregular == 0 and a.backend_calls == 120
+    # this process read only the chunks it audited itself while the workers started; they read the rest
+    assert len(parsed_here) == ex.here < ex.chunks and sum(parsed_here) == 6 * ex.here
 
 
 def test_a_slice_that_is_not_one_object_per_line_is_read_here_from_the_files_start(tmp_path):
@@ -289,6 +297,27 @@ def test_chunks_are_made_ahead_while_the_workers_start_and_come_back_in_order():
         pool.close()
     assert got == [(i, [i * i]) for i in range(40)]
     assert pool.first_submit_after >= PREFETCH * window  # nothing was sent before the workers were up
+
+
+def test_while_the_workers_start_the_oldest_chunks_are_run_here_in_order():
+    import threading
+
+    gate, made, done_here = threading.Event(), [], []
+
+    def here(xs):
+        done_here.append(xs[0])
+        if len(done_here) == 3:
+            gate.set()  # the workers come up after this process has done three chunks itself
+        time.sleep(0.05)  # a chunk takes a while: the workers, once up, take the rest
+        return scale_work.square(xs)
+
+    pool = _GatedStart(gate, made)
+    try:
+        got = list(map_chunks(pool, scale_work.square, ((i, [i]) for i in range(30)), window=3, here=here))
+    finally:
+        pool.close()
+    assert got == [(i, [i * i]) for i in range(30)]
+    assert done_here[:3] == [0, 1, 2] and len(done_here) < 30  # oldest first, and the workers did the rest
 
 
 def test_a_pool_worker_killed_mid_chunk_is_replaced_and_its_chunk_run_again():

@@ -190,6 +190,7 @@ class ParallelAudit:
     irregular: int = 0       # line files read here from a slice on that was not one JSON object per line
     not_again: int = 0       # records the workers read and did not audit: their record in the file stands
     decided: int = 0         # strict chunks whose claims were read and decided on local processes
+    here: int = 0            # chunks audited in this process while the pool's workers were starting
     lost_deciding: int = 0   # such chunks sent again because their local process was lost
 
     @property
@@ -229,6 +230,7 @@ class ParallelAudit:
         config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
         standing = pickle.dumps(intake.standing if intake is not None and self.reads_lines else {},
                                 protocol=pickle.HIGHEST_PROTOCOL)
+        _set_standing(standing)  # for the chunks audited here while the workers start
         pool = make_pool(self.options, WORKER_MODULES, _set_standing, (standing,))
         self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
@@ -238,8 +240,10 @@ class ParallelAudit:
                                                          f"{self.options.local_workers} processes"
                                                          if self.strict_claims else ""))
             window = 2 * self.options.n_workers + 1
+            # while a local pool starts, its first chunks are audited here (a Dask chunk never is)
             answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
-                                 window=window, describe=_describe)
+                                 window=window, describe=_describe,
+                                 here=self._here if self.options.kind == "local" and not self.strict_claims else None)
             if self.strict_claims:
                 # the claims are read and decided on this machine's own cores, not in this process alone
                 deciders = make_pool(ExecutorOptions("local", self.options.local_workers), WORKER_MODULES)
@@ -262,6 +266,10 @@ class ParallelAudit:
         finally:
             self.lost = pool.losses
             pool.close()
+
+    def _here(self, config: bytes, payload: Any) -> tuple[str, Any]:
+        self.here += 1
+        return audit_chunk(config, payload)
 
     def _to_decide(self, answers: Iterator[tuple[Any, Any]]) -> Iterator[tuple[list["_Unit"], Any]]:
         """Strict chunks as the extraction workers answered them, each with what deciding needs that stayed
