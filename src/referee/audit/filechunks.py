@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from referee.audit.extract.worker import findings_json
+from referee.audit.extract.worker import extract_sample, findings_json
 from referee.audit.jsonstream import iter_json_slice
 from referee.audit.readers.referee_v1 import referee_items
-from referee.audit.records import FINDING_FIELDS, Finding
-from referee.audit.trace import SHAPE_ERRORS, TraceItem
-from referee.errors import BackendError, TraceError
+from referee.audit.trace import SHAPE_ERRORS, TraceItem, shape_reason
+from referee.errors import TraceError
 from referee.fsutil import open_regular
 
 LINE_SUFFIXES = (".jsonl", ".ndjson")
@@ -153,17 +152,10 @@ def audit_lines(auditor: Any, chunk: LineChunk,
                 continue
             errors: list[str] = []
             claim = auditor.read_claim(text, errors)  # the claim before the evidence, as Auditor.audit reads them
-            samples: list[tuple[dict, bool]] = []
-            for i in range(auditor.samples):
-                try:
-                    samples.append((auditor.extractor.extract(view, i), True))
-                except BackendError as exc:
-                    errors.append(f"extraction sample {i}: {exc.message}"[:300])
-                    samples.append(({f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS},
-                                    False))
+            samples = [extract_sample(auditor.extractor, view, i, errors) for i in range(auditor.samples)]
             rec = auditor.finish(it.trace, text, claim, ViewFacts.of(view), [f for f, _ in samples], errors)
             answer: Any = (rec.model_dump_json(), [findings_json(f) if ok else None for f, ok in samples])
             out.append(head + (view.sha256, claim_sha, answer))
         except SHAPE_ERRORS as exc:
-            out.append(head + (None, None, f"{type(exc).__name__}: {str(exc)[:200]}"))
+            out.append(head + (None, None, shape_reason(exc)))
     return out

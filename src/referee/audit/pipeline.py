@@ -14,6 +14,7 @@ from referee.audit.cache import EvidenceCache
 from referee.concurrency import ordered_map
 from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
+from referee.audit.extract.worker import extract_sample
 from referee.audit.terminal import is_terminal, split_call
 from referee.audit.facts import ViewFacts
 from referee.audit.grounding import ground_in
@@ -22,9 +23,9 @@ from referee.audit.inputs import InputOptions, iter_inputs, walk
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
-from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, PolicyRef, TokenUsage
+from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef, TokenUsage
 from referee.audit.resume import Done, Settings, action, changed_error, differences, scan, settings_of
-from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
+from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem, shape_reason
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
 from referee.errors import BackendError, RefereeError, TraceError
 from referee.llm import usage_meter
@@ -74,12 +75,9 @@ class Auditor:
             if got is not None:
                 return got
         self.backend_calls += 1
-        try:
-            fields = x.extract(view, sample)
-        except BackendError as exc:
-            # no answer: unknown for this sample, and nothing cached, so a resume asks again
-            errors.append(f"extraction sample {sample}: {exc.message}"[:300])
-            return {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}
+        fields, answered = extract_sample(x, view, sample, errors)
+        if not answered:
+            return fields  # nothing cached: a resume asks again
         if self.cache is not None:
             self.cache.put_evidence(x.name, x.model, x.prompt_version, view.sha256, sample, fields)
         return fields
@@ -433,7 +431,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             except SHAPE_ERRORS as exc:
                 # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
                 # skipped record, not the end of the audit
-                return cannot_audit(trace, f"{type(exc).__name__}: {str(exc)[:200]}")
+                return cannot_audit(trace, shape_reason(exc))
 
         results = (ordered_map(audit_one, work(), concurrency, name="referee-audit") if executor is None
                    else executor.run(auditor, work(), audit_one,

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from referee.audit.facts import ViewFacts
+from referee.audit.trace import shape_reason
 from referee.audit.records import FINDING_FIELDS, Finding
 from referee.audit.view import freeze_view, unpack_parts
 from referee.errors import BackendError
@@ -30,6 +31,16 @@ def findings_json(fields: dict) -> str:
     '{"action": {"note": null, "support": [1], "value": "yes"}}'
     """
     return json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)
+
+
+def extract_sample(extractor: Any, view: Any, sample: int, errors: list[str]) -> tuple[dict, bool]:
+    """One sample's findings and whether the backend answered. A BackendError is no answer: every field
+    `unknown`, the reason added to `errors`, and (the caller's part) nothing cached, so a resume asks again."""
+    try:
+        return extractor.extract(view, sample), True
+    except BackendError as exc:
+        errors.append(f"extraction sample {sample}: {exc.message}"[:300])
+        return {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}, False
 
 
 def extract_views(extractor: Any, packed: bytes, samples: int,
@@ -49,13 +60,9 @@ def extract_views(extractor: Any, packed: bytes, samples: int,
             found: list[tuple[str, bool]] = []
             errors: list[str] = []
             for i in range(samples):
-                try:
-                    found.append((findings_json(extractor.extract(view, i)), True))
-                except BackendError as exc:
-                    errors.append(f"extraction sample {i}: {exc.message}"[:300])
-                    unknown = {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}
-                    found.append((findings_json(unknown), False))
+                fields, ok = extract_sample(extractor, view, i, errors)
+                found.append((findings_json(fields), ok))
             results.append((ViewFacts.of(view), found, errors, None))
         except catch as exc:
-            results.append((None, [], [], f"{type(exc).__name__}: {str(exc)[:200]}"))
+            results.append((None, [], [], shape_reason(exc)))
     return results
