@@ -51,50 +51,30 @@ def leaves(v: Any, key: str = "") -> list[tuple[str, Any]]:
     [('b', 1), ('a', 'x'), ('c', 'y')]
     """
     out: list[tuple[str, Any]] = []
-    _leaves_into(v, key, out)
+    _walk_into(v, key, out, None)
     return out
 
 
-def _leaves_into(v: Any, key: str, out: list[tuple[str, Any]]) -> None:
-    # appends instead of nested generators: a leaf costs one call, not one resume per level above it
-    if isinstance(v, dict):
-        for k, x in v.items():
-            _leaves_into(x, str(k), out)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            _leaves_into(x, key, out)
-    elif v is not None:
-        out.append((key, v))
+def _dicts(v: Any) -> list[dict]:
+    """Every mapping in a JSON value, outermost first, depth first."""
+    maps: list[dict] = []
+    _walk_into(v, "", None, maps)
+    return maps
 
 
-def _walk_into(v: Any, key: str, out: list[tuple[str, Any]], maps: list[dict]) -> None:
-    """`leaves` into `out` and `_dicts` into `maps`, in one walk."""
+def _walk_into(v: Any, key: str, out: list[tuple[str, Any]] | None, maps: list[dict] | None) -> None:
+    """`leaves` into `out` and `_dicts` into `maps` (either may be None), in one walk. It appends instead of
+    nesting generators: a leaf costs one call, not one resume per level above it."""
     if isinstance(v, dict):
-        maps.append(v)
+        if maps is not None:
+            maps.append(v)
         for k, x in v.items():
             _walk_into(x, str(k), out, maps)
     elif isinstance(v, (list, tuple)):
         for x in v:
             _walk_into(x, key, out, maps)
-    elif v is not None:
+    elif v is not None and out is not None:
         out.append((key, v))
-
-
-def _dicts(v: Any) -> list[dict]:
-    """Every mapping in a JSON value, outermost first, depth first."""
-    out: list[dict] = []
-    _dicts_into(v, out)
-    return out
-
-
-def _dicts_into(v: Any, out: list[dict]) -> None:
-    if isinstance(v, dict):
-        out.append(v)
-        for x in v.values():
-            _dicts_into(x, out)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            _dicts_into(x, out)
 
 
 _SEP = re.compile(r"[\s_\-]+")
