@@ -165,6 +165,13 @@ def _meta(trace: Trace) -> dict:
     return {k: v for k, v in (trace.meta or {}).items() if k in META_KEYS}
 
 
+class _Units(list):
+    """The units of one chunk, as this process keeps them, and the view parts packed for it (what deciding a
+    strict chunk on a local process needs again)."""
+
+    packed: bytes | None = None
+
+
 @dataclass
 class _Unit:
     """One trace of a chunk, as the parent keeps it: its run_id, or the error that stopped it here."""
@@ -271,19 +278,18 @@ class ParallelAudit:
         self.here += 1
         return audit_chunk(config, payload)
 
-    def _to_decide(self, answers: Iterator[tuple[Any, Any]]) -> Iterator[tuple[list["_Unit"], Any]]:
+    def _to_decide(self, answers: Iterator[tuple[Any, Any]]) -> Iterator[tuple["_Units", Any]]:
         """Strict chunks as the extraction workers answered them, each with what deciding needs that stayed
-        here: the view parts and the claim side with its claim text. Packed anew for a local process."""
+        here: the view parts packed for the extraction, and the claim sides with their claim texts."""
         for units, answer in answers:
             if answer is None:
                 yield units, None
                 continue
             self._check(answer[0])
-            kept = [u for u in units if u.error is None]
-            parts = [view_parts(u.trace) for u in kept]
-            sides = [(u.trace.run_id, u.trace.task, _meta(u.trace), claim_text(u.trace)) for u in kept]
+            sides = [(u.trace.run_id, u.trace.task, _meta(u.trace), claim_text(u.trace)) for u in units
+                     if u.error is None]
             self.decided += 1
-            yield units, (pack_parts(parts), pickle.dumps((sides, answer[1]), protocol=pickle.HIGHEST_PROTOCOL))
+            yield units, (units.packed, pickle.dumps((sides, answer[1]), protocol=pickle.HIGHEST_PROTOCOL))
 
     def _chunks(self, jobs: Iterator[Job | RawFile]) -> Iterator[tuple[Any, Any]]:
         buf: list[_Unit] = []
@@ -294,7 +300,7 @@ class ParallelAudit:
             for job in jobs:
                 if isinstance(job, RawFile):
                     if buf:
-                        yield buf, self._payload(parts, sides)
+                        yield self._batch(buf, parts, sides)
                         buf, parts, sides = [], [], []
                     seq += 1
                     self._records[seq] = 0
@@ -316,20 +322,24 @@ class ParallelAudit:
                     sides.append(side)
                 buf.append(u)
                 if len(buf) == self.options.chunk_size:
-                    yield buf, self._payload(parts, sides)
+                    yield self._batch(buf, parts, sides)
                     buf, parts, sides = [], [], []
         except RefereeError:
             if buf:  # the chunk made so far is audited before the error stops the audit
-                yield buf, self._payload(parts, sides)
+                yield self._batch(buf, parts, sides)
             raise
         if buf:
-            yield buf, self._payload(parts, sides)
+            yield self._batch(buf, parts, sides)
 
-    def _payload(self, parts: list[ViewParts], sides: list[tuple]) -> tuple[bytes, bytes] | None:
+    def _batch(self, buf: list[_Unit], parts: list[ViewParts],
+               sides: list[tuple]) -> tuple["_Units", tuple[bytes, bytes] | None]:
+        """A chunk as this process keeps it (its units) and as it is sent (None: nothing to send)."""
+        units = _Units(buf)
         if not parts:
-            return None
+            return units, None
         self.chunks += 1
-        return pack_parts(parts), pickle.dumps(sides, protocol=pickle.HIGHEST_PROTOCOL)
+        units.packed = pack_parts(parts)
+        return units, (units.packed, pickle.dumps(sides, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _finish(self, auditor: Auditor, units: list[_Unit],
                 answer: tuple[str, list[Answer]] | None) -> Iterator[Result]:
