@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from referee.audit.extract.worker import extract_views
-from referee.audit.filechunks import Irregular, LineChunk, RawFile, audit_lines, line_chunks
+from referee.audit.filechunks import Irregular, LineChunk, RawFile, audit_lines, line_chunks, line_file
 from referee.audit.pipeline import Auditor, Intake, RecordLine, cannot_audit, claim_text
 from referee.audit.records import Finding
 from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem, shape_reason
@@ -206,6 +206,11 @@ class ParallelAudit:
         channel, which never goes to Dask)."""
         return self.options.kind == "local" and not self.strict_claims
 
+    def reads_file(self, path: Path, fmt: str | None) -> bool:
+        """Whether this executor's workers read `path` themselves: a trace v1 line file of more than one chunk
+        (a smaller one is read and audited in this process, without a pool)."""
+        return self.reads_lines and line_file(path, fmt, self.options.chunk_size)
+
     def run(self, auditor: Auditor, jobs: Iterable[Job | RawFile], audit_one: Callable[[Job], Any],
             intake: Intake | None = None) -> Iterator[Any]:
         """Audit `jobs` (trace, its view when the resume already made it), and the line files among them, as
@@ -250,7 +255,7 @@ class ParallelAudit:
             # while a local pool starts, its first chunks are audited here (a Dask chunk never is)
             answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
                                  window=window, describe=_describe,
-                                 here=self._here if self.options.kind == "local" and not self.strict_claims else None)
+                                 here=self._here if self.reads_lines else None)
             if self.strict_claims:
                 # the claims are read and decided on this machine's own cores, not in this process alone
                 deciders = make_pool(ExecutorOptions("local", self.options.local_workers), WORKER_MODULES)

@@ -18,7 +18,7 @@ from referee.audit.extract.worker import extract_sample
 from referee.audit.terminal import is_terminal, split_call
 from referee.audit.facts import ViewFacts
 from referee.audit.grounding import ground_in
-from referee.audit.filechunks import RawFile, line_file
+from referee.audit.filechunks import RawFile
 from referee.audit.inputs import InputOptions, iter_inputs, walk
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
@@ -205,7 +205,7 @@ class RecordLine:
 
 @dataclass(frozen=True)
 class Intake:
-    """What an executor that reads line files itself (`reads_lines`) needs of `audit_files`, to decide on
+    """What an executor whose workers read files themselves (`reads_file`) needs of `audit_files`, to decide on
     each record it read as a serial audit would."""
 
     admit: Callable[[TraceItem, Callable[[], tuple[str, str] | None]], str]  # "audit" | "skip" | "stop"
@@ -396,14 +396,13 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
 
     def work() -> Iterator[Any]:
         """What to audit, in input order: jobs read here, and line files the executor's workers read."""
-        lines = executor is not None and getattr(executor, "reads_lines", False)
-        at_least = getattr(executor, "options", None) and executor.options.chunk_size  # smaller files: read here
+        workers_read = getattr(executor, "reads_file", None)  # the executor says which files its workers read
         for inp in walk(paths, fmt, inputs):
             if stop:
                 return
             if isinstance(inp, TraceItem):  # a folder that could not be walked
                 admit(inp, lambda: None)
-            elif lines and line_file(inp.path, inp.fmt, at_least or 0):
+            elif workers_read is not None and workers_read(inp.path, inp.fmt):
                 yield RawFile(inp.path)
             else:
                 allow = inputs.allow_pickle if inputs is not None else False
