@@ -23,6 +23,7 @@ from typing import Any, Iterator, Mapping
 from referee.audit.extract.worker import extract_sample, findings_json
 from referee.audit.jsonstream import iter_json_slice
 from referee.audit.readers.referee_v1 import referee_items
+from referee.audit.resume import Done, Settings, action
 from referee.audit.trace import SHAPE_ERRORS, TraceItem, shape_reason
 from referee.errors import TraceError
 from referee.fsutil import open_regular
@@ -124,10 +125,11 @@ Got = tuple
 
 
 def audit_lines(auditor: Any, chunk: LineChunk,
-                standing: Mapping[str, tuple[str | None, str | None]] | None = None) -> list[Got] | Irregular:
+                resume: tuple[Mapping[str, Done], Settings] | None = None) -> list[Got] | Irregular:
     """On a worker: read a chunk's records and audit each, as `Auditor.audit` does, keeping each sample's
     findings as the evidence cache stores them (the parent is its only writer). A run whose record in the
-    audit file stands (`standing`: same view and claim hashes) is not audited: its answer is None."""
+    audit file stands (`resume`: the file's records and this audit's settings; `resume.action` says "skip")
+    is not audited: its answer is None."""
     from referee.audit.facts import ViewFacts
     from referee.audit.pipeline import claim_text, text_sha256
     from referee.audit.view import build_view
@@ -135,6 +137,7 @@ def audit_lines(auditor: Any, chunk: LineChunk,
     items = read_lines(chunk)
     if items is None:
         return Irregular(chunk.file, chunk.first_line)
+    done, settings = resume or ({}, ())
     out: list[Got] = []
     for it in items:
         group = (it.trace.meta or {}).get("group") if it.trace is not None and (it.gold or it.scores) else None
@@ -146,8 +149,8 @@ def audit_lines(auditor: Any, chunk: LineChunk,
             view = build_view(it.trace)
             text = claim_text(it.trace)
             claim_sha = text_sha256(text)
-            was = (standing or {}).get(it.trace.run_id)
-            if was is not None and was[0] == view.sha256 and was[1] in (None, claim_sha):
+            prev = done.get(it.trace.run_id)
+            if prev is not None and action(prev, view.sha256, claim_sha, settings) == "skip":
                 out.append(head + (view.sha256, claim_sha, None))  # the record stands: resume skips it
                 continue
             errors: list[str] = []

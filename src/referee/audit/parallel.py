@@ -66,13 +66,13 @@ class _Config:
 
 
 _CONFIGS: dict[str, Auditor] = {}  # sha256 of a pickled _Config -> its auditor, built once per worker process
-_STANDING: dict[str, tuple[str | None, str | None]] = {}  # this worker's copy of Intake.standing
+_RESUME: list[tuple] = []  # this worker's copy of (Intake.done, Intake.settings), set as it starts
 
 
-def _set_standing(blob: bytes) -> None:
-    """A local worker's initializer: the records that stand, so that a resume does not audit them again."""
-    _STANDING.clear()
-    _STANDING.update(pickle.loads(blob))
+def _set_resume(blob: bytes) -> None:
+    """A local worker's initializer: what resume compares with, so that a run whose record stands is not
+    audited again."""
+    _RESUME[:] = [pickle.loads(blob)]
 
 
 @lru_cache(maxsize=1)
@@ -106,7 +106,7 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk) -> tupl
     """
     auditor = _auditor(config)
     if isinstance(payload, LineChunk):  # lines of a trace v1 file: read here, then audited record by record
-        return code_fingerprint(), audit_lines(auditor, payload, _STANDING)
+        return code_fingerprint(), audit_lines(auditor, payload, _RESUME[0] if _RESUME else None)
     views, claim_sides = payload
     extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # claims still packed
     out: list[Answer] = []
@@ -240,10 +240,10 @@ class ParallelAudit:
                     yield audit_one(t)
             return
         config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
-        standing = pickle.dumps(intake.standing if intake is not None and self.reads_lines else {},
-                                protocol=pickle.HIGHEST_PROTOCOL)
-        _set_standing(standing)  # for the chunks audited here while the workers start
-        pool = make_pool(self.options, WORKER_MODULES, _set_standing, (standing,))
+        resume = pickle.dumps((intake.done, intake.settings) if intake is not None and self.reads_lines else ({}, ()),
+                              protocol=pickle.HIGHEST_PROTOCOL)
+        _set_resume(resume)  # for the chunks audited here while the workers start
+        pool = make_pool(self.options, WORKER_MODULES, _set_resume, (resume,))
         self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
         try:

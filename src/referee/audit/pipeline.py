@@ -24,7 +24,7 @@ from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef, TokenUsage
-from referee.audit.resume import Done, Settings, action, changed_error, differences, scan, settings_of
+from referee.audit.resume import Done, Settings, action, changed_error, scan, settings_of
 from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem, shape_reason
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
 from referee.errors import BackendError, RefereeError, TraceError
@@ -211,9 +211,10 @@ class Intake:
     admit: Callable[[TraceItem, Callable[[], tuple[str, str] | None]], str]  # "audit" | "skip" | "stop"
     rest_of: Callable[[Path, int], Iterator[Any]]  # a line file read here past its first N records
     stopped: Callable[[], bool]  # a record made with other settings was found: write nothing more
-    # run_id -> (view sha256, claim sha256 or None) of each record in the audit file that stands as long as
-    # the trace is unchanged: a worker that reads such a run need not audit it (`admit` still decides)
-    standing: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # what resume compares with (the audit file's records, this audit's settings): a worker that reads a run
+    # whose record stands (`resume.action` says "skip") need not audit it; `admit` still decides
+    done: dict[str, Done] = field(default_factory=dict)
+    settings: Settings = ()
 
 
 @dataclass
@@ -226,13 +227,6 @@ class AuditStats:
     reaudited: int = 0   # runs whose record was made with other settings, audited again (--reaudit-changed)
     errors: list[str] = field(default_factory=list)
     scorers: set[str] = field(default_factory=set)  # scores the runs carry when none is named gold (a hint)
-
-
-def standing(done: dict[str, Done], settings: Settings) -> dict[str, tuple[str | None, str | None]]:
-    """The records of an audit file that stand while their trace is unchanged (this audit's settings, every
-    backend call answered), by run_id: their view and claim hashes (`resume.action` says "skip" on a match)."""
-    return {rid: (d.view_sha256, d.claim_sha256) for rid, d in done.items()
-            if not d.failed and not differences(d.settings, settings)}
 
 
 def run_dirs_under(path: Path, depth: int = 2) -> Iterator[Path]:
@@ -435,7 +429,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         results = (ordered_map(audit_one, work(), concurrency, name="referee-audit") if executor is None
                    else executor.run(auditor, work(), audit_one,
                                      Intake(admit=admit, rest_of=rest_of, stopped=lambda: bool(stop),
-                                            standing=standing(done, settings))))
+                                            done=done, settings=settings)))
         for got in results:
             if isinstance(got, TraceError):
                 skip(got)
