@@ -127,3 +127,12 @@ def require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(extra, module.split(".")[0]) from exc
+
+
+def exc_brief(exc: BaseException) -> str:
+    """An exception in a few words: its type and the start of its message (why a record was skipped).
+
+    >>> exc_brief(KeyError("steps"))
+    "KeyError: 'steps'"
+    """
+    return f"{type(exc).__name__}: {str(exc)[:200]}"

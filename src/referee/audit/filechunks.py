@@ -24,8 +24,8 @@ from referee.audit.extract.worker import extract_sample, findings_json
 from referee.audit.jsonstream import iter_json_slice
 from referee.audit.readers.referee_v1 import referee_items
 from referee.audit.resume import Done, Settings, action
-from referee.audit.trace import SHAPE_ERRORS, TraceItem, shape_reason
-from referee.errors import TraceError
+from referee.audit.trace import SHAPE_ERRORS, TraceItem
+from referee.errors import TraceError, exc_brief
 from referee.fsutil import open_regular
 
 LINE_SUFFIXES = (".jsonl", ".ndjson")
@@ -160,5 +160,5 @@ def audit_lines(auditor: Any, chunk: LineChunk,
             answer: Any = (rec.model_dump_json(), [findings_json(f) if ok else None for f, ok in samples])
             out.append(head + (view.sha256, claim_sha, answer))
         except SHAPE_ERRORS as exc:
-            out.append(head + (None, None, shape_reason(exc)))
+            out.append(head + (None, None, exc_brief(exc)))
     return out

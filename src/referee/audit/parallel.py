@@ -37,9 +37,9 @@ from referee.audit.extract.worker import extract_views
 from referee.audit.filechunks import Irregular, LineChunk, RawFile, audit_lines, line_chunks, line_file
 from referee.audit.pipeline import Auditor, Intake, RecordLine, cannot_audit, claim_text
 from referee.audit.records import Finding
-from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem, shape_reason
+from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
 from referee.audit.view import ViewParts, freeze_view, pack_parts, unpack_parts, view_parts
-from referee.errors import RefereeError, TraceError, UsageError
+from referee.errors import RefereeError, TraceError, UsageError, exc_brief
 from referee.executors import ExecutorOptions, make_pool, map_chunks
 
 # imported once by the forkserver, so each worker starts ready
@@ -124,7 +124,7 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk) -> tupl
             rec = auditor.finish(trace, text, claim, facts, findings, errors)
             out.append((rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in found], None))
         except SHAPE_ERRORS as exc:
-            out.append((None, None, [], shape_reason(exc)))
+            out.append((None, None, [], exc_brief(exc)))
     return code_fingerprint(), out
 
 
@@ -157,7 +157,7 @@ def decide_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list
             rec = auditor.finish(trace, text, claim, facts, findings, errors)
             out.append((rec.model_dump_json(), sha, [f if k else None for f, k in zip(found, ok)], None))
         except SHAPE_ERRORS as exc:
-            out.append((None, None, [], shape_reason(exc)))
+            out.append((None, None, [], exc_brief(exc)))
     return code_fingerprint(), out
 
 
@@ -321,7 +321,7 @@ class ParallelAudit:
                     p = view_parts(trace)
                     side = (trace.run_id, trace.task, _meta(trace), STRICT if self.strict_claims else claim_text(trace))
                 except SHAPE_ERRORS as exc:
-                    u.error = cannot_audit(trace, shape_reason(exc))
+                    u.error = cannot_audit(trace, exc_brief(exc))
                 else:
                     parts.append(p)
                     sides.append(side)

@@ -25,9 +25,9 @@ from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef, TokenUsage
 from referee.audit.resume import Done, Settings, action, changed_error, scan, settings_of
-from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem, shape_reason
+from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
-from referee.errors import BackendError, RefereeError, TraceError
+from referee.errors import BackendError, RefereeError, TraceError, exc_brief
 from referee.llm import usage_meter
 from referee.lockfile import exclusive
 
@@ -424,7 +424,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             except SHAPE_ERRORS as exc:
                 # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
                 # skipped record, not the end of the audit
-                return cannot_audit(trace, shape_reason(exc))
+                return cannot_audit(trace, exc_brief(exc))
 
         results = (ordered_map(audit_one, work(), concurrency, name="referee-audit") if executor is None
                    else executor.run(auditor, work(), audit_one,

@@ -258,14 +258,6 @@ def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | str | 
 SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError)
 
 
-def shape_reason(exc: BaseException) -> str:
-    """One of SHAPE_ERRORS in a few words: why a trace could not be audited (a skipped record's reason).
-
-    >>> shape_reason(KeyError("steps"))
-    "KeyError: 'steps'"
-    """
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
-
 
 def shape_error(exc: BaseException, what: str, *, file: str, line: int | str | None,
                 run_id: Any = None) -> TraceError:

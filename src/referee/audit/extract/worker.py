@@ -15,10 +15,9 @@ import json
 from typing import Any
 
 from referee.audit.facts import ViewFacts
-from referee.audit.trace import shape_reason
 from referee.audit.records import FINDING_FIELDS, Finding
 from referee.audit.view import freeze_view, unpack_parts
-from referee.errors import BackendError
+from referee.errors import BackendError, exc_brief
 
 Extracted = tuple  # per view: (ViewFacts or None, [(findings JSON, cacheable)] per sample, errors, view error or None)
 
@@ -64,5 +63,5 @@ def extract_views(extractor: Any, packed: bytes, samples: int,
                 found.append((findings_json(fields), ok))
             results.append((ViewFacts.of(view), found, errors, None))
         except catch as exc:
-            results.append((None, [], [], shape_reason(exc)))
+            results.append((None, [], [], exc_brief(exc)))
     return results
