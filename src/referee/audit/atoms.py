@@ -6,9 +6,11 @@ The claim reader lists a report's atoms; grounding looks for them in the claim-b
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 from typing import Callable
 
+from referee.audit.caseless import Cue
 from referee.audit.extract.lexicon import is_id
 
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
@@ -25,6 +27,9 @@ _PATTERNS = (
     ("quoted", re.compile(r"(?<![A-Za-z])[\"“]([^\"”\n]{2,80})[\"”](?![A-Za-z])"
                           r"|(?<![A-Za-z])['‘]([^'’\n]{2,80})['’](?![A-Za-z])")),
 )
+_QUOTE, _DIGIT = re.compile("[\"“'‘]"), re.compile(r"\d")  # dates, times, money and numbers each need a \d
+_FAST: dict[str, Cue | re.Pattern[str]] = {kind: Cue(pat.pattern, pat.flags & ~re.I) if pat.flags & re.I else pat
+                                           for kind, pat in _PATTERNS}
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _ONE_DIGIT = re.compile(r"-?\d")
@@ -60,7 +65,10 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
     def take(a: int, b: int) -> None:
         taken[a:b] = b"\x01" * (b - a)
 
-    for kind, pat in _PATTERNS:
+    # what a text must hold for a kind to occur in it: a cheap test that skips the kind's whole scan
+    digit = _DIGIT.search(text) is not None
+    needs = {"email": "@" in text, "quoted": _QUOTE.search(text) is not None}
+    for kind, _ in _PATTERNS:
         if kind == "number":  # ids before bare numbers: ORD-7731 is one atom, not 7731
             # which tokens are ids is decided once per distinct token; most texts hold none, and skip the walk
             ids = {t for t in set(_TOKEN.findall(text)) if is_id(t) and not _NUM.fullmatch(t)}
@@ -69,8 +77,10 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
                     if m.group(0) in ids and free(*m.span()):
                         found.append((m.start(), m.end(), "id", m.group(0)))
                         take(*m.span())
-        for m in pat.finditer(text):
-            a, b = (m.span(1) if m.group(1) is not None else m.span(2)) if kind == "quoted" else m.span()
+        if not needs.get(kind, digit):
+            continue
+        for f in _FAST[kind].finditer(text):
+            a, b = (f.span(1) if f.group(1) is not None else f.span(2)) if kind == "quoted" else f.span()
             val = text[a:b].strip()
             if kind == "number" and (_ONE_DIGIT.fullmatch(val) or _list_marker(text, a)):
                 continue
@@ -128,20 +138,28 @@ def norm_number(s: str) -> str | None:
     return ("%f" % v).rstrip("0").rstrip(".")
 
 
+# _NUM in two scans that each start at a character the regex engine can skip to (a digit, a '-'), which
+# a leading `-?` hides from it: the runs of digits, and the runs right after a '-'
+_RUN, _SIGNED = re.compile(r"\d[\d,]*(?:\.\d+)?"), re.compile(r"-\d[\d,]*(?:\.\d+)?")
+
+
 def _haystack_numbers(hay: str) -> frozenset[str]:
-    return frozenset(n for t in set(_NUM.findall(hay)) if (n := norm_number(t)) is not None)
+    """The numbers of a text, as `_NUM.findall` finds them (a run after a '-' is signed), normalised."""
+    runs, signed = Counter(_RUN.findall(hay)), Counter(s[1:] for s in _SIGNED.findall(hay))
+    # a '-' never belongs to a run, so each signed match is one run that _NUM reads with its sign
+    found = {r for r, n in runs.items() if n > signed[r]} | {"-" + r for r in signed}
+    return frozenset(n for t in found if (n := norm_number(t)) is not None)
 
 
-_DATE_RE = dict(_PATTERNS)["date"]
-_TIME_RE = dict(_PATTERNS)["time"]
+_DATE_RE, _TIME_RE = _FAST["date"], _FAST["time"]
 
 
 def _haystack_dates(hay: str) -> frozenset[tuple[int, int]]:
-    return frozenset(k for m in _DATE_RE.finditer(hay) if (k := date_key(m.group(0))) is not None)
+    return frozenset(k for m in _DATE_RE.finditer(hay) if (k := date_key(hay[m.start():m.end()])) is not None)
 
 
 def _haystack_times(hay: str) -> frozenset[tuple[int, int]]:
-    return frozenset(k for m in _TIME_RE.finditer(hay) if (k := time_key(m.group(0))) is not None)
+    return frozenset(k for m in _TIME_RE.finditer(hay) if (k := time_key(hay[m.start():m.end()])) is not None)
 
 
 class Haystack:
