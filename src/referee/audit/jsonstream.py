@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from pydantic_core import from_json as _from_json
+
 from referee.jsondepth import MAX_DEPTH, loads, nested_deeper, too_deep  # noqa: F401 (re-export)
 from referee.errors import TraceError
 from referee.fsutil import open_regular
@@ -62,6 +64,19 @@ _DECODE = json.JSONDecoder().raw_decode
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _CHECKS = 32  # good records a line layout is checked on before it is trusted
 _MARGIN = 64  # a parse error this close to the window's end may be the edge, not the record
+_NONE = object()
+
+
+def _whole_line(buf: str, start: int, nl: int) -> tuple[Any, int]:
+    """The value that buf[start:nl] holds whole (a JSONL line), parsed by pydantic-core, and where it ends;
+    (_NONE, 0) when the line is anything else. pydantic-core parses about twice as fast as `json`, and to
+    the same value wherever it accepts the text (numbers, escapes, repeated keys, NaN); it refuses what
+    `json` alone accepts (a lone surrogate escape, nesting past 200), which the scan then reads as before."""
+    piece = buf[start:nl]
+    try:
+        return _from_json(piece), start + len(piece.rstrip(" \t\r"))
+    except ValueError:
+        return _NONE, 0
 _WS = re.compile(r"[ \t\r\n]*")
 _LINE_OPENER = re.compile(r"\n([ \t]*)([\[{])")
 _SEP = re.compile(r"[ \t\r\n,]*")
@@ -344,6 +359,7 @@ class _Reader:
         sep, scan, count = _SEP.match, _SCAN, buf.count
         end_ok = len(buf) - _MARGIN
         gap, gap_nl, lay = None, 0, ref  # the text between records: the same as last time means the same layout
+        jit = True
         try:
             while True:
                 j = sep(buf, pos).end()  # type: ignore[union-attr]  # _SEP matches the empty string: never None
@@ -356,11 +372,16 @@ class _Reader:
                     gap = buf[pos:j]
                     gap_nl = gap.count("\n")
                     needle = lay.needle if 0 <= lay.state < _CHECKS else None
-                try:
-                    value, end = scan(buf, j)
-                except (StopIteration, ValueError, RecursionError):
-                    return
-                if end >= end_ok or nested_deeper(value):
+                value = _NONE
+                if jit and gap_nl and (nl := buf.find("\n", j, end_ok)) > 0:
+                    value, end = _whole_line(buf, j, nl)
+                    jit = value is not _NONE  # a layout whose lines hold more than one value: scan it
+                if value is _NONE:
+                    try:
+                        value, end = scan(buf, j)
+                    except (StopIteration, ValueError, RecursionError):
+                        return
+                if end >= end_ok or (count("[", j, end) + count("{", j, end) > MAX_DEPTH and nested_deeper(value)):
                     return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
                 if needle is not None:
