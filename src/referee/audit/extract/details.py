@@ -77,12 +77,22 @@ def _walk_into(v: Any, key: str, out: list[tuple[str, Any]] | None, maps: list[d
         out.append((key, v))
 
 
-_SEP = re.compile(r"[\s_\-]+")
+_SEP = str.maketrans("_-", "  ")
 
 
 @text_cache(1 << 16)
 def _norm(s: str) -> str:
-    return _SEP.sub(" ", s.strip().lower())
+    """Lower case, each run of spaces, `_` and `-` one space (`re.sub(r"[\\s_\\-]+", " ", ...)`, in C: str.split's
+    whitespace is re's \\s).
+
+    >>> _norm("  Basic_ECONOMY --class "), _norm("-x-"), _norm("__")
+    ('basic economy class', ' x ', ' ')
+    """
+    t = s.strip().lower().translate(_SEP)
+    core = " ".join(t.split())
+    if not core:
+        return " " if t else ""
+    return (" " if t[0].isspace() else "") + core + (" " if t[-1].isspace() else "")
 
 
 @lru_cache(maxsize=1 << 16)  # only short strings reach it (_is_word_value): no need for text_cache's split
