@@ -11,6 +11,8 @@ import re
 from functools import lru_cache
 from typing import Iterator
 
+from referee.audit.prefilter import FastRegex
+
 
 def _lower_literals(pattern: str) -> str:
     """A pattern's letters in lower case, escapes (`\\W`, `\\S`, `\\b`) and class ranges kept as they mean."""
@@ -27,8 +29,11 @@ def _lower_literals(pattern: str) -> str:
 
 
 @lru_cache(maxsize=16)  # one report is searched by a dozen cues: lowered once
-def _lowered(text: str) -> str | None:
-    return text.lower() if text.isascii() else None
+def _lowered(text: str) -> tuple[str, bytes] | None:
+    if not text.isascii():
+        return None
+    low = text.lower()
+    return low, low.encode("ascii")  # the bytes for the RE2 prefilter, made once too
 
 
 class _Found:
@@ -62,10 +67,10 @@ class Cue:
     ('DONE', (4, 8))
     """
 
-    def __init__(self, pattern: str, flags: int = 0) -> None:
+    def __init__(self, pattern: str, flags: int = 0, prefilter: bool = True) -> None:
         self.pattern = pattern
         self._i = re.compile(pattern, flags | re.I)
-        self._low = re.compile(_lower_literals(pattern), flags & ~re.I)
+        self._low = FastRegex(re.compile(_lower_literals(pattern), flags & ~re.I), use=prefilter)
 
     def search(self, text: str) -> re.Match[str] | _Found | None:
         return self._first(text, "search")
@@ -74,17 +79,17 @@ class Cue:
         return self._first(text, "match")
 
     def _first(self, text: str, how: str) -> re.Match[str] | _Found | None:
-        low = _lowered(text)
-        if low is None:
+        lowered = _lowered(text)
+        if lowered is None:
             got: re.Match[str] | None = getattr(self._i, how)(text)
             return got
-        m = getattr(self._low, how)(low)
+        m = getattr(self._low, how)(*lowered)
         return None if m is None else _Found(m, text)
 
     def finditer(self, text: str) -> Iterator[re.Match[str] | _Found]:
-        low = _lowered(text)
-        if low is None:
+        lowered = _lowered(text)
+        if lowered is None:
             yield from self._i.finditer(text)
             return
-        for m in self._low.finditer(low):
+        for m in self._low.finditer(*lowered):
             yield _Found(m, text)
