@@ -22,11 +22,7 @@ try:  # the optional accelerator: the results are the same without it
 except ImportError:  # pragma: no cover - depends on the install
     _re2 = None
 
-try:
-    from re import _constants as C, _parser as P  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python < 3.11
-    import sre_constants as C  # type: ignore[no-redef]
-    import sre_parse as P  # type: ignore[no-redef]
+from re import _constants as C, _parser as P  # the regex parser Python's own `re` compiles with (3.11+)
 
 _MAXREPEAT = C.MAXREPEAT
 # Python's classes on ASCII text (str.isspace's whitespace is \s: it includes \x0b and \x1c-\x1f)
@@ -172,7 +168,7 @@ class FastRegex:
     def finditer(self, text: str, data: bytes | None = None) -> Iterator[re.Match[str]]:
         """`regex.finditer(text)`, one prefiltered search at a time."""
         pre = self._pre
-        if not self._iter or len(text) < self._short or not text.isascii():
+        if pre is None or not self._iter or len(text) < self._short or not text.isascii():
             yield from self.regex.finditer(text)
             return
         data = text.encode("ascii") if data is None else data
