@@ -22,7 +22,7 @@ try:  # the optional accelerator: the results are the same without it
 except ImportError:  # pragma: no cover - depends on the install
     _re2 = None
 
-from re import _constants as C, _parser as P  # the regex parser Python's own `re` compiles with (3.11+)
+from re import _constants as C, _parser as P  # type: ignore[attr-defined]  # the regex parser Python's own `re` compiles with (3.11+)
 
 _MAXREPEAT = C.MAXREPEAT
 # Python's classes on ASCII text (str.isspace's whitespace is \s: it includes \x0b and \x1c-\x1f)
