@@ -83,3 +83,26 @@ def test_without_re2_the_same_matches(monkeypatch):
     assert cue._low._pre is None
     text = "We tried twice. Unfortunately the page did not load, and I was unable to finish. " * 3
     assert _spans(cue.finditer(text)) == _spans(claimcues.OBSTACLE.finditer(text))
+
+
+def test_case_insensitive_patterns_widen_with_python_case_folding():
+    # under re.I the Kelvin sign matches k, and the long s matches s: the widened class holds what Python matches
+    for pattern, text in ((r"\u212a", "k"), (r"\u017f", "S"), (r"(?i)ok", "OK"), (r"(?i:x)y", "Xy")):
+        regex = re.compile(pattern, re.I if "\\u" in pattern else 0)
+        fast = FastRegex(regex, short=0)
+        assert [m.span() for m in fast.finditer(text * 60)] == [m.span() for m in regex.finditer(text * 60)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_task_classes_are_those_of_the_regex_alone(task):
+    from referee.audit.policyfile import load_policy
+    from referee.audit.taskclass import _joined, classify_task
+
+    rule = load_policy("causal").policy.task_classes.rule()
+    joined = _joined(rule)
+    assert joined is not None and joined._pre is not None
+    m = joined.regex.search(task)
+    want = ("other", None) if m is None else next(
+        (cp.cls, cp.pattern) for i, cp in enumerate(rule.patterns) if m.group(f"_p{i}") is not None)
+    assert classify_task(task, rule) == want

@@ -15,6 +15,7 @@ word and space classes are ASCII ones. Pure.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Iterator
 
 try:  # the optional accelerator: the results are the same without it
@@ -25,40 +26,65 @@ except ImportError:  # pragma: no cover - depends on the install
 from re import _constants as C, _parser as P  # type: ignore[attr-defined]  # the regex parser Python's own `re` compiles with (3.11+)
 
 _MAXREPEAT = C.MAXREPEAT
-# Python's classes on ASCII text (str.isspace's whitespace is \s: it includes \x0b and \x1c-\x1f)
-_CLASS = {C.CATEGORY_DIGIT: "0-9", C.CATEGORY_WORD: "0-9A-Za-z_",
-          C.CATEGORY_SPACE: "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f "}
-_NOT = {C.CATEGORY_NOT_DIGIT: C.CATEGORY_DIGIT, C.CATEGORY_NOT_WORD: C.CATEGORY_WORD,
-        C.CATEGORY_NOT_SPACE: C.CATEGORY_SPACE}
-_ANY_CHAR = "(?s:.)"
+_CATEGORY = {C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D", C.CATEGORY_WORD: r"\w",
+             C.CATEGORY_NOT_WORD: r"\W", C.CATEGORY_SPACE: r"\s", C.CATEGORY_NOT_SPACE: r"\S"}
+_FLAGS = re.I | re.S | re.A | re.U  # what decides which characters one element matches
 
 
 class _Unsupported(Exception):
     pass
 
 
-def _char(c: int) -> str:
-    return "\\x{%x}" % c
+def _u(c: int) -> str:
+    return "\\U%08x" % c
 
 
-def _in(items: list[tuple[Any, Any]]) -> str:
-    """A character class, or any character where it cannot be spelled exactly (a wider class is still right)."""
-    negate = bool(items) and items[0][0] is C.NEGATE
-    parts = []
-    for op, av in items[1:] if negate else items:
-        if op is C.LITERAL:
-            parts.append(_char(av))
-        elif op is C.RANGE:
-            parts.append(f"{_char(av[0])}-{_char(av[1])}")
-        elif op is C.CATEGORY and av in _CLASS:
-            parts.append(_CLASS[av])
-        elif op is C.CATEGORY and av in _NOT and not negate and len(items) == 1:
-            return f"[^{_CLASS[_NOT[av]]}]"
-        else:  # a negated category among other items, a locale class: any character is wider
-            return _ANY_CHAR
-    if not parts:
-        return _ANY_CHAR
-    return f"[{'^' if negate else ''}{''.join(parts)}]"
+def _source(op: Any, av: Any) -> str:
+    """Python regex source for one single-character element of a parsed pattern."""
+    if op is C.LITERAL:
+        return _u(av)
+    if op is C.NOT_LITERAL:
+        return f"[^{_u(av)}]"
+    if op is C.ANY:
+        return "."
+    if op is C.CATEGORY and av in _CATEGORY:
+        return _CATEGORY[av]
+    if op is C.IN:
+        parts = []
+        for o, a in av:
+            if o is C.NEGATE:
+                parts.append("^")
+            elif o is C.LITERAL:
+                parts.append(_u(a))
+            elif o is C.RANGE:
+                parts.append(f"{_u(a[0])}-{_u(a[1])}")
+            elif o is C.CATEGORY and a in _CATEGORY:
+                parts.append(_CATEGORY[a])
+            else:
+                raise _Unsupported(str(o))
+        return "[" + "".join(parts) + "]"
+    raise _Unsupported(str(op))
+
+
+@lru_cache(maxsize=4096)
+def _ascii_class(source: str, flags: int) -> str:
+    """The ASCII characters one element matches, as an RE2 class: found by asking Python's regex about each of
+    the 128, so case folding (re.I lets `K`, the Kelvin sign, match `k`), `\\s` (\\x0b and \\x1c are spaces to
+    Python) and `.` are exactly Python's on ASCII text."""
+    rx = re.compile(source, flags & _FLAGS)
+    got = [c for c in range(128) if rx.fullmatch(chr(c))]
+    if len(got) == 128:
+        return "(?s:.)"
+    if not got:
+        return "[^\\x00-\\x{10ffff}]"  # matches nothing (an ASCII text has no such character)
+    if len(got) == 1:
+        return "\\x{%x}" % got[0]
+    runs, start = [], got[0]
+    for a, b in zip(got, got[1:] + [-1]):
+        if b != a + 1:
+            runs.append("\\x{%x}" % start if start == a else "\\x{%x}-\\x{%x}" % (start, a))
+            start = b
+    return "[" + "".join(runs) + "]"
 
 
 def _seq(items: Any, flags: int) -> str:
@@ -66,16 +92,8 @@ def _seq(items: Any, flags: int) -> str:
 
 
 def _op(op: Any, av: Any, flags: int) -> str:
-    if op is C.LITERAL:
-        return _char(av)
-    if op is C.NOT_LITERAL:
-        return f"[^{_char(av)}]"
-    if op is C.ANY:
-        return _ANY_CHAR if flags & re.S else "[^\\n]"
-    if op is C.IN:
-        return _in(av)
-    if op is C.CATEGORY:
-        return _in([(op, av)])
+    if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN, C.CATEGORY):
+        return _ascii_class(_source(op, av), flags)
     if op is C.AT:
         if av is C.AT_BEGINNING:
             return "(?m:^)" if flags & re.M else "\\A"
@@ -94,9 +112,7 @@ def _op(op: Any, av: Any, flags: int) -> str:
         return "(?:" + "|".join(_seq(b, flags) for b in av[1]) + ")"
     if op is C.SUBPATTERN:
         _, add, remove, sub = av
-        if add or remove:
-            raise _Unsupported("inline flags")
-        return "(?:" + _seq(sub, flags) + ")"
+        return "(?:" + _seq(sub, (flags | add) & ~remove) + ")"  # (?i:...) and the like: its own flags
     if op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)):
         lo, hi, sub = av
         body = "(?:" + _seq(sub, flags) + ")"
@@ -113,17 +129,16 @@ def _op(op: Any, av: Any, flags: int) -> str:
 
 def widen(pattern: str, flags: int = 0) -> str | None:
     """The RE2 pattern that matches wherever `pattern` does on ASCII text (and maybe elsewhere); None when
-    `pattern` has a construct RE2 cannot stand in for (back-references, inline flags, re.I).
+    `pattern` has a construct RE2 cannot stand in for (back-references, group conditions).
 
-    >>> widen(r"\\bno(?!t)\\s")
-    '\\\\b\\\\x{6e}\\\\x{6f}[\\\\t\\\\n\\\\x0b\\\\x0c\\\\r\\\\x1c-\\\\x1f ]'
-    >>> widen(r"(a)\\1") is None, widen("x", re.I) is None
-    (True, True)
+    >>> print(widen(r"\\bno(?!t)\\s"), widen("k", re.I), widen("(?i)x"))
+    \\b\\x{6e}\\x{6f}[\\x{9}-\\x{d}\\x{1c}-\\x{20}] [\\x{4b}\\x{6b}] [\\x{58}\\x{78}]
+    >>> widen(r"(a)\\1") is None
+    True
     """
-    if flags & re.I:
-        return None
     try:
-        return _seq(P.parse(pattern, flags), flags)
+        parsed = P.parse(pattern, flags)
+        return _seq(parsed, parsed.state.flags)  # with the pattern's own (?i), (?m), (?s)
     except (_Unsupported, re.error, RecursionError):
         return None
 
