@@ -123,6 +123,17 @@ def shape(tok: str) -> str:
 CONDITIONAL = re.compile(r"\b(if|unless|otherwise|else|in case|only when|provided that|whether)\b", re.I)
 
 
+@lru_cache(maxsize=256)  # both task_groups variants of a task ask: split it once
+def _asking(task: str) -> tuple[tuple[str, bool], ...]:
+    """The task's sentences that ask for an action (no question, no answer-format line), each with whether
+    its action depends on a condition."""
+    return tuple((s, CONDITIONAL.search(s) is not None) for s in _SENTENCE_END.split(task)
+                 if s.strip() and not QUESTION.match(s))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
+
+
 @lru_cache(maxsize=4096)
 def task_groups(task: str, unconditional: bool = False) -> frozenset[str]:
     """Which write groups the task text asks for (empty: a question, or no write verb).
@@ -137,8 +148,7 @@ def task_groups(task: str, unconditional: bool = False) -> frozenset[str]:
     >>> task_groups("If the last test is older than a year, order a new one; otherwise do nothing.", True)
     frozenset()
     """
-    kept = [s for s in re.split(r"(?<=[.?!;])\s+|\n+", task) if s.strip() and not QUESTION.match(s)
-            and not (unconditional and CONDITIONAL.search(s))]
+    kept = [s for s, conditional in _asking(task) if not (unconditional and conditional)]
     tw = words(" ".join(kept))
     found = {g for g, vs in GROUPS.items() if tw & (vs - {"new", "set", "log", "mark", "record", "check"})}
     return frozenset(found)
