@@ -1,0 +1,51 @@
+"""orjson (referee[fast]) writes the view's canonical JSON only where it writes what `json` writes: the view hash
+and every observation's text are the same with it and without it, floats and odd values included."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from referee.audit import view
+from referee.audit.trace import Trace
+
+chars = st.sampled_from(["a", "é", "\u2028", "\x00", "\x1f", "\x7f", '"', "\\", "/", "😀", "\uffff", "\n", "K"])
+text = st.lists(chars, max_size=6).map("".join)
+scalars = (text | st.integers(min_value=-2**70, max_value=2**70) | st.booleans() | st.none()
+           | st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([1.5e-05, 1e16, 1e-7, -0.0, 2**64]))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
+                      max_leaves=12)
+steps = st.lists(st.fixed_dictionaries({"action": st.fixed_dictionaries({"name": text.map(lambda s: "x" + s),
+                                                                         "args": st.dictionaries(text, values)}),
+                                        "observation": st.fixed_dictionaries({"text": text, "data": values,
+                                                                              "ui": values})}), max_size=3)
+
+
+def _seen(trace: Trace) -> tuple[str, list[str]]:
+    v = view.build_view(trace)
+    obs = [o for o in [v.initial_observation] + [s.observation for s in v.steps] if o is not None]
+    return v.sha256, [o.as_text() for o in obs]
+
+
+def test_orjson_is_installed_for_the_test_run():
+    assert view._orjson is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(text, steps, values)
+def test_the_hash_and_texts_do_not_depend_on_orjson(task, st_, initial):
+    trace = Trace(run_id="r", task=task, steps=st_, initial_observation={"data": initial})
+    fast = _seen(trace)
+    saved = view._orjson
+    view._orjson = None
+    try:
+        slow = _seen(trace)
+    finally:
+        view._orjson = saved
+    assert fast == slow
+
+
+def test_a_float_leaves_the_text_to_json():
+    trace = Trace(run_id="r", task="t", steps=[{"action": {"name": "pay", "args": {"amount": 1.5e-05}}}])
+    v = view.build_view(trace)
+    assert v.sha256 == view.hashlib.sha256(view._json(v.as_json()).encode()).hexdigest()
+    assert '"amount":1.5e-05' in view._json(v.as_json())
