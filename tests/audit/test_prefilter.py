@@ -106,3 +106,12 @@ def test_task_classes_are_those_of_the_regex_alone(task):
     want = ("other", None) if m is None else next(
         (cp.cls, cp.pattern) for i, cp in enumerate(rule.patterns) if m.group(f"_p{i}") is not None)
     assert classify_task(task, rule) == want
+
+
+def test_through_re2s_public_api_the_same_matches(monkeypatch):
+    # the binding's raw matcher is used where it has one; its public search is the fallback
+    monkeypatch.delattr(prefilter._re2, "_Anchor")
+    fast = FastRegex(re.compile(claimcues.OBSTACLE._low.regex.pattern), short=0)
+    assert fast._pre is not None
+    text = "we tried. unfortunately the page did not load, and i was unable to finish; it failed. " * 3
+    assert _spans(fast.finditer(text)) == _spans(claimcues.OBSTACLE._low.regex.finditer(text))

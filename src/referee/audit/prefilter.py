@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 try:  # the optional accelerator: the results are the same without it
     import re2 as _re2
@@ -169,16 +169,15 @@ class FastRegex:
         pre = self._pre
         if pre is None or len(text) < self._short or not text.isascii():
             return self.regex.search(text)
-        m = pre.search(text.encode("ascii") if data is None else data)
-        return None if m is None else self.regex.search(text, m.start())
+        at = pre(text.encode("ascii") if data is None else data, 0)
+        return None if at < 0 else self.regex.search(text, at)
 
     def match(self, text: str, data: bytes | None = None) -> re.Match[str] | None:
         """`regex.match(text)`."""
         pre = self._pre
         if pre is None or len(text) < self._short or not text.isascii():
             return self.regex.match(text)
-        m = pre.search(text.encode("ascii") if data is None else data)
-        return None if m is None or m.start() else self.regex.match(text)
+        return self.regex.match(text) if pre(text.encode("ascii") if data is None else data, 0) == 0 else None
 
     def finditer(self, text: str, data: bytes | None = None) -> Iterator[re.Match[str]]:
         """`regex.finditer(text)`, one prefiltered search at a time."""
@@ -188,7 +187,7 @@ class FastRegex:
             return
         data = text.encode("ascii") if data is None else data
         regex, pos = self.regex, 0
-        while (w := pre.search(data, pos)) is not None and (m := regex.search(text, w.start())) is not None:
+        while (at := pre(data, pos)) >= 0 and (m := regex.search(text, at)) is not None:
             yield m
             pos = m.end()  # never an empty match (_iter): the next one starts at or after its end
 
@@ -202,8 +201,9 @@ def fast_compile(pattern: str, flags: int = 0, short: int = 48) -> FastRegex:
     return FastRegex(re.compile(pattern, flags), short)
 
 
-def _prefilter(pattern: str, flags: int = 0) -> Any:
-    """RE2 compiled on the widened pattern, or None (no RE2 installed, or a pattern it cannot widen)."""
+def _prefilter(pattern: str, flags: int = 0) -> Callable[[bytes, int], int] | None:
+    """Where RE2, on the widened pattern, first matches in data[pos:] (-1: nowhere); None when there is no RE2
+    or the pattern cannot be widened."""
     if _re2 is None:
         return None
     wide = widen(pattern, flags)
@@ -212,6 +212,18 @@ def _prefilter(pattern: str, flags: int = 0) -> Any:
     options = _re2.Options()
     options.never_capture = True
     try:
-        return _re2.compile(wide.encode("ascii"), options=options)
+        compiled = _re2.compile(wide.encode("ascii"), options=options)
     except Exception:  # noqa: BLE001  (RE2 refused it: search with Python alone)
         return None
+    raw, unanchored = getattr(compiled, "_regexp", None), getattr(_re2, "_Anchor", None)
+    if raw is not None and unanchored is not None and hasattr(raw, "Match"):
+        # the binding's own matcher, called directly: its Python wrapper doubles the cost of a call
+        anchor = unanchored.UNANCHORED
+
+        def start(data: bytes, pos: int) -> int:
+            return int(raw.Match(anchor, data, pos, len(data))[0][0])
+    else:  # pragma: no cover - another google-re2 layout
+        def start(data: bytes, pos: int) -> int:
+            m = compiled.search(data, pos)
+            return -1 if m is None else int(m.start())
+    return start
