@@ -110,7 +110,10 @@ def test_task_classes_are_those_of_the_regex_alone(task):
 
 def test_through_re2s_public_api_the_same_matches(monkeypatch):
     # the binding's raw matcher is used where it has one; its public search is the fallback
-    monkeypatch.delattr(prefilter._re2, "_Anchor")
+    import types
+
+    real = prefilter._re2
+    monkeypatch.setattr(prefilter, "_re2", types.SimpleNamespace(compile=real.compile, Options=real.Options))
     fast = FastRegex(re.compile(claimcues.OBSTACLE._low.regex.pattern), short=0)
     assert fast._pre is not None
     text = "we tried. unfortunately the page did not load, and i was unable to finish; it failed. " * 3
