@@ -29,11 +29,10 @@ _PATTERNS = (
                           r"|(?<![A-Za-z])['‘]([^'’\n]{2,80})['’](?![A-Za-z])")),
 )
 _QUOTE, _DIGIT = re.compile("[\"“'‘]"), re.compile(r"\d")  # dates, times, money and numbers each need a \d
-# case-insensitive kinds search a lowered copy (Cue), the others as they are; every kind but numbers (which
-# occur nearly everywhere) skips ahead with an RE2 prefilter where it is installed
-_FAST: dict[str, Cue | FastRegex] = {
-    kind: Cue(pat.pattern, pat.flags & ~re.I, prefilter=kind != "number") if pat.flags & re.I else FastRegex(pat)
-    for kind, pat in _PATTERNS}
+# case-insensitive kinds search a lowered copy (Cue), the others as they are; each skips ahead with an RE2
+# prefilter where it is installed
+_FAST: dict[str, Cue | FastRegex] = {kind: Cue(pat.pattern, pat.flags & ~re.I) if pat.flags & re.I else FastRegex(pat)
+                                     for kind, pat in _PATTERNS}
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _ONE_DIGIT = re.compile(r"-?\d")

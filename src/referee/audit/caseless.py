@@ -67,10 +67,10 @@ class Cue:
     ('DONE', (4, 8))
     """
 
-    def __init__(self, pattern: str, flags: int = 0, prefilter: bool = True) -> None:
+    def __init__(self, pattern: str, flags: int = 0) -> None:
         self.pattern = pattern
         self._i = re.compile(pattern, flags | re.I)
-        self._low = FastRegex(re.compile(_lower_literals(pattern), flags & ~re.I), use=prefilter)
+        self._low = FastRegex(re.compile(_lower_literals(pattern), flags & ~re.I))
 
     def search(self, text: str) -> re.Match[str] | _Found | None:
         return self._first(text, "search")

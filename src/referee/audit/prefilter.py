@@ -157,20 +157,18 @@ class FastRegex:
 
     __slots__ = ("regex", "_pre", "_short", "_iter")
 
-    def __init__(self, regex: re.Pattern[str], short: int = 48, use: bool = True) -> None:
+    def __init__(self, regex: re.Pattern[str], short: int = 48) -> None:
         self.regex, self._short = regex, short
-        # `use=False`: a pattern that matches nearly everywhere (numbers) gains nothing from skipping ahead
-        self._pre = _prefilter(regex.pattern, regex.flags) if use else None
+        self._pre = _prefilter(regex.pattern, regex.flags)
         # after an empty match finditer may still match at the same place: such a pattern is iterated by Python
         self._iter = self._pre is not None and P.parse(regex.pattern, regex.flags).getwidth()[0] > 0
 
-    def search(self, text: str, data: bytes | None = None) -> re.Match[str] | None:
-        """`regex.search(text)`; `data` is the text as ASCII bytes, when the caller has it already."""
+    def search(self, text: str, data: bytes | None = None, pos: int = 0) -> re.Match[str] | None:
+        """`regex.search(text, pos)`; `data` is the text as ASCII bytes, when the caller has it already."""
         pre = self._pre
         if pre is None or len(text) < self._short or not text.isascii():
-            return self.regex.search(text)
-        at = pre(text.encode("ascii") if data is None else data, 0)
-        return None if at < 0 else self.regex.search(text, at)
+            return self.regex.search(text, pos)
+        return self._next(text, text.encode("ascii") if data is None else data, pos)
 
     def match(self, text: str, data: bytes | None = None) -> re.Match[str] | None:
         """`regex.match(text)`."""
@@ -181,15 +179,30 @@ class FastRegex:
 
     def finditer(self, text: str, data: bytes | None = None) -> Iterator[re.Match[str]]:
         """`regex.finditer(text)`, one prefiltered search at a time."""
-        pre = self._pre
-        if pre is None or not self._iter or len(text) < self._short or not text.isascii():
+        if self._pre is None or not self._iter or len(text) < self._short or not text.isascii():
             yield from self.regex.finditer(text)
             return
         data = text.encode("ascii") if data is None else data
-        regex, pos = self.regex, 0
-        while (at := pre(data, pos)) >= 0 and (m := regex.search(text, at)) is not None:
+        pos = 0
+        while (m := self._next(text, data, pos)) is not None:
             yield m
             pos = m.end()  # never an empty match (_iter): the next one starts at or after its end
+
+    def _next(self, text: str, data: bytes, pos: int) -> re.Match[str] | None:
+        """The regex's leftmost match at or after pos: tried only where RE2 says a match may start. A match
+        of the regex starts only there, so the first place it matches is where `regex.search` finds one.
+        After a few places where it does not (digits inside words, for numbers), Python scans on."""
+        pre, regex, misses = self._pre, self.regex, 0
+        assert pre is not None
+        while (at := pre(data, pos)) >= 0:
+            m = regex.match(text, at)
+            if m is not None:
+                return m
+            misses += 1
+            if misses > 2:
+                return regex.search(text, at + 1)
+            pos = at + 1
+        return None
 
 
 def fast_compile(pattern: str, flags: int = 0, short: int = 48) -> FastRegex:
