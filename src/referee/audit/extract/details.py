@@ -403,14 +403,20 @@ def stated_details(task: str, writes: list[tuple[int, Any]]) -> Finding:
     if not stated:
         return Finding(value="unknown", note="the task states no checkable detail")
     texts = [(i, json.dumps(_without_personal_dates(a), ensure_ascii=False, default=str)) for i, a in writes]
-    found = [(i, typed_atoms(t, 200)) for i, t in texts]  # once per write, not once per kind asked
-    carried = {k: [(i, v) for i, got in found for k2, v in got if k2 == k] for k, _ in stated}
+    carried: dict[str, list[tuple[int, str]]] = {}
+
+    def atoms_of(kind: str) -> list[tuple[int, str]]:
+        """The writes' atoms of a kind the task states: found once per write, and only when a check needs them."""
+        if not carried:
+            found = [(i, typed_atoms(t, 200)) for i, t in texts]
+            carried.update({k: [(i, v) for i, got in found for k2, v in got if k2 == k] for k, _ in stated})
+        return carried.get(kind, [])
 
     def has(kind: str, value: str) -> bool:
-        if kind == "date":
-            key = date_key(value)
-            return any(date_key(v) == key for _, v in carried[kind]) or any(found_in(value, t) for _, t in texts)
-        return any(found_in(value, t) for _, t in texts)
+        if any(found_in(value, t) for _, t in texts):
+            return True
+        key = date_key(value) if kind == "date" else False  # another form of the same date counts
+        return kind == "date" and any(date_key(v) == key for _, v in atoms_of(kind))
 
     missing = [(k, v) for k, v in stated if not has(k, v)]
     if not missing:
@@ -418,7 +424,7 @@ def stated_details(task: str, writes: list[tuple[int, Any]]) -> Finding:
                              note="the writes carry every detail the task states")
     for kind, value in missing:
         said = {date_key(v) if kind == "date" else v for k, v in stated if k == kind}
-        other = [(i, v) for i, v in carried.get(kind, []) if kind in ("date", "time", "money", "email")
+        other = [(i, v) for i, v in atoms_of(kind) if kind in ("date", "time", "money", "email")
                  and (date_key(v) if kind == "date" else v) not in said]
         if other:
             return Finding(value="no", support=[other[0][0]],

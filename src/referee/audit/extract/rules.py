@@ -339,9 +339,10 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
     if "quoted" in DETAIL_CHECKS and wanted & {"create_edit", "send"} and not wanted & {"delete"}:
         quoted = [q for q in QUOTED_STRICT.findall(task) if len(q.split()) <= 12 and "{" not in q]
         first = ok_writes[0].step.index
-        texts = [" ".join(_strings(thaw(s.args))) for s in view.steps if s.action and s.action != "reply"]
-        shown = _obs_text(view.initial_observation) + "".join(_obs_text(s.observation) for s in view.steps[:first])
-        missing = details.quoted_missing(quoted, texts, shown)
+        missing = details.quoted_missing(
+            quoted, [" ".join(_strings(thaw(s.args))) for s in view.steps if s.action and s.action != "reply"],
+            _obs_text(view.initial_observation) + "".join(_obs_text(s.observation) for s in view.steps[:first])
+        ) if quoted else []  # no quoted text in the task: nothing to look for in what was typed or shown
         if missing:
             return _fe("no", [a.step.index for a in ok_writes],
                        note=f"the task's text {missing[0]!r} is in no action's arguments")
