@@ -49,3 +49,21 @@ def test_a_float_leaves_the_text_to_json():
     v = view.build_view(trace)
     assert v.sha256 == view.hashlib.sha256(view._json(v.as_json()).encode()).hexdigest()
     assert '"amount":1.5e-05' in view._json(v.as_json())
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps, values)
+def test_plain_accessors_give_what_thaw_gives(st_, initial):
+    v = view.build_view(Trace(run_id="r", task="t", steps=st_, initial_observation={"data": initial}))
+    for s in v.steps:
+        assert repr(s.plain_args()) == repr(view.thaw(s.args))
+        assert repr(s.observation.plain_data()) == repr(view.thaw(s.observation.data))
+    assert repr(v.initial_observation.plain_data()) == repr(view.thaw(v.initial_observation.data))
+
+
+def test_plain_accessors_of_values_built_in_python_are_thawed_copies():
+    odd = {1: "a", "b": (1, [2]), "c": {2: 3}}  # a key that is no string, tuples: thaw makes them JSON's
+    parts = view.ViewParts(task="t", initial=None, steps=(("act", {"a": odd}, ("y", None, odd, None, False)),))
+    s = view.freeze_view(parts).steps[0]
+    assert s.plain_args() == {"a": {"1": "a", "b": [1, [2]], "c": {"2": 3}}}
+    assert s.observation.plain_data() == {"1": "a", "b": [1, [2]], "c": {"2": 3}}

@@ -24,17 +24,28 @@ _PLAIN = frozenset({str, int, bool, type(None)})  # the scalars orjson writes ex
 
 
 def _freeze(value: Any, odd: list | None = None) -> Any:
-    """A deeply frozen copy; a float or a type JSON lacks is noted in `odd` (orjson may write it otherwise)."""
+    """A deeply frozen copy. What is not plain JSON is noted in `odd`: `float` for a float (orjson may write it
+    otherwise, thaw keeps it), the type of anything else, `None` for a key that is no string (thaw makes
+    it one); with nothing but floats noted, thawing the copy gives back the value itself."""
     t = type(value)
     if t in _PLAIN:  # most of a trace: returned before any isinstance
         return value
     if t is dict or isinstance(value, dict):
+        if odd is not None and (t is not dict or not all(type(k) is str for k in value)):
+            odd.append(None if t is dict else t)
         return MappingProxyType({k if type(k) is str else str(k): _freeze(v, odd) for k, v in value.items()})
     if t is list or t is tuple or isinstance(value, (list, tuple)):
+        if odd is not None and t is not list:
+            odd.append(t)
         return tuple([_freeze(v, odd) for v in value])
     if odd is not None:
         odd.append(t)
     return value
+
+
+def _json_like(odd: list) -> bool:
+    """Whether a value whose freezing noted `odd` thaws back to itself (its only oddity is floats)."""
+    return all(t is float for t in odd)
 
 
 def thaw(value: Any) -> Any:
@@ -98,6 +109,13 @@ class ViewStep:
     args: Mapping[str, Any]
     observation: ViewObservation | None
 
+    def plain_args(self) -> dict:
+        """`thaw(self.args)`, made once: shared by every caller, so it must be read, never changed."""
+        got = self.__dict__.get("_plain_args")
+        if got is None:
+            got = self.__dict__["_plain_args"] = thaw(self.args)
+        return got
+
     def as_json(self) -> dict:
         d: dict[str, Any] = {"index": self.index}
         if self.action is not None:
@@ -133,12 +151,27 @@ def _obs(o: ObsParts | None, odd: list | None = None) -> ViewObservation | None:
     if o is None:
         return None
     text, ui, data, screenshot, error = o
-    mine: list = []
-    got = ViewObservation(text=text, ui=_freeze(ui, mine), data=_freeze(data, mine), screenshot=screenshot,
+    of_ui: list = []
+    of_data: list = []
+    got = ViewObservation(text=text, ui=_freeze(ui, of_ui), data=_freeze(data, of_data), screenshot=screenshot,
                           error=error)
-    got.__dict__["_plain"] = not mine  # its data and UI hold JSON's types, floats aside: as_text may use orjson
+    got.__dict__["_plain"] = not of_ui and not of_data  # JSON's types, floats aside: as_text may use orjson
+    if _json_like(of_data):
+        got.__dict__["_plain_data"] = data  # what thaw would make of the frozen copy: the data itself
     if odd is not None:
-        odd.extend(mine)
+        odd.extend(of_ui + of_data)
+    return got
+
+
+def _step(index: int, name: str | None, args: Mapping[str, Any], o: ObsParts | None, odd: list) -> ViewStep:
+    if name is None:
+        return ViewStep(index=index, action=None, args=MappingProxyType({}), observation=_obs(o, odd))
+    plain: dict = dict(args)
+    of_args: list = []
+    got = ViewStep(index=index, action=name, args=_freeze(plain, of_args), observation=_obs(o, odd))
+    if _json_like(of_args):
+        got.__dict__["_plain_args"] = plain
+    odd.extend(of_args)
     return got
 
 
@@ -229,9 +262,7 @@ def freeze_view(parts: ViewParts) -> ClaimBlindView:
     rather than from a thaw of what was just frozen.
     """
     odd: list = []  # floats and types JSON lacks, met while freezing: then `json` alone writes the hashed text
-    steps = tuple(ViewStep(index=i, action=name,
-                           args=_freeze(dict(args), odd) if name is not None else MappingProxyType({}),
-                           observation=_obs(o, odd)) for i, (name, args, o) in enumerate(parts.steps))
+    steps = tuple(_step(i, name, args, o, odd) for i, (name, args, o) in enumerate(parts.steps))
     initial = _obs(parts.initial, odd)
     try:
         text = canonical_bytes(_parts_json(parts), fast=not odd)

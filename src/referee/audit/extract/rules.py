@@ -132,7 +132,7 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
               catalog: acting.ToolCatalog = acting.NO_TOOLS) -> _Act | None:
     if step.action is None:
         return None
-    rec = acting.recognise(step.action, thaw(step.args), catalog)
+    rec = acting.recognise(step.action, step.plain_args(), catalog)
     if rec is None:
         return None
     args = rec.args
@@ -265,7 +265,7 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
         if wrong is not None and out["final_supports_goal"].value == "yes":
             out["final_supports_goal"] = wrong
         out["details"] = wrong if wrong is not None else details.stated_details(task, [
-            (a.step.index, thaw(a.step.args)) for a in ok_writes])
+            (a.step.index, a.step.plain_args()) for a in ok_writes])
     return abstain(out, {s.index for s in view.steps if s.observation is not None})
 
 
@@ -313,7 +313,7 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
     task = view.task
     if not ok_writes:
         return None
-    writes = [details.Write(a.step.index, a.step.action or "", a.groups, thaw(a.step.args),
+    writes = [details.Write(a.step.index, a.step.action or "", a.groups, a.step.plain_args(),
                             _data(a.step.observation), _obs_text(a.step.observation)) for a in ok_writes]
     seen = [d for d in [_data(view.initial_observation)] + [_data(s.observation) for s in view.steps] if d is not None]
     if "slot" in DETAIL_CHECKS:
@@ -340,7 +340,7 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
         quoted = [q for q in QUOTED_STRICT.findall(task) if len(q.split()) <= 12 and "{" not in q]
         first = ok_writes[0].step.index
         missing = details.quoted_missing(
-            quoted, [" ".join(_strings(thaw(s.args))) for s in view.steps if s.action and s.action != "reply"],
+            quoted, [" ".join(_strings(s.plain_args())) for s in view.steps if s.action and s.action != "reply"],
             _obs_text(view.initial_observation) + "".join(_obs_text(s.observation) for s in view.steps[:first])
         ) if quoted else []  # no quoted text in the task: nothing to look for in what was typed or shown
         if missing:
@@ -473,7 +473,7 @@ _FILE_PATH = re.compile(r"^[\w./~-]*[/.][\w./~-]*$")
 def _file_edit(a: _Act) -> bool:
     """A write by a file-editor tool (OpenHands `edit`/`write`, `str_replace_editor`): it names a file `path`,
     so, like a shell edit, only a check run after it tells whether the code now works."""
-    args = thaw(a.step.args)
+    args = a.step.plain_args()
     path = args.get("path") if isinstance(args, dict) else None
     return "create_edit" in a.groups and isinstance(path, str) and bool(_FILE_PATH.match(path))
 
@@ -489,7 +489,7 @@ def _checked(view, acts, relevant, ok_writes) -> Finding:
     if later_fail:
         return _fe("no", later_fail, note="the last relevant write failed")
     checks = [a for a in acts if a.step.index > last_ok and a.via == "shell" and a.failed is not None
-              and acting.VERIFY.search(acting.command_text(a.step.action or "", thaw(a.step.args)))]
+              and acting.VERIFY.search(acting.command_text(a.step.action or "", a.step.plain_args()))]
     if not checks:
         return _fe("unknown", [last_ok], note="no test or check ran after the last edit")
     last = checks[-1]
