@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from referee.audit.terminal import TERMINAL_CALLS, is_terminal, split_call  # noqa: F401 (re-exported)
 from referee.audit.extract.lexicon import (
-    COMMIT_LABEL, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS, words,
+    COMMIT_LABEL, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS, ordered_words, words,
 )
 
 # kinds of action the rules reason about
@@ -196,16 +196,6 @@ def _method_of(name: str, args: Any) -> str | None:
             if isinstance(v, str) and v.upper() in HTTP_METHODS:
                 return v.upper()
     return None
-
-
-def ordered_words(name: str) -> list[str]:
-    """The words of a name in order (`getOrder` -> ['get', 'order']).
-
-    >>> ordered_words("get_order_details"), ordered_words("placeOrder")
-    (['get', 'order', 'details'], ['place', 'order'])
-    """
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w]
 
 
 def _verb_groups(text: str) -> frozenset[str]:

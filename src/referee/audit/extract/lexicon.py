@@ -51,14 +51,25 @@ QUOTED_RE = re.compile(r"[\"'“‘]([^\"'”’]{2,80})[\"'”’]")
 _DIGIT, _ALPHA = re.compile(r"[0-9]"), re.compile(r"[A-Za-z]")  # str.isdigit/isalpha on ASCII text
 
 
-def words(name: str) -> set[str]:
+def words(name: str) -> frozenset[str]:
     """Lower-case words of an action name: camelCase, snake_case, kebab and spaces all split.
 
     >>> sorted(words("updateReservation_flights"))
     ['flights', 'reservation', 'update']
     """
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return {w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w}
+    return _words(name)
+
+
+_CAMEL, _NOT_LETTERS = re.compile(r"([a-z0-9])([A-Z])"), re.compile(r"[^A-Za-z]+")
+
+
+def ordered_words(name: str) -> tuple[str, ...]:
+    """The words of a name in order (`getOrder` -> ('get', 'order')).
+
+    >>> ordered_words("get_order_details"), ordered_words("placeOrder")
+    (('get', 'order', 'details'), ('place', 'order'))
+    """
+    return _ordered(name)
 
 
 @lru_cache(maxsize=65536)  # tokens: a corpus's vocabulary repeats (a word is judged once, not once per trace)
@@ -93,6 +104,16 @@ def text_cache(many: int, few: int = 8, short: int = 256) -> Callable[[Callable[
 
         return cached
     return deco
+
+
+@text_cache(8192)  # action names and argument texts repeat through a corpus: split once each
+def _ordered(name: str) -> tuple[str, ...]:
+    return tuple(w for w in _NOT_LETTERS.split(_CAMEL.sub(r"\1 \2", name).lower()) if w)
+
+
+@text_cache(8192)
+def _words(name: str) -> frozenset[str]:
+    return frozenset(_ordered(name))
 
 
 @text_cache(8192)
