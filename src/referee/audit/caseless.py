@@ -69,7 +69,7 @@ class Cue:
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         self.pattern = pattern
-        self._i = re.compile(pattern, flags | re.I)
+        self._i = FastRegex(re.compile(pattern, flags | re.I))  # for text past ASCII
         self._low = FastRegex(re.compile(_lower_literals(pattern), flags & ~re.I))
 
     def search(self, text: str) -> re.Match[str] | _Found | None:
@@ -81,7 +81,7 @@ class Cue:
     def _first(self, text: str, how: str) -> re.Match[str] | _Found | None:
         lowered = _lowered(text)
         if lowered is None:
-            got: re.Match[str] | None = getattr(self._i, how)(text)
+            got: re.Match[str] | None = self._i.search(text) if how == "search" else self._i.match(text)
             return got
         m = getattr(self._low, how)(*lowered)
         return None if m is None else _Found(m, text)

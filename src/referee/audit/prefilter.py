@@ -66,13 +66,18 @@ def _source(op: Any, av: Any) -> str:
     raise _Unsupported(str(op))
 
 
+_OTHER = 0x3F  # '?': what every character past ASCII becomes in the text RE2 reads (text.encode("ascii", "replace"))
+_UNI = 1 << 30  # a flag of this module's own: widen for such a text
+
+
 @lru_cache(maxsize=4096)
 def _ascii_class(source: str, flags: int) -> str:
     """The ASCII characters one element matches, as an RE2 class: found by asking Python's regex about each of
     the 128, so case folding (re.I lets `K`, the Kelvin sign, match `k`), `\\s` (\\x0b and \\x1c are spaces to
-    Python) and `.` are exactly Python's on ASCII text."""
+    Python) and `.` are exactly Python's on ASCII text. For text past ASCII (`_UNI`) the class also takes
+    `?`, which may stand for any character the element matches there."""
     rx = re.compile(source, flags & _FLAGS)
-    got = [c for c in range(128) if rx.fullmatch(chr(c))]
+    got = [c for c in range(128) if rx.fullmatch(chr(c)) or (c == _OTHER and flags & _UNI)]
     if len(got) == 128:
         return "(?s:.)"
     if not got:
@@ -103,10 +108,10 @@ def _op(op: Any, av: Any, flags: int) -> str:
             return "(?m:$)" if flags & re.M else ""  # Python's `$` also matches before a final newline: wider
         if av is C.AT_END_STRING:
             return "\\z"
-        if av is C.AT_BOUNDARY:
-            return "\\b"
+        if av is C.AT_BOUNDARY:  # past ASCII, `?` may be a letter or not: no boundary can be told, so none is asked
+            return "" if flags & _UNI else "\\b"
         if av is C.AT_NON_BOUNDARY:
-            return "\\B"
+            return "" if flags & _UNI else "\\B"
         raise _Unsupported(str(av))
     if op is C.BRANCH:
         return "(?:" + "|".join(_seq(b, flags) for b in av[1]) + ")"
@@ -127,9 +132,10 @@ def _op(op: Any, av: Any, flags: int) -> str:
     raise _Unsupported(str(op))  # back-references, conditionals
 
 
-def widen(pattern: str, flags: int = 0) -> str | None:
+def widen(pattern: str, flags: int = 0, other: bool = False) -> str | None:
     """The RE2 pattern that matches wherever `pattern` does on ASCII text (and maybe elsewhere); None when
-    `pattern` has a construct RE2 cannot stand in for (back-references, group conditions).
+    `pattern` has a construct RE2 cannot stand in for (back-references, group conditions). With `other`, for a
+    text whose characters past ASCII are each replaced by `?`.
 
     >>> print(widen(r"\\bno(?!t)\\s"), widen("k", re.I), widen("(?i)x"))
     \\b\\x{6e}\\x{6f}[\\x{9}-\\x{d}\\x{1c}-\\x{20}] [\\x{4b}\\x{6b}] [\\x{58}\\x{78}]
@@ -138,7 +144,7 @@ def widen(pattern: str, flags: int = 0) -> str | None:
     """
     try:
         parsed = P.parse(pattern, flags)
-        return _seq(parsed, parsed.state.flags)  # with the pattern's own (?i), (?m), (?s)
+        return _seq(parsed, parsed.state.flags | (_UNI if other else 0))  # with the pattern's own (?i), (?m), (?s)
     except (_Unsupported, re.error, RecursionError):
         return None
 
@@ -147,53 +153,62 @@ class FastRegex:
     """A compiled Python regex searched with an RE2 prefilter when one is to be had: the same matches as the
     regex alone (every match is the regex's own), found by skipping to where one may start.
 
-    Below `short` characters the regex alone is faster than a call to RE2, and is used; so it is on
-    text that is not ASCII.
+    RE2 reads the text as ASCII bytes, each character past ASCII replaced by `?` (so its offsets are the
+    text's), with a pattern widened for that. Below `short` characters the regex alone is faster than a
+    call to RE2, and is used.
 
     >>> r = FastRegex(re.compile(r"\\b(unable to|failed)"))
     >>> [m.group(0) for m in r.finditer("it failed; unable to go")], r.search("all fine")
     (['failed', 'unable to'], None)
     """
 
-    __slots__ = ("regex", "_pre", "_short", "_iter")
+    __slots__ = ("regex", "_ascii", "_other", "_short", "_iter")
 
     def __init__(self, regex: re.Pattern[str], short: int = 48) -> None:
         self.regex, self._short = regex, short
-        self._pre = _prefilter(regex.pattern, regex.flags)
+        self._ascii = _prefilter(regex.pattern, regex.flags)
+        self._other = _prefilter(regex.pattern, regex.flags, other=True) if self._ascii is not None else None
         # after an empty match finditer may still match at the same place: such a pattern is iterated by Python
-        self._iter = self._pre is not None and P.parse(regex.pattern, regex.flags).getwidth()[0] > 0
+        self._iter = self._ascii is not None and P.parse(regex.pattern, regex.flags).getwidth()[0] > 0
+
+    @property
+    def _pre(self) -> Callable[[bytes, int], int] | None:
+        return self._ascii
+
+    def _reader(self, text: str, data: bytes | None) -> tuple[Callable[[bytes, int], int] | None, bytes]:
+        """The prefilter for this text and the bytes it reads (`data`: the ASCII text's bytes, when known)."""
+        if len(text) < self._short:
+            return None, b""
+        if text.isascii():
+            return self._ascii, text.encode("ascii") if data is None else data
+        return self._other, text.encode("ascii", "replace")
 
     def search(self, text: str, data: bytes | None = None, pos: int = 0) -> re.Match[str] | None:
         """`regex.search(text, pos)`; `data` is the text as ASCII bytes, when the caller has it already."""
-        pre = self._pre
-        if pre is None or len(text) < self._short or not text.isascii():
-            return self.regex.search(text, pos)
-        return self._next(text, text.encode("ascii") if data is None else data, pos)
+        pre, data = self._reader(text, data)
+        return self.regex.search(text, pos) if pre is None else self._next(pre, text, data, pos)
 
     def match(self, text: str, data: bytes | None = None) -> re.Match[str] | None:
         """`regex.match(text)`."""
-        pre = self._pre
-        if pre is None or len(text) < self._short or not text.isascii():
-            return self.regex.match(text)
-        return self.regex.match(text) if pre(text.encode("ascii") if data is None else data, 0) == 0 else None
+        pre, data = self._reader(text, data)
+        return self.regex.match(text) if pre is None or pre(data, 0) == 0 else None
 
     def finditer(self, text: str, data: bytes | None = None) -> Iterator[re.Match[str]]:
         """`regex.finditer(text)`, one prefiltered search at a time."""
-        if self._pre is None or not self._iter or len(text) < self._short or not text.isascii():
+        pre, data = self._reader(text, data) if self._iter else (None, b"")
+        if pre is None:
             yield from self.regex.finditer(text)
             return
-        data = text.encode("ascii") if data is None else data
         pos = 0
-        while (m := self._next(text, data, pos)) is not None:
+        while (m := self._next(pre, text, data, pos)) is not None:
             yield m
             pos = m.end()  # never an empty match (_iter): the next one starts at or after its end
 
-    def _next(self, text: str, data: bytes, pos: int) -> re.Match[str] | None:
+    def _next(self, pre: Callable[[bytes, int], int], text: str, data: bytes, pos: int) -> re.Match[str] | None:
         """The regex's leftmost match at or after pos: tried only where RE2 says a match may start. A match
         of the regex starts only there, so the first place it matches is where `regex.search` finds one.
         After a few places where it does not (digits inside words, for numbers), Python scans on."""
-        pre, regex, misses = self._pre, self.regex, 0
-        assert pre is not None
+        regex, misses = self.regex, 0
         while (at := pre(data, pos)) >= 0:
             m = regex.match(text, at)
             if m is not None:
@@ -214,12 +229,12 @@ def fast_compile(pattern: str, flags: int = 0, short: int = 48) -> FastRegex:
     return FastRegex(re.compile(pattern, flags), short)
 
 
-def _prefilter(pattern: str, flags: int = 0) -> Callable[[bytes, int], int] | None:
+def _prefilter(pattern: str, flags: int = 0, other: bool = False) -> Callable[[bytes, int], int] | None:
     """Where RE2, on the widened pattern, first matches in data[pos:] (-1: nowhere); None when there is no RE2
     or the pattern cannot be widened."""
     if _re2 is None:
         return None
-    wide = widen(pattern, flags)
+    wide = widen(pattern, flags, other)
     if wide is None:
         return None
     options = _re2.Options()
