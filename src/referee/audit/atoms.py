@@ -177,11 +177,12 @@ class Haystack:
     (True, True, False)
     """
 
-    __slots__ = ("_text", "_folded", "_numbers", "_dates", "_times")
+    __slots__ = ("_text", "_folded", "_squeezed", "_numbers", "_dates", "_times")
 
     def __init__(self, text: str | Callable[[], str]) -> None:
         self._text = text
         self._folded: str | None = None
+        self._squeezed: str | None = None
         self._numbers: frozenset[str] | None = None
         self._dates: frozenset[tuple[int, int]] | None = None
         self._times: frozenset[tuple[int, int]] | None = None
@@ -197,6 +198,15 @@ class Haystack:
         if self._folded is None:
             self._folded = _fold(self.text)
         return self._folded
+
+    @property
+    def squeezed(self) -> str:
+        """The text lower-cased without `*`: what `folded` is before its whitespace is made single spaces, about
+        ten times cheaper to make. An atom without a space is in one exactly where it is in the other, with
+        the same characters beside it, or whitespace (which is no letter or digit) where `folded` has a space."""
+        if self._squeezed is None:
+            self._squeezed = self.text.lower().replace("*", "")
+        return self._squeezed
 
     @property
     def numbers(self) -> frozenset[str]:
@@ -267,7 +277,8 @@ def found_in(atom: str, haystack: str | Haystack) -> bool:
     (False, False, False)
     """
     h = haystack if isinstance(haystack, Haystack) else _shared(haystack)
-    folded, hay = _fold(atom).rstrip(".,;:!?"), h.folded
+    folded = _fold(atom).rstrip(".,;:!?")
+    hay = h.folded if " " in folded else h.squeezed
     if folded and (folded[0].isdigit() or folded[-1].isdigit()):
         # a number or an id ending in one is found whole: 12 is not in T-1203, ORD-77 not in ORD-771
         if _whole(folded, hay, folded[0].isalnum(), folded[-1].isalnum()):
