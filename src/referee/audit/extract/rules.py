@@ -187,7 +187,13 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
         catalog = acting.ToolCatalog(catalog.rules, {**dict(view.tools), **dict(catalog.definitions or {})})
     wanted = task_groups(task)
     conditional = bool(wanted) and not task_groups(task, unconditional=True)
-    acts = [a for a in (_classify(s, _before(view, s.index), catalog) for s in view.steps) if a is not None]
+    acts: list[_Act] = []
+    screen = view.initial_observation  # the last observation so far: the screen each action was taken on
+    for s in view.steps:
+        if (act := _classify(s, screen, catalog)) is not None:
+            acts.append(act)
+        if s.observation is not None:
+            screen = s.observation
     writes = [a for a in acts if a.kind in ("write", "gui_commit")]
     relevant = [a for a in writes if not wanted or a.groups & wanted] or ([] if wanted else writes)
     query_like = not wanted and not writes
