@@ -160,7 +160,10 @@ def mentioned(task: str, options: set[str]) -> set[str]:
     ['basic economy']
     """
     spans: dict[str, list[tuple[int, int]]] = {}
-    for o in options:
+    low = task.lower() if task.isascii() else None  # on ASCII, re.I is lower-case equality: a word not in it
+    for o in options:                               # cannot match
+        if low is not None and o.isascii() and not all(w.lower() in low for w in o.split()):
+            continue
         pat = r"(?<![A-Za-z])" + r"[\s_\-]+".join(map(re.escape, o.split())) + r"(?![A-Za-z])"
         found = [m.span() for m in re.finditer(pat, task, re.I)]
         if found:
