@@ -287,6 +287,38 @@ _INFLECTIONS = (("lling", "l"), ("lled", "l"), ("ing", ""), ("ing", "e"), ("ed",
                 ("s", ""))
 
 
+_CLAUSE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@']*[A-Za-z0-9]|[,()]")
+
+
+class _Judged(dict):
+    """What clause_targets makes of each word, for one vocabulary of write groups: (negates, the group of its
+    verb, whether it is an edit verb). Words repeat from task to task: each is judged once (bounded)."""
+
+    def __init__(self, groups: dict[str, frozenset[str]]) -> None:
+        super().__init__()
+        self.groups = groups
+        self.verbs = {v: g for g, vs in groups.items() if g != "create_edit" for v in vs}
+        self.edit = groups.get("create_edit", frozenset())
+
+    def judge(self, low: str) -> tuple[bool, str | None, bool]:
+        if len(self) > 1 << 16:
+            self.clear()
+        verb = _verb(low, self.verbs)
+        got = self[low] = (bool(NEGATION.fullmatch(low)) or low.endswith("n't"),
+                           self.verbs[verb] if verb else None, not verb and _verb(low, self.edit) is not None)
+        return got
+
+
+_JUDGED: list[_Judged] = []
+
+
+def _judged(groups: dict[str, frozenset[str]]) -> _Judged:
+    """The judgments for this vocabulary (the rules' GROUPS, almost always: kept while it is the one asked)."""
+    if not _JUDGED or _JUDGED[0].groups is not groups:
+        _JUDGED[:] = [_Judged(groups)]
+    return _JUDGED[0]
+
+
 def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -> dict[str, str]:
     """Ids the task puts right after a verb of a write group (same clause, before the next verb of
     another group), mapped to that group; negated or conditional clauses are skipped.
@@ -296,19 +328,15 @@ def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -
     {'X1Y2Z3': 'delete', 'A9B8C7': 'delete'}
     """
     out: dict[str, str] = {}
-    verbs = {v: g for g, vs in groups.items() if g != "create_edit" for v in vs}
-    edit = groups.get("create_edit", frozenset())
-    seen: dict[str, tuple[bool, str | None, bool]] = {}  # a word is judged once per task: (negates, group, edit)
+    seen = _judged(groups)  # a word is judged once: (negates, group, edit)
     for sent in SENTENCE.split(task):
         current: str | None = None
         neg = False
-        for tok in re.findall(r"[A-Za-z0-9][A-Za-z0-9_\-.@']*[A-Za-z0-9]|[,()]", sent):
+        for tok in _CLAUSE_TOKEN.findall(sent):
             low = tok.lower()
             got = seen.get(low)
             if got is None:
-                verb = _verb(low, verbs)
-                got = seen[low] = (bool(NEGATION.fullmatch(low)) or low.endswith("n't"),
-                                   verbs[verb] if verb else None, not verb and _verb(low, edit) is not None)
+                got = seen.judge(low)
             negates, group, edits = got
             if negates:
                 neg = True
