@@ -10,6 +10,8 @@ import re
 from functools import lru_cache, wraps
 from typing import Callable, TypeVar
 
+from referee.audit.prefilter import FastRegex
+
 T = TypeVar("T")
 
 GROUPS: dict[str, frozenset[str]] = {
@@ -142,14 +144,27 @@ def shape(tok: str) -> str:
 
 # a sentence or clause that makes its action depend on something: "if X, do Y", "otherwise ...", "unless ..."
 CONDITIONAL = re.compile(r"\b(if|unless|otherwise|else|in case|only when|provided that|whether)\b", re.I)
+_CONDITIONAL = FastRegex(CONDITIONAL)
 
 
 @lru_cache(maxsize=256)  # both task_groups variants of a task ask: split it once
 def _asking(task: str) -> tuple[tuple[str, bool], ...]:
     """The task's sentences that ask for an action (no question, no answer-format line), each with whether
     its action depends on a condition."""
-    return tuple((s, CONDITIONAL.search(s) is not None) for s in _SENTENCE_END.split(task)
-                 if s.strip() and not QUESTION.match(s))
+    # the conditional words, found in one scan of the whole task: none spans a sentence break (they are letters
+    # and single spaces after a letter), and a break is no letter, as the end of a sentence on its own is not
+    ifs = [m.start() for m in _CONDITIONAL.finditer(task)]
+    out, start, k = [], 0, 0
+    for brk in [*_SENTENCE_END.finditer(task), None]:
+        end = len(task) if brk is None else brk.start()
+        s = task[start:end]
+        while k < len(ifs) and ifs[k] < start:
+            k += 1
+        if s.strip() and not QUESTION.match(s):
+            out.append((s, k < len(ifs) and ifs[k] < end))
+        if brk is not None:
+            start = brk.end()
+    return tuple(out)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
