@@ -166,15 +166,16 @@ class FastRegex:
 
     def __init__(self, regex: re.Pattern[str], short: int = 48) -> None:
         self.regex, self._short = regex, short
-        self._made = False  # the RE2 side is made on first use: importing a module of patterns stays cheap
+        # each RE2 side is made on its first use (about 3 ms each): importing a module of patterns stays cheap,
+        # and a corpus of ASCII text never makes the other
+        self._made = False
         self._ascii: Callable[[bytes, int], int] | None = None
-        self._other: Callable[[bytes, int], int] | None = None
+        self._other: Callable[[bytes, int], int] | None | bool = False  # False: not made yet
         self._iter = False
 
     def _make(self) -> None:
         regex = self.regex
         self._ascii = _prefilter(regex.pattern, regex.flags)
-        self._other = _prefilter(regex.pattern, regex.flags, other=True) if self._ascii is not None else None
         # after an empty match finditer may still match at the same place: such a pattern is iterated by Python
         self._iter = self._ascii is not None and P.parse(regex.pattern, regex.flags).getwidth()[0] > 0
         self._made = True
@@ -193,7 +194,10 @@ class FastRegex:
             self._make()
         if text.isascii():
             return self._ascii, text.encode("ascii") if data is None else data
-        return self._other, text.encode("ascii", "replace")
+        if self._other is False:
+            regex = self.regex
+            self._other = _prefilter(regex.pattern, regex.flags, other=True) if self._ascii is not None else None
+        return self._other, text.encode("ascii", "replace")  # type: ignore[return-value]
 
     def search(self, text: str, data: bytes | None = None, pos: int = 0) -> re.Match[str] | None:
         """`regex.search(text, pos)`; `data` is the text as ASCII bytes, when the caller has it already."""
