@@ -58,6 +58,7 @@ def test_plain_accessors_give_what_thaw_gives(st_, initial):
     for s in v.steps:
         assert repr(s.plain_args()) == repr(view.thaw(s.args))
         assert repr(s.observation.plain_data()) == repr(view.thaw(s.observation.data))
+        assert repr(s.observation.plain_ui()) == repr(view.thaw(s.observation.ui))
     assert repr(v.initial_observation.plain_data()) == repr(view.thaw(v.initial_observation.data))
 
 

@@ -82,9 +82,16 @@ class ViewObservation:
             parts = [self.text or ""]
             for v in (self.data, self.ui):
                 if v is not None:
-                    parts.append(canonical_json(self.plain_data() if v is self.data else thaw(v),
+                    parts.append(canonical_json(self.plain_data() if v is self.data else self.plain_ui(),
                                                 fast=self.__dict__.get("_plain", False)))
             got = self.__dict__["_as_text"] = "\n".join(parts)
+        return got
+
+    def plain_ui(self) -> Any:
+        """`thaw(self.ui)`, made once: shared by every caller, so it must be read, never changed."""
+        got = self.__dict__.get("_plain_ui", _UNSET)
+        if got is _UNSET:
+            got = self.__dict__["_plain_ui"] = thaw(self.ui)
         return got
 
     def plain_data(self) -> Any:
@@ -158,6 +165,8 @@ def _obs(o: ObsParts | None, odd: list | None = None) -> ViewObservation | None:
     got.__dict__["_plain"] = not of_ui and not of_data  # JSON's types, floats aside: as_text may use orjson
     if _json_like(of_data):
         got.__dict__["_plain_data"] = data  # what thaw would make of the frozen copy: the data itself
+    if _json_like(of_ui):
+        got.__dict__["_plain_ui"] = ui
     if odd is not None:
         odd.extend(of_ui + of_data)
     return got

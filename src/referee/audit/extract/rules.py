@@ -22,7 +22,7 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
     ID_RE, FILE_RE, QUOTED_STRICT, QUESTION, QUOTED_RE, words, is_id, ids_in, shape, task_groups,
 )
 from referee.audit.records import Finding
-from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep, thaw
+from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep
 
 RULES_VERSION = "5"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
 # 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits
@@ -102,7 +102,7 @@ def _ui_label(args: Any, prev: ViewObservation | None) -> str:
         return m.group(1)
     if prev.ui is None:
         return ""
-    ui = thaw(prev.ui)
+    ui = prev.plain_ui()
     found = None
     for d in details._dicts(ui):
         if any(d.get(k) == num for k in ("index", "idx", "id", "element_id", "node_id", "bid")):
