@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic_core import from_json
+
 MAX_DEPTH = 200  # nesting levels a record may have (objects and arrays)
 
 
@@ -79,7 +81,19 @@ def loads(text: str | bytes) -> Any:
 
 
 def loads_text(text: str, *, max_depth: int, message: str) -> Any:
-    """`json.loads` with the depth limit: ValueError(`message`) for a value nested deeper than `max_depth`."""
+    """`json.loads` with the depth limit: ValueError(`message`) for a value nested deeper than `max_depth`.
+
+    pydantic-core parses first (about twice as fast): where it accepts a text, `json` gives the same value; what
+    it refuses (`json`'s errors, and a lone surrogate escape or nesting past 200 levels) goes to `json`.
+    """
+    try:
+        value = from_json(text)
+    except ValueError:
+        pass
+    else:
+        if text.count("[") + text.count("{") > max_depth and nested_deeper(value, max_depth):
+            raise ValueError(message)
+        return value
     try:
         value = json.loads(text)
     except RecursionError:

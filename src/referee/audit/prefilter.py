@@ -162,23 +162,35 @@ class FastRegex:
     (['failed', 'unable to'], None)
     """
 
-    __slots__ = ("regex", "_ascii", "_other", "_short", "_iter")
+    __slots__ = ("regex", "_ascii", "_other", "_short", "_iter", "_made")
 
     def __init__(self, regex: re.Pattern[str], short: int = 48) -> None:
         self.regex, self._short = regex, short
+        self._made = False  # the RE2 side is made on first use: importing a module of patterns stays cheap
+        self._ascii: Callable[[bytes, int], int] | None = None
+        self._other: Callable[[bytes, int], int] | None = None
+        self._iter = False
+
+    def _make(self) -> None:
+        regex = self.regex
         self._ascii = _prefilter(regex.pattern, regex.flags)
         self._other = _prefilter(regex.pattern, regex.flags, other=True) if self._ascii is not None else None
         # after an empty match finditer may still match at the same place: such a pattern is iterated by Python
         self._iter = self._ascii is not None and P.parse(regex.pattern, regex.flags).getwidth()[0] > 0
+        self._made = True
 
     @property
     def _pre(self) -> Callable[[bytes, int], int] | None:
+        if not self._made:
+            self._make()
         return self._ascii
 
     def _reader(self, text: str, data: bytes | None) -> tuple[Callable[[bytes, int], int] | None, bytes]:
         """The prefilter for this text and the bytes it reads (`data`: the ASCII text's bytes, when known)."""
         if len(text) < self._short:
             return None, b""
+        if not self._made:
+            self._make()
         if text.isascii():
             return self._ascii, text.encode("ascii") if data is None else data
         return self._other, text.encode("ascii", "replace")
@@ -195,8 +207,8 @@ class FastRegex:
 
     def finditer(self, text: str, data: bytes | None = None) -> Iterator[re.Match[str]]:
         """`regex.finditer(text)`, one prefiltered search at a time."""
-        pre, data = self._reader(text, data) if self._iter else (None, b"")
-        if pre is None:
+        pre, data = self._reader(text, data)
+        if pre is None or not self._iter:
             yield from self.regex.finditer(text)
             return
         pos = 0

@@ -458,8 +458,10 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     # every id the task names, of a kind the writes target, must have been acted on successfully
     target_shapes = {shape(t) for a in relevant for t in a.arg_ids}
     named = {t for t in task_ids if shape(t) in target_shapes}
-    done = {t for a in ok_writes for t in a.arg_ids | ids_in(_obs_text(a.step.observation))}
-    missing = sorted(named - done)
+    left = named - {t for a in ok_writes for t in a.arg_ids}
+    if left:  # a named target no write's arguments hold may still be one a write's result shows
+        left -= {t for a in ok_writes for t in ids_in(_obs_text(a.step.observation))}
+    missing = sorted(left)
     if missing:
         return _fe("no", [a.step.index for a in ok_writes], note=f"task target {missing[0]!r} was never acted on")
     last_ok = ok_writes[-1].step.index
