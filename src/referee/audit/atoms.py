@@ -12,7 +12,7 @@ from typing import Callable
 
 from referee.audit.caseless import Cue
 from referee.audit.prefilter import FastRegex
-from referee.audit.extract.lexicon import is_id
+from referee.audit.extract.lexicon import ID_RE, ids_in
 
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _PATTERNS = (
@@ -33,7 +33,7 @@ _QUOTE, _DIGIT = re.compile("[\"“'‘]"), re.compile(r"\d")  # dates, times, m
 # prefilter where it is installed
 _FAST: dict[str, Cue | FastRegex] = {kind: Cue(pat.pattern, pat.flags & ~re.I) if pat.flags & re.I else FastRegex(pat)
                                      for kind, pat in _PATTERNS}
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
+_TOKEN = ID_RE  # an id is a token of these characters (lexicon.ids_in finds them)
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _ONE_DIGIT = re.compile(r"-?\d")
 
@@ -74,7 +74,7 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
     for kind, _ in _PATTERNS:
         if kind == "number":  # ids before bare numbers: ORD-7731 is one atom, not 7731
             # which tokens are ids is decided once per distinct token; most texts hold none, and skip the walk
-            ids = {t for t in set(_TOKEN.findall(text)) if is_id(t) and not _NUM.fullmatch(t)}
+            ids = {t for t in ids_in(text) if not _NUM.fullmatch(t)}  # ids_in: the ids among _TOKEN's tokens
             if ids:
                 for m in _TOKEN.finditer(text):
                     if m.group(0) in ids and free(*m.span()):
