@@ -143,10 +143,15 @@ def widen(pattern: str, flags: int = 0, other: bool = False) -> str | None:
     True
     """
     try:
-        parsed = P.parse(pattern, flags)
+        parsed = _parsed(pattern, flags)
         return _seq(parsed, parsed.state.flags | (_UNI if other else 0))  # with the pattern's own (?i), (?m), (?s)
     except (_Unsupported, re.error, RecursionError):
         return None
+
+
+@lru_cache(maxsize=128)  # a pattern is parsed once for both its RE2 sides and its width (big cues: ~4 ms a parse)
+def _parsed(pattern: str, flags: int) -> Any:
+    return P.parse(pattern, flags)
 
 
 class FastRegex:
@@ -177,7 +182,7 @@ class FastRegex:
         regex = self.regex
         self._ascii = _prefilter(regex.pattern, regex.flags)
         # after an empty match finditer may still match at the same place: such a pattern is iterated by Python
-        self._iter = self._ascii is not None and P.parse(regex.pattern, regex.flags).getwidth()[0] > 0
+        self._iter = self._ascii is not None and _parsed(regex.pattern, regex.flags).getwidth()[0] > 0
         self._made = True
 
     @property
