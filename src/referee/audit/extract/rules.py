@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -74,9 +75,16 @@ class _Act:
     kind: str            # write | read | gui_type | gui_commit | gui_other | gui_unlabelled | handoff | other
     groups: frozenset[str]
     failed: bool | None
-    arg_ids: frozenset[str]
+    id_args: Any         # the arguments that may name entities (no element ids, no HTTP method)
+    target: str | None   # the argument a user's tool map names as the target
     arg_text: str
     via: str = "verb"    # which layer recognised it (acting.recognise)
+
+    @cached_property
+    def arg_ids(self) -> frozenset[str]:
+        """The entity ids the arguments name: found when a check asks (most reads' never are)."""
+        found = frozenset(t for s in _strings(self.id_args) for t in ids_in(s))
+        return found | {self.target} if self.target else found
 
 
 _BID = re.compile(r"^[A-Za-z]{0,3}\d+$")
@@ -142,8 +150,6 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
     id_args = _without_element_ids(args) if rec.via == "browser" else (
         {k: v for k, v in args.items() if k not in ("method", "http_method", "verb")}
         if rec.via == "http" and isinstance(args, dict) else args)
-    arg_ids = frozenset(t for s in _strings(id_args) for t in ids_in(s)) | (
-        frozenset({rec.target}) if rec.target else frozenset())
     arg_text = " ".join(_strings(id_args))
     if kind == "gui_other":
         if not re.search(r"[A-Za-z]", arg_text):
@@ -157,7 +163,7 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
     failed = _failed(step.observation, rec, catalog)
     if kind == "gui_commit" and failed is None:
         failed = False  # a click that was made is done; a GUI shows no result code
-    return _Act(step, kind, groups, failed, arg_ids, arg_text, rec.via)
+    return _Act(step, kind, groups, failed, id_args, rec.target, arg_text, rec.via)
 
 
 def _fe(value: str, support: Iterable[int] = (), note: str | None = None) -> Finding:
