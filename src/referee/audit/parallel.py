@@ -43,7 +43,7 @@ from referee.errors import RefereeError, TraceError, UsageError, exc_brief
 from referee.executors import ExecutorOptions, make_pool, map_chunks
 
 # imported once by the forkserver, so each worker starts ready
-WORKER_MODULES = ("referee.audit.parallel", "referee.audit.extract.rules", "referee.audit.claims")
+WORKER_MODULES = ("referee.audit.parallel", "referee.audit.extract.rules", "referee.audit.claims", "referee.audit.warm")
 META_KEYS = ("group", "split", "source", "advisory")  # the fields of `meta` a record keeps
 
 Result = RecordLine | TraceError

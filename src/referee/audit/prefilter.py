@@ -15,6 +15,7 @@ word and space classes are ASCII ones. Pure.
 from __future__ import annotations
 
 import re
+import weakref
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
@@ -154,6 +155,18 @@ def _parsed(pattern: str, flags: int) -> Any:
     return P.parse(pattern, flags)
 
 
+_MADE_LATER: "weakref.WeakSet[FastRegex]" = weakref.WeakSet()
+
+
+def make_all() -> int:
+    """Make the ASCII RE2 side of every FastRegex made so far (a process pool's forkserver calls this once, so
+    each worker starts with them); the number made."""
+    todo = [f for f in list(_MADE_LATER) if not f._made]
+    for f in todo:
+        f._make()
+    return len(todo)
+
+
 class FastRegex:
     """A compiled Python regex searched with an RE2 prefilter when one is to be had: the same matches as the
     regex alone (every match is the regex's own), found by skipping to where one may start.
@@ -167,7 +180,7 @@ class FastRegex:
     (['failed', 'unable to'], None)
     """
 
-    __slots__ = ("regex", "_ascii", "_other", "_short", "_iter", "_made")
+    __slots__ = ("regex", "_ascii", "_other", "_short", "_iter", "_made", "__weakref__")
 
     def __init__(self, regex: re.Pattern[str], short: int = 48) -> None:
         self.regex, self._short = regex, short
@@ -177,6 +190,7 @@ class FastRegex:
         self._ascii: Callable[[bytes, int], int] | None = None
         self._other: Callable[[bytes, int], int] | None | bool = False  # False: not made yet
         self._iter = False
+        _MADE_LATER.add(self)
 
     def _make(self) -> None:
         regex = self.regex
