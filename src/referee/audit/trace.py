@@ -198,6 +198,34 @@ _LEVELS: dict[str, type[BaseModel]] = {"": Trace, "steps[]": Step, "steps[].acti
 _FIELDS: dict[str, frozenset[str]] = {level: frozenset(m.model_fields) for level, m in _LEVELS.items()}
 
 
+def _as_is(obj: Any) -> bool:
+    """Whether `tolerate` would give back `obj` as it is (nothing to drop, nothing to coerce): then it does, without
+    copying every step (the record is validated into models next, which copy what they keep)."""
+    if type(obj) is not dict or not obj.keys() <= _FIELDS[""] or "tools" in obj:
+        return False
+    rid = obj.get("run_id")
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        return False
+    if isinstance(io := obj.get("initial_observation"), dict) and not _plain(io, "initial_observation"):
+        return False
+    steps = obj.get("steps")
+    if isinstance(steps, list):
+        for st in steps:
+            if not isinstance(st, dict):
+                continue
+            a, o = st.get("action"), st.get("observation")
+            if not (_plain(st, "steps[]") and (not isinstance(a, dict) or _plain(a, "steps[].action"))
+                    and (not isinstance(o, dict) or _plain(o, "steps[].observation"))):
+                return False
+    return True
+
+
+def _plain(value: dict, level: str) -> bool:
+    """A mapping of `level` that `tolerate` keeps as it is: a plain dict of known fields, no `error: null`."""
+    return type(value) is dict and value.keys() <= _FIELDS[level] and not (
+        "error" in value and value["error"] is None and _LEVELS[level] is Observation)
+
+
 def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
     """Drop the fields trace v1 does not define (other writers add timestamps, thoughts, ids) and
     coerce harmless variants (`run_id` a number, `error: null`); returns the cleaned record and the
@@ -206,6 +234,8 @@ def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
     >>> tolerate({"run_id": 7, "task": "t", "steps": [{"ts": 1, "observation": {"error": None}}]})
     ({'run_id': '7', 'task': 't', 'steps': [{'observation': {'error': False}}]}, ('steps[].ts',))
     """
+    if _as_is(obj):
+        return obj, ()
     dropped: set[str] = set()
 
     def clean(value: Any, level: str) -> Any:
