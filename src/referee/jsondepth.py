@@ -65,6 +65,17 @@ def nested_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def parsed_deeper(value: Any, text: str, start: int = 0, end: int | None = None, limit: int = MAX_DEPTH) -> bool:
+    """`nested_deeper(value, limit)` for a value parsed from text[start:end]: a text with at most `limit`
+    brackets cannot nest deeper, and its value is not walked.
+
+    >>> parsed_deeper([[1]], "[[1]]", limit=1), parsed_deeper([[1]], "[[1]]", limit=2)
+    (True, False)
+    """
+    end = len(text) if end is None else end
+    return text.count("[", start, end) + text.count("{", start, end) > limit and nested_deeper(value, limit)
+
+
 def loads(text: str | bytes) -> Any:
     """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH
     (bytes are read as UTF-8; a bad byte is a ValueError too).
@@ -91,7 +102,7 @@ def loads_text(text: str, *, max_depth: int, message: str) -> Any:
     except ValueError:
         pass
     else:
-        if text.count("[") + text.count("{") > max_depth and nested_deeper(value, max_depth):
+        if parsed_deeper(value, text, limit=max_depth):
             raise ValueError(message)
         return value
     try:

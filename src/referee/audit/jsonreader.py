@@ -11,7 +11,7 @@ from referee.audit.jsonwindow import (
     _CHECKS, _DECODE, _KEY, _LINE_OPENER, _MARGIN, _NONE, _SCAN, _SEP, _WS, JsonValue, _end, _Layout, _scan,
     _shares_key, _whole_line, _Window,
 )
-from referee.jsondepth import MAX_DEPTH, nested_deeper
+from referee.jsondepth import MAX_DEPTH, parsed_deeper
 
 class _Reader:
     def __init__(self, raw: BinaryIO, chunk: int, *, first_line: int = 1, sig: bool = True) -> None:
@@ -178,7 +178,7 @@ class _Reader:
                         value, end = scan(buf, j)
                     except (StopIteration, ValueError, RecursionError):
                         return
-                if end >= end_ok or (count("[", j, end) + count("{", j, end) > MAX_DEPTH and nested_deeper(value)):
+                if end >= end_ok or parsed_deeper(value, buf, j, end):
                     return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
                 if needle is not None:
@@ -245,7 +245,7 @@ class _Reader:
 
     def _checked(self, line: int, value: Any, start: int, end: int) -> JsonValue:
         """A record that parsed at buf[start:end]: its value, or an error when it nests too deep."""
-        if nested_deeper(value):
+        if parsed_deeper(value, self.w.buf, start, end):
             return JsonValue(line=line, error=f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {line}")
         return JsonValue(line=line, value=value)
 

@@ -23,7 +23,7 @@ apply; the caller turns a finding into `final_supports_goal: no`.
 
 from __future__ import annotations
 
-from referee.audit.extract.lexicon import text_cache
+from referee.audit.extract.lexicon import SENTENCE, text_cache
 from referee.audit.records import Finding
 
 import json
@@ -41,7 +41,6 @@ NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
 ATTR_NUM = re.compile(r"(?<![\w$.,:/\-])(\d{4})(?![\w,:/\-]|\.\d|\s*(?:am|pm|dollars?|usd|%)\b)", re.I)
 YEAR = re.compile(r"^(19|20)\d\d$")
 NEGATION = re.compile(r"\b(not|n't|never|no longer|without|unless|if)\b", re.I)
-SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
 
 def leaves(v: Any, key: str = "") -> list[tuple[str, Any]]:

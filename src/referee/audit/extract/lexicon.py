@@ -142,6 +142,7 @@ def shape(tok: str) -> str:
     return f"{kind}{len(tok)}"
 
 
+SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")  # where a task's sentences break
 # a sentence or clause that makes its action depend on something: "if X, do Y", "otherwise ...", "unless ..."
 CONDITIONAL = re.compile(r"\b(if|unless|otherwise|else|in case|only when|provided that|whether)\b", re.I)
 _CONDITIONAL = FastRegex(CONDITIONAL)
@@ -155,7 +156,7 @@ def _asking(task: str) -> tuple[tuple[str, bool], ...]:
     # and single spaces after a letter), and a break is no letter, as the end of a sentence on its own is not
     ifs = [m.start() for m in _CONDITIONAL.finditer(task)]
     out, start, k = [], 0, 0
-    for brk in [*_SENTENCE_END.finditer(task), None]:
+    for brk in [*SENTENCE.finditer(task), None]:
         end = len(task) if brk is None else brk.start()
         s = task[start:end]
         while k < len(ifs) and ifs[k] < start:
@@ -165,9 +166,6 @@ def _asking(task: str) -> tuple[tuple[str, bool], ...]:
         if brk is not None:
             start = brk.end()
     return tuple(out)
-
-
-_SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
 
 
 @lru_cache(maxsize=4096)
