@@ -196,7 +196,7 @@ class Haystack:
     @property
     def folded(self) -> str:
         if self._folded is None:
-            self._folded = _fold(self.text)
+            self._folded = " ".join(self.squeezed.split())  # _fold(self.text), from what `squeezed` already did
         return self._folded
 
     @property
@@ -249,7 +249,7 @@ def time_key(s: str) -> tuple[int, int] | None:
     return (h, mi) if h < 24 and mi < 60 else None
 
 
-@lru_cache(maxsize=4)  # the same haystack is folded once for all of a report's atoms
+@lru_cache(maxsize=4)  # an atom is looked for in several texts in a row (a stated detail in each write)
 def _fold(s: str) -> str:
     return " ".join(s.lower().replace("*", "").split())  # str.split's whitespace is re's \s: the same text, in C
 

@@ -1,15 +1,15 @@
-"""An RE2 prefilter for a Python regex: where on ASCII text a match may start, found in linear time.
+"""An RE2 prefilter for a Python regex: where in a text a match may start, found in linear time.
 
 Python's regex engine tries a big alternation (`\\b(unable to|failed|...)`) at every position of a
 text; RE2 scans it once with an automaton, some ten times faster. RE2 lacks lookarounds and
 back-references and reads `\\s` and `$` another way, so it never decides a match here: it runs a
-*wider* pattern (every lookaround dropped, every class spelled out for ASCII) whose matches include
-every match of the Python one. Its leftmost match start is then where Python's regex resumes its
-search: no match of the Python pattern can start before it, so the result is exactly Python's.
+*wider* pattern (every lookaround dropped, every class spelled out as the ASCII characters Python's
+regex matches) whose matches include every match of the Python one. Python's regex is then tried
+only where the wider pattern matches, so the result is exactly Python's. A text past ASCII is read
+by RE2 with each other character as `?`, against a pattern widened once more for that.
 
 RE2 is optional (`pip install 'referee[fast]'`); without it, or for a pattern this module cannot
-widen, `prefilter` gives None and the caller searches with Python alone. ASCII text only: RE2's
-word and space classes are ASCII ones. Pure.
+widen, a `FastRegex` searches with Python alone. Pure.
 """
 
 from __future__ import annotations
@@ -253,15 +253,6 @@ class FastRegex:
                 return regex.search(text, at + 1)
             pos = at + 1
         return None
-
-
-def fast_compile(pattern: str, flags: int = 0, short: int = 48) -> FastRegex:
-    """`re.compile`, searched with the RE2 prefilter where one is to be had.
-
-    >>> fast_compile(r"(?<!\\w)rm\\b").search("ls; rm -f x").span()
-    (4, 6)
-    """
-    return FastRegex(re.compile(pattern, flags), short)
 
 
 def _prefilter(pattern: str, flags: int = 0, other: bool = False) -> Callable[[bytes, int], int] | None:

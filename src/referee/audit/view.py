@@ -65,6 +65,15 @@ def thaw(value: Any) -> Any:
 _UNSET = object()
 
 
+def _thawed(owner: Any, key: str, frozen: Any) -> Any:
+    """`thaw(frozen)`, kept in a frozen view object's `__dict__` under `key` (or what the view's builder put there:
+    the plain value itself) and made at most once."""
+    got = owner.__dict__.get(key, _UNSET)
+    if got is _UNSET:
+        got = owner.__dict__[key] = thaw(frozen)
+    return got
+
+
 @dataclass(frozen=True)
 class ViewObservation:
     """What the environment showed: text, UI tree, structured data, screenshot path, error flag."""
@@ -89,22 +98,14 @@ class ViewObservation:
 
     def plain_ui(self) -> Any:
         """`thaw(self.ui)`, made once: shared by every caller, so it must be read, never changed."""
-        got = self.__dict__.get("_plain_ui", _UNSET)
-        if got is _UNSET:
-            got = self.__dict__["_plain_ui"] = thaw(self.ui)
-        return got
+        return _thawed(self, "_plain_ui", self.ui)
 
     def plain_data(self) -> Any:
         """`thaw(self.data)`, made once: shared by every caller, so it must be read, never changed."""
-        got = self.__dict__.get("_plain_data", _UNSET)
-        if got is _UNSET:
-            got = self.__dict__["_plain_data"] = thaw(self.data)
-        return got
+        return _thawed(self, "_plain_data", self.data)
 
     def as_json(self) -> dict:
-        d = {"text": self.text, "ui": thaw(self.ui), "data": thaw(self.data), "screenshot": self.screenshot,
-             "error": self.error}
-        return {k: v for k, v in d.items() if v not in (None, False)}
+        return _obs_json(self.text, thaw(self.ui), thaw(self.data), self.screenshot, self.error)
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,7 @@ class ViewStep:
 
     def plain_args(self) -> dict:
         """`thaw(self.args)`, made once: shared by every caller, so it must be read, never changed."""
-        got = self.__dict__.get("_plain_args")
-        if got is None:
-            got = self.__dict__["_plain_args"] = thaw(self.args)
+        got: dict = _thawed(self, "_plain_args", self.args)
         return got
 
     def as_json(self) -> dict:
@@ -282,11 +281,13 @@ def freeze_view(parts: ViewParts) -> ClaimBlindView:
 
 
 def _plain_obs(o: ObsParts | None) -> dict | None:
-    if o is None:
-        return None
-    text, ui, data, screenshot, error = o
+    return None if o is None else _obs_json(*o)
+
+
+def _obs_json(text: str | None, ui: Any, data: Any, screenshot: str | None, error: bool) -> dict:
+    """An observation as the view's JSON holds it: what it has, none of what it lacks (no `error: false`)."""
     d = {"text": text, "ui": ui, "data": data, "screenshot": screenshot, "error": error}
-    return {k: v for k, v in d.items() if v not in (None, False)}  # as ViewObservation.as_json
+    return {k: v for k, v in d.items() if v not in (None, False)}
 
 
 def _parts_json(parts: ViewParts) -> dict:
