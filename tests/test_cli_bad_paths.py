@@ -58,3 +58,17 @@ def test_eval_on_a_non_utf8_audit_file_names_the_line(audited, tmp_path):
 def test_eval_plot_to_an_unwritable_path_is_one_line(audited):
     out, gold = audited
     one_line_error(referee("eval", out, "--gold", gold, "--plot", "/proc/x.png"), "/proc/x.png")
+
+
+@pytest.mark.parametrize("kind", ["not a database", "a folder"])
+def test_a_cache_that_is_not_a_cache_is_one_line_and_left_as_it_was(kind, tmp_path):
+    cache = tmp_path / "evidence.sqlite"
+    if kind == "a folder":
+        cache.mkdir()
+    else:
+        cache.write_bytes(b"these are my notes, not SQLite\n" * 100)
+    before = cache.read_bytes() if cache.is_file() else None
+    r = referee("audit", EXAMPLES, "--out", tmp_path / "audit.jsonl", "--cache", cache, "--no-progress")
+    one_line_error(r, str(cache), "--cache")
+    if before is not None:
+        assert cache.read_bytes() == before, "a file that is not a cache was written to"

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from referee.audit.records import Finding
+from referee.errors import UsageError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evidence (
@@ -23,6 +24,41 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 CACHE_VERSION = "1"
 BATCH_S = 1.0  # writes are committed together, at most this long after the first of them
+LOCK_WAIT_S = 30.0  # how long one process waits for another's lock on a shared cache file
+
+
+def _set_up(db: sqlite3.Connection, wait_s: float = LOCK_WAIT_S) -> None:
+    """Switch a cache file to WAL and create its tables, waiting for other processes opening it at once.
+
+    Switching the journal mode answers "database is locked" at once, without SQLite's busy wait, when
+    another process is opening the same new file; two audits started together share one cache.
+    """
+    deadline = time.monotonic() + wait_s
+    pause = 0.01
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('cache_version', ?)", (CACHE_VERSION,))
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
+
+
+def _unusable(path: Path, err: sqlite3.Error) -> UsageError:
+    """The one-line error for a cache file that cannot be opened, with what to do about it."""
+    why = str(err)
+    if "locked" in why or "busy" in why:
+        fix = f"another process held it for over {LOCK_WAIT_S:.0f} s; wait for it, or give this audit its own --cache"
+    elif "not a database" in why:
+        fix = "it is not a cache referee wrote; pass --cache with a new file name (nothing in it was changed)"
+    else:
+        fix = "pass --cache with a file in a folder you can write to"
+    return UsageError(f"cannot use it as the evidence cache: {why}", file=str(path), fix=fix)
 
 
 class EvidenceCache:
@@ -48,11 +84,12 @@ class EvidenceCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.batch_s = batch_s
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('cache_version', ?)", (CACHE_VERSION,))
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
+                                       timeout=LOCK_WAIT_S)
+            _set_up(self._db)
+        except sqlite3.Error as e:
+            raise _unusable(self.path, e) from None
         self._batch_since: float | None = None  # monotonic time of the first write not yet committed
         self._wake = threading.Condition(self._lock)
         self._timer: threading.Thread | None = None
@@ -65,7 +102,9 @@ class EvidenceCache:
         """One write inside the open batch (caller holds the lock); commit the batch once it is old enough."""
         now = time.monotonic()
         if self._batch_since is None:
-            self._db.execute("BEGIN")
+            # IMMEDIATE takes the write lock now, waiting for another process's batch; a deferred BEGIN
+            # could fail at its first write without waiting, when that process committed in between.
+            self._db.execute("BEGIN IMMEDIATE")
             self._batch_since = now
             if self._timer is None:
                 self._timer = threading.Thread(target=self._commit_late, name="referee-cache-commit", daemon=True)
