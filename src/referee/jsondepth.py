@@ -9,6 +9,7 @@ parsed yet by its brackets, its strings cut out first.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic_core import from_json
@@ -76,6 +77,30 @@ def parsed_deeper(value: Any, text: str, start: int = 0, end: int | None = None,
     return text.count("[", start, end) + text.count("{", start, end) > limit and nested_deeper(value, limit)
 
 
+# a surrogate's escape in JSON text: `json` keeps a lone one as a lone code point, which cannot be written as UTF-8
+# (pydantic-core refuses the text instead, so only values `json` parsed can hold one)
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """A parsed JSON value with each lone surrogate in its strings and keys replaced by U+FFFD: a truncated
+    emoji (`"\\ud83d"`) in an agent's output is kept as a readable mark, and the record can be hashed and
+    written; a well-formed pair was decoded to its character by the parse and is never touched.
+
+    >>> without_lone_surrogates({"a\ud800": ["x\udfff", 1, "\U0001f600"]})
+    {'a\ufffd': ['x\ufffd', 1, '\U0001f600']}
+    """
+    t = type(value)
+    if t is str:
+        return _LONE.sub("\ufffd", value)
+    if t is dict:
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if t is list:
+        return [without_lone_surrogates(v) for v in value]
+    return value
+
+
 def loads(text: str | bytes) -> Any:
     """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH
     (bytes are read as UTF-8; a bad byte is a ValueError too).
@@ -111,4 +136,4 @@ def loads_text(text: str, *, max_depth: int, message: str) -> Any:
         raise ValueError(message) from None
     if nested_deeper(value, max_depth):
         raise ValueError(message)
-    return value
+    return without_lone_surrogates(value) if SURROGATE_ESCAPE.search(text) else value

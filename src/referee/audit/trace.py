@@ -204,7 +204,7 @@ def _as_is(obj: Any) -> bool:
     if type(obj) is not dict or not obj.keys() <= _FIELDS[""] or "tools" in obj:
         return False
     rid = obj.get("run_id")
-    if isinstance(rid, int) and not isinstance(rid, bool):
+    if isinstance(rid, (int, float)) and not isinstance(rid, bool):
         return False
     if isinstance(io := obj.get("initial_observation"), dict) and not _plain(io, "initial_observation"):
         return False
@@ -228,7 +228,7 @@ def _plain(value: dict, level: str) -> bool:
 
 def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
     """Drop the fields trace v1 does not define (other writers add timestamps, thoughts, ids) and
-    coerce harmless variants (`run_id` a number, `error: null`); returns the cleaned record and the
+    coerce harmless variants (`run_id` a number, integer or not, `error: null`); returns the cleaned record and the
     dropped field names, so the caller can say what it ignored. Dropped fields never reach the view.
 
     >>> tolerate({"run_id": 7, "task": "t", "steps": [{"ts": 1, "observation": {"error": None}}]})
@@ -258,8 +258,8 @@ def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
                 continue
             if model is Observation and k == "error" and v is None:
                 v = False
-            elif model is Trace and k == "run_id" and isinstance(v, int) and not isinstance(v, bool):
-                v = str(v)
+            elif model is Trace and k == "run_id" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                v = str(v)  # a number as its text: 7 is "7", 1.5 is "1.5"
             elif model is Trace and k == "steps" and isinstance(v, list):
                 v = [clean(st, "steps[]") for st in v]
             elif model is Trace and k == "tools":
