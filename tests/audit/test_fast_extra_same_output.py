@@ -251,7 +251,7 @@ class Gen:
 
     def __init__(self, seed: int, surrogates: bool = False) -> None:
         self.r = random.Random(seed)
-        self.surrogates = surrogates  # lone surrogates make a record unauditable: only in the edge-case file
+        self.surrogates = surrogates  # lone surrogates (read as U+FFFD): only in the edge-case file
 
     def odd_text(self, n: int, surrogates: bool) -> str:
         r, parts = self.r, []
