@@ -144,14 +144,49 @@ def norm_number(s: str) -> str | None:
 # _NUM in two scans that each start at a character the regex engine can skip to (a digit, a '-'), which
 # a leading `-?` hides from it: the runs of digits, and the runs right after a '-'
 _RUN, _SIGNED = re.compile(r"\d[\d,]*(?:\.\d+)?"), re.compile(r"-\d[\d,]*(?:\.\d+)?")
+# _NUM on bytes, and the bytes it can match: a number never holds any other, so a text cut at every other byte
+# is in pieces that each hold whole numbers (`-?` is cheap on a piece: every piece starts where a number may)
+_NUM_BYTES = re.compile(rb"-?\d[\d,]*(?:\.\d+)?")
+_NOT_NUMBER = bytes(c if chr(c) in "0123456789,.-" else 0x20 for c in range(256))
+_ASCII = bytes(range(128))
 
 
 def _haystack_numbers(hay: str) -> frozenset[str]:
-    """The numbers of a text, as `_NUM.findall` finds them (a run after a '-' is signed), normalised."""
+    """The numbers of a text, as `_NUM.findall` finds them (a run after a '-' is signed), normalised.
+
+    In C as far as it goes: every byte no number holds is made a space (a non-ASCII character too, unless the
+    text holds a digit past ASCII, which re's `\\d` takes), and the text split there; each distinct piece
+    is read once, a piece of digits alone being its own number.
+
+    >>> sorted(_haystack_numbers("a1,000.50b -7 x-7 7 007 2024-05-17"))
+    ['-17', '-5', '-7', '1000.5', '2024', '7']
+    """
+    data = hay.encode("utf-8", "surrogatepass")
+    if not hay.isascii() and _DIGIT.search(data.translate(None, _ASCII).decode("utf-8", "surrogatepass")):
+        return _numbers_of(hay)
+    found: set[bytes] = set()
+    for piece in set(data.translate(_NOT_NUMBER).split()):
+        if piece.isdigit():
+            found.add(piece)
+        else:
+            found.update(_NUM_BYTES.findall(piece))
+    return frozenset(n for t in found if (n := _canonical(t.decode("ascii"))) is not None)
+
+
+def _numbers_of(hay: str) -> frozenset[str]:
+    """`_haystack_numbers` by regex on the text itself (one that holds digits past ASCII)."""
     runs, signed = Counter(_RUN.findall(hay)), Counter(s[1:] for s in _SIGNED.findall(hay))
     # a '-' never belongs to a run, so each signed match is one run that _NUM reads with its sign
     found = {r for r, n in runs.items() if n > signed[r]} | {"-" + r for r in signed}
     return frozenset(n for t in found if (n := norm_number(t)) is not None)
+
+
+def _canonical(token: str) -> str | None:
+    """`norm_number` of an ASCII token of _NUM, at once where the token is its own canonical text: digits
+    without a leading zero, few enough to be exact as a float."""
+    if len(token) <= 15 and token.isdigit() and (token[0] != "0" or len(token) == 1):
+        return token
+    return norm_number(token)
 
 
 _DATE_RE, _TIME_RE = _FAST["date"], _FAST["time"]

@@ -1,0 +1,31 @@
+"""Fast paths give what the plain code they stand for gives: each is checked on generated text against that
+code (kept beside it as the reference), on the edges that decide it (signs, commas, leading zeros, digits
+past ASCII, lone surrogates, long runs of digits)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from referee.audit import atoms
+
+# what numbers are made of, what stops them, and what only looks like them
+_NUMBERISH = st.text(alphabet=st.sampled_from(list("0123456789,.-- aZe+_\n\t\u0663\uff13\u00e9\u2019\ud800")),
+                     max_size=60)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_NUMBERISH)
+def test_the_numbers_of_a_haystack_are_the_regex_reading_of_it(text):
+    assert atoms._haystack_numbers(text) == atoms._numbers_of(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="0123456789", min_size=1, max_size=24))
+def test_a_run_of_digits_is_its_own_canonical_number_only_where_norm_number_agrees(digits):
+    assert atoms._canonical(digits) == atoms.norm_number(digits)
+
+
+def test_digits_past_ascii_are_numbers_as_re_reads_them():
+    assert atoms._haystack_numbers("total \u0663\u0664 and 12") == atoms._numbers_of("total \u0663\u0664 and 12")
+    assert "34" in atoms._haystack_numbers("total \u0663\u0664")  # Arabic-Indic 3 and 4: float() reads them
