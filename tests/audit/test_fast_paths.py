@@ -29,3 +29,18 @@ def test_a_run_of_digits_is_its_own_canonical_number_only_where_norm_number_agre
 def test_digits_past_ascii_are_numbers_as_re_reads_them():
     assert atoms._haystack_numbers("total \u0663\u0664 and 12") == atoms._numbers_of("total \u0663\u0664 and 12")
     assert "34" in atoms._haystack_numbers("total \u0663\u0664")  # Arabic-Indic 3 and 4: float() reads them
+
+
+_CAMEL_AND_CASE = st.text(
+    alphabet=st.sampled_from(list("aZbY09_- .\n\u0130\u0131\u00df\u00e9\u2019\ud800\u01c5\u212a")), max_size=40)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_CAMEL_AND_CASE)
+def test_the_words_of_a_name_are_its_regex_split(name):
+    import re
+
+    from referee.audit.extract import lexicon
+
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).lower()
+    assert lexicon.ordered_words(name) == tuple(w for w in re.split(r"[^A-Za-z]+", spaced) if w)

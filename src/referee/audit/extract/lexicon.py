@@ -62,7 +62,7 @@ def words(name: str) -> frozenset[str]:
     return _words(name)
 
 
-_CAMEL, _NOT_LETTERS = re.compile(r"([a-z0-9])([A-Z])"), re.compile(r"[^A-Za-z]+")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
 
 def ordered_words(name: str) -> tuple[str, ...]:
@@ -108,9 +108,15 @@ def text_cache(many: int, few: int = 8, short: int = 256) -> Callable[[Callable[
     return deco
 
 
+# every byte but an ASCII letter made a space: split there, a text is re.split(r"[^A-Za-z]+") of it without its
+# empty pieces (a character past ASCII is all bytes of 0x80 and above in UTF-8, and no letter to that regex)
+_LETTERS_ONLY = bytes(c if chr(c).isascii() and chr(c).isalpha() else 0x20 for c in range(256))
+
+
 @text_cache(8192)  # action names and argument texts repeat through a corpus: split once each
 def _ordered(name: str) -> tuple[str, ...]:
-    return tuple(w for w in _NOT_LETTERS.split(_CAMEL.sub(r"\1 \2", name).lower()) if w)
+    low = _CAMEL.sub(r"\1 \2", name).lower()
+    return tuple(low.encode("utf-8", "surrogatepass").translate(_LETTERS_ONLY).decode("ascii").split())
 
 
 @text_cache(8192)
