@@ -186,3 +186,17 @@ def test_a_deep_inspect_sample_is_one_bad_part_in_both_log_formats(tmp_path):
     parts = [(p.kind, p.where, p.error) for p in iter_eval_zip(zipped)]
     assert parts[1][:2] == ("error", "samples/2_epoch_1.json") and "nested deeper" in parts[1][2], parts
     assert parts[2][:2] == ("sample", "samples/3_epoch_1.json")
+
+
+def test_the_depth_limit_is_exact_deep_in_a_long_file(tmp_path):
+    # past the first records the reader's fast path takes each line: the limit holds there too, to the level
+    src = tmp_path / "t.jsonl"
+    lines = [good(f"g{i}") for i in range(40)]
+    lines += [deep("at", MAX_DEPTH), deep("over", MAX_DEPTH + 1), deep("way-over", MAX_DEPTH + 2), good("last")]
+    src.write_text("\n".join(lines) + "\n")
+    got = list(iter_json_values(src))
+    assert [v.line for v in got] == list(range(1, 45))
+    assert got[40].error is None and got[40].value["run_id"] == "at"
+    for v in got[41:43]:
+        assert v.error == f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {v.line}"
+    assert got[43].value["run_id"] == "last"

@@ -9,7 +9,7 @@ from typing import Any, BinaryIO, Iterator
 
 from referee.audit.jsonwindow import (
     _CHECKS, _DECODE, _KEY, _LINE_OPENER, _MARGIN, _NONE, _SCAN, _SEP, _WS, JsonValue, _end, _Layout, _scan,
-    _shares_key, _whole_line, _Window,
+    _shares_key, _whole_line, _Window, LIMITED,
 )
 from referee.jsondepth import MAX_DEPTH, SURROGATE_ESCAPE, parsed_deeper, without_lone_surrogates
 
@@ -169,10 +169,11 @@ class _Reader:
                     gap = buf[pos:j]
                     gap_nl = gap.count("\n")
                     needle = lay.needle if 0 <= lay.state < _CHECKS else None
-                value = _NONE
+                value, shallow = _NONE, False
                 if jit and gap_nl and (nl := buf.find("\n", j, end_ok)) > 0:
                     value, end = _whole_line(buf, j, nl)
                     jit = value is not _NONE  # a layout whose lines hold more than one value: scan it
+                    shallow = jit and LIMITED  # _whole_line gives back no value nested too deep
                 if value is _NONE:
                     try:
                         value, end = scan(buf, j)
@@ -180,7 +181,7 @@ class _Reader:
                         return
                     if lone(buf, j, end):
                         value = without_lone_surrogates(value)
-                if end >= end_ok or parsed_deeper(value, buf, j, end):
+                if end >= end_ok or not shallow and parsed_deeper(value, buf, j, end):
                     return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
                 if needle is not None:
