@@ -49,13 +49,14 @@ def _set_up(db: sqlite3.Connection, wait_s: float = LOCK_WAIT_S) -> None:
             pause = min(pause * 2, 0.25)
 
 
-def _unusable(path: Path, err: sqlite3.Error) -> UsageError:
+def _unusable(path: Path, err: sqlite3.Error | OSError) -> UsageError:
     """The one-line error for a cache file that cannot be opened, with what to do about it."""
-    why = str(err)
+    why = err.strerror or str(err) if isinstance(err, OSError) else str(err)
     if "locked" in why or "busy" in why:
         fix = f"another process held it for over {LOCK_WAIT_S:.0f} s; wait for it, or give this audit its own --cache"
-    elif "not a database" in why:
-        fix = "it is not a cache referee wrote; pass --cache with a new file name (nothing in it was changed)"
+    elif any(w in why for w in ("not a database", "malformed", "encrypted", "corrupt")):
+        # the file is the problem, not the folder: a cache is never repaired in place, and this one is left as it is
+        fix = "it is not a cache referee can read; pass --cache with a new file name (nothing in it was changed)"
     else:
         fix = "pass --cache with a file in a folder you can write to"
     return UsageError(f"cannot use it as the evidence cache: {why}", file=str(path), fix=fix)
@@ -81,7 +82,10 @@ class EvidenceCache:
 
     def __init__(self, path: Path, batch_s: float = BATCH_S) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a folder that cannot be made: the path given is what the user must change
+            raise _unusable(self.path, e) from None
         self.batch_s = batch_s
         self._lock = threading.Lock()
         try:
