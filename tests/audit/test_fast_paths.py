@@ -44,3 +44,13 @@ def test_the_words_of_a_name_are_its_regex_split(name):
 
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).lower()
     assert lexicon.ordered_words(name) == tuple(w for w in re.split(r"[^A-Za-z]+", spaced) if w)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aB1_-.@ x9\u00e9/:")), max_size=40), st.data())
+def test_a_tokens_places_are_where_the_tokeniser_finds_it(text, data):
+    tokens = [m.group(0) for m in atoms._TOKEN.finditer(text)]
+    # every token of the text, and strings that are tokens elsewhere but not here
+    token = data.draw(st.sampled_from(tokens + ["a1", "B-1", "x9.a"]))
+    want = [m.span() for m in atoms._TOKEN.finditer(text) if m.group(0) == token]
+    assert atoms.token_spans(text, token) == want

@@ -75,11 +75,11 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
         if kind == "number":  # ids before bare numbers: ORD-7731 is one atom, not 7731
             # which tokens are ids is decided once per distinct token; most texts hold none, and skip the walk
             ids = {t for t in ids_in(text) if not _NUM.fullmatch(t)}  # ids_in: the ids among _TOKEN's tokens
-            if ids:
-                for m in _TOKEN.finditer(text):
-                    if m.group(0) in ids and free(*m.span()):
-                        found.append((m.start(), m.end(), "id", m.group(0)))
-                        take(*m.span())
+            for t in ids:
+                for a, b in token_spans(text, t):
+                    if free(a, b):
+                        found.append((a, b, "id", t))
+                        take(a, b)
         if not needs.get(kind, digit):
             continue
         for f in _FAST[kind].finditer(text):
@@ -97,6 +97,37 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
             seen.add(v)
             out.append((kind, v))
     return out[:limit]
+
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.@")  # _TOKEN's class
+_EDGE_CHARS = frozenset("_-.@")  # of those, what a token can neither start nor end with
+
+
+def token_spans(text: str, token: str) -> list[tuple[int, int]]:
+    """Where `token` (a token of _TOKEN) is one of `_TOKEN.finditer(text)`'s tokens, found by `str.find`
+    rather than by tokenising the whole text. _TOKEN takes, of each run of its characters, the part from its
+    first letter or digit to its last: an occurrence is a token when nothing but `_ - . @` lies between it
+    and its run's ends.
+
+    >>> token_spans("ORD-1 and ORD-12, x-ORD-1, ORD-1.", "ORD-1")
+    [(0, 5), (27, 32)]
+    """
+    spans, n, i = [], len(token), text.find(token)
+    while i >= 0:
+        a, b = i, i + n
+        while a > 0 and text[a - 1] in _TOKEN_CHARS:
+            a -= 1
+            if text[a] not in _EDGE_CHARS:
+                break
+        else:
+            while b < len(text) and text[b] in _TOKEN_CHARS:
+                if text[b] not in _EDGE_CHARS:
+                    break
+                b += 1
+            else:
+                spans.append((i, i + n))
+        i = text.find(token, i + 1)
+    return spans
 
 
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}

@@ -157,6 +157,10 @@ def _obs(o: ObsParts | None, odd: list | None = None) -> ViewObservation | None:
     if o is None:
         return None
     text, ui, data, screenshot, error = o
+    if ui is None and data is None:  # text alone (a shell's output, a chat turn): nothing to freeze or note
+        got = ViewObservation(text=text, screenshot=screenshot, error=error)
+        got.__dict__.update(_plain=True, _plain_data=None, _plain_ui=None)
+        return got
     of_ui: list = []
     of_data: list = []
     got = ViewObservation(text=text, ui=_freeze(ui, of_ui), data=_freeze(data, of_data), screenshot=screenshot,
