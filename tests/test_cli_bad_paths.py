@@ -72,3 +72,26 @@ def test_a_cache_that_is_not_a_cache_is_one_line_and_left_as_it_was(kind, tmp_pa
     one_line_error(r, str(cache), "--cache")
     if before is not None:
         assert cache.read_bytes() == before, "a file that is not a cache was written to"
+
+
+def test_another_sqlite_database_given_as_the_cache_is_refused_and_left_as_it_was(tmp_path):
+    import sqlite3
+
+    app = tmp_path / "app.db"
+    with sqlite3.connect(app) as db:
+        db.execute("CREATE TABLE orders (id TEXT)")
+        db.execute("INSERT INTO orders VALUES ('A1')")
+    db.close()
+    before = app.read_bytes()
+    r = referee("audit", EXAMPLES, "--out", tmp_path / "audit.jsonl", "--cache", app, "--no-progress")
+    one_line_error(r, str(app), "another database (tables orders)", "--cache")
+    assert app.read_bytes() == before, "the other database was changed"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"], "nothing is made beside it"
+
+
+def test_a_cache_written_before_is_used_again(tmp_path):
+    cache = tmp_path / "c.sqlite"
+    for out in ("a.jsonl", "b.jsonl"):
+        r = referee("audit", EXAMPLES, "--out", tmp_path / out, "--cache", cache, "--no-progress")
+        assert r.returncode == 0, r.stderr
+    assert "0 backend calls" in r.stdout, r.stdout  # the second audit's evidence all came from the cache

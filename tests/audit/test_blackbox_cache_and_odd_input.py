@@ -30,7 +30,8 @@ and checks exact values (records, run_ids, messages, bytes), not only exit codes
    workers; a boolean run_id is a bad record: skipped with one warning line naming file and line
    (the same line from a worker's slice as from a serial read), exit 1, or 0 with `--on-error skip`.
 
-Two checks are strict xfails that describe product bugs found here (their reasons say what).
+Two checks failed when written (a cache folder that cannot be made was not named as the --cache path,
+and a damaged SQLite file was blamed on its folder); both were fixed.
 Run against the code before the cache and surrogate changes (fed10c9), 11 of these tests fail;
 the old "database is locked" race itself did not reproduce on a 2-core machine, old code or new.
 """
@@ -262,11 +263,7 @@ UNUSABLE = [
     pytest.param(_corrupt, id="corrupt-sqlite"),
     pytest.param(_directory, id="directory"),
     pytest.param(lambda d: Path("/proc/referee-bb-cache.sqlite"), id="file-in-proc"),
-    pytest.param(lambda d: Path("/proc/referee-bb-missing/cache.sqlite"), id="folder-that-cannot-be-made",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "product bug: the error names only the folder it failed to make, not the path given, and not "
-                     "the option: 'referee: error: /proc/referee-bb-missing: No such file or directory; check the "
-                     "path and that you may write there'"))),
+    pytest.param(lambda d: Path("/proc/referee-bb-missing/cache.sqlite"), id="folder-that-cannot-be-made"),
 ]
 
 
@@ -300,10 +297,6 @@ def test_an_unusable_cache_is_one_line_exit_2_and_nothing_changes(tmp_path, make
         assert not os.path.lexists(cache)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug (hint): a corrupt SQLite file in a writable folder is told 'pass --cache with a file in a "
-    "folder you can write to'; the folder is writable, the file is the problem (a non-database gets 'pass "
-    "--cache with a new file name')"))
 def test_a_corrupt_cache_file_is_not_blamed_on_the_folder(tmp_path):
     cache = _corrupt(tmp_path)
     src = write_jsonl(tmp_path / "t.jsonl", [delete_trace("c1", "n1")])

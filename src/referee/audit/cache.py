@@ -37,6 +37,10 @@ def _set_up(db: sqlite3.Connection, wait_s: float = LOCK_WAIT_S) -> None:
     pause = 0.01
     while True:
         try:
+            # before anything is changed (WAL mode stays in the file): a database of something else is refused
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables - _TABLES:
+                raise _Foreign(sorted(tables - _TABLES))
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
@@ -49,10 +53,20 @@ def _set_up(db: sqlite3.Connection, wait_s: float = LOCK_WAIT_S) -> None:
             pause = min(pause * 2, 0.25)
 
 
-def _unusable(path: Path, err: sqlite3.Error | OSError) -> UsageError:
+_TABLES = frozenset({"evidence", "claims", "meta"})  # a cache's tables (_SCHEMA): any other is a foreign database
+
+
+class _Foreign(Exception):
+    """A SQLite database that holds tables no evidence cache has."""
+
+
+def _unusable(path: Path, err: sqlite3.Error | OSError | _Foreign) -> UsageError:
     """The one-line error for a cache file that cannot be opened, with what to do about it."""
     why = err.strerror or str(err) if isinstance(err, OSError) else str(err)
-    if "locked" in why or "busy" in why:
+    if isinstance(err, _Foreign):
+        why = f"it is another database (tables {', '.join(err.args[0])})"
+        fix = "pass --cache with a new file name (nothing in it was changed)"
+    elif "locked" in why or "busy" in why:
         fix = f"another process held it for over {LOCK_WAIT_S:.0f} s; wait for it, or give this audit its own --cache"
     elif any(w in why for w in ("not a database", "malformed", "encrypted", "corrupt")):
         # the file is the problem, not the folder: a cache is never repaired in place, and this one is left as it is
@@ -91,8 +105,12 @@ class EvidenceCache:
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
                                        timeout=LOCK_WAIT_S)
-            _set_up(self._db)
         except sqlite3.Error as e:
+            raise _unusable(self.path, e) from None
+        try:
+            _set_up(self._db)
+        except (sqlite3.Error, _Foreign) as e:
+            self._db.close()
             raise _unusable(self.path, e) from None
         self._batch_since: float | None = None  # monotonic time of the first write not yet committed
         self._wake = threading.Condition(self._lock)
