@@ -3,10 +3,10 @@
 
 The corpus is `--copies` copies of a real corpus (tau-bench by default) with every run_id and task text made
 unique, as trace v1 JSONL. Every round measures, in this order: the bare parse, the audit with 1 worker (in
-this process), with N workers (a process pool), on Dask (a LocalCluster of N on loopback, its start timed
-apart), and replay; the table reports each round, and CPU seconds (this process, and the pool's workers), so
-that a shared machine's contention can be seen: with `kernel.sched_autogroup_enabled` the processes of one
-session share one session's CPU, however many there are.
+this process), with N workers (a process pool), on Dask (a LocalCluster of N on loopback, started for that
+measurement alone and timed apart), and replay; the table reports each round, and CPU seconds (this
+process, and the pool's workers), so that a shared machine's contention can be seen: with
+`kernel.sched_autogroup_enabled` the processes of one session share one session's CPU, however many there are.
 
 Run: python benchmarks/bench_scale.py [--corpus PATH] [--copies 20] [--workers 2] [--chunk-size 50]
                                       [--rounds 2] [--no-dask] [--json OUT]
@@ -122,6 +122,26 @@ def startup(tmp: Path, n: int = 5) -> dict:
             "cpu_s_median": round(statistics.median(cpus), 3)}
 
 
+def dask_round(corpus: Path, tmp: Path, args: argparse.Namespace, n: int, t1: float) -> dict:
+    """The audit on a Dask LocalCluster started for it and closed after: an idle cluster's event loops and
+    heartbeats cost some 10% of a 2-core machine, so it is not left running while 1 and N workers are timed."""
+    from distributed import Client, LocalCluster
+
+    t0 = time.perf_counter()
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None)
+    client = Client(cluster)
+    started = time.perf_counter() - t0
+    try:
+        exd = ParallelAudit(ExecutorOptions("dask", args.workers, cluster.scheduler_address, args.chunk_size))
+        td, _, _ = audit(corpus, tmp, "dask", exd)
+    finally:
+        client.close()
+        cluster.close()
+    return {"dask_cluster_start_s": round(started, 2), "audit_dask_s": round(td, 2),
+            "audit_dask_rps": round(n / td, 1), "speedup_dask_over_1": round(t1 / td, 2)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", type=Path, default=TAU)
@@ -140,53 +160,35 @@ def main() -> int:
         corpus = tmp / "corpus.jsonl"
         report["runs"] = make_corpus(args.corpus, corpus, args.copies)
         report["startup"] = startup(tmp)
-        cluster = client = None
-        if not args.no_dask:
-            from distributed import Client, LocalCluster
-
-            t0 = time.perf_counter()
-            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                   dashboard_address=None)
-            client = Client(cluster)
-            report["dask_cluster_start_s"] = round(time.perf_counter() - t0, 2)
-        try:
-            for _ in range(args.rounds):
-                rnd: dict = {"load": os.getloadavg()[0]}
-                bare = bare_parse(corpus)
-                t1, n, cpu1 = audit(corpus, tmp, "serial")
-                CountingPool.worker_cpu = 0.0
-                ex = ParallelAudit(ExecutorOptions("local", args.workers, None, args.chunk_size))
-                tn, _, cpun = audit(corpus, tmp, "pool", ex)
-                rnd.update({"bare_parse_s": round(bare, 3), "audit_1_s": round(t1, 2), "audit_n_s": round(tn, 2),
-                            "audit_1_rps": round(n / t1, 1), "audit_n_rps": round(n / tn, 1),
-                            "ratio_1_to_bare": round(t1 / bare, 1), "ratio_n_to_bare": round(tn / bare, 1),
-                            "speedup_n_over_1": round(t1 / tn, 2),
-                            "cpu_1_s": round(cpu1, 2), "cpu_n_parent_s": round(cpun, 2),
-                            "cpu_n_workers_s": round(CountingPool.worker_cpu, 2)})
-                # what the CPU accounting allows on N free cores: the parent and the workers' share of them
-                par, wrk = cpun, CountingPool.worker_cpu
-                if wrk:
-                    rnd["speedup_on_free_cores"] = round(cpu1 / max(par, (par + wrk) / args.workers), 2)
-                if cluster is not None:
-                    exd = ParallelAudit(ExecutorOptions("dask", args.workers, cluster.scheduler_address,
-                                                        args.chunk_size))
-                    td, _, _ = audit(corpus, tmp, "dask", exd)
-                    rnd.update({"audit_dask_s": round(td, 2), "audit_dask_rps": round(n / td, 1),
-                                "speedup_dask_over_1": round(t1 / td, 2)})
-                tr = replay(tmp / "serial.jsonl")
-                rnd.update({"replay_s": round(tr, 3), "replay_rps": round(n / tr, 1),
-                            "ratio_replay_to_bare": round(tr / bare, 2)})
-                serial = (tmp / "serial.jsonl").read_bytes()
-                rnd["pool_output_identical"] = serial == (tmp / "pool.jsonl").read_bytes()
-                if cluster is not None:
-                    rnd["dask_output_identical"] = serial == (tmp / "dask.jsonl").read_bytes()
-                rnd["load_after"] = os.getloadavg()[0]
-                report["rounds"].append(rnd)
-                print(json.dumps(rnd), flush=True)
-        finally:
-            if client is not None:
-                client.close()
-                cluster.close()
+        for _ in range(args.rounds):
+            rnd: dict = {"load": os.getloadavg()[0]}
+            bare = bare_parse(corpus)
+            t1, n, cpu1 = audit(corpus, tmp, "serial")
+            CountingPool.worker_cpu = 0.0
+            ex = ParallelAudit(ExecutorOptions("local", args.workers, None, args.chunk_size))
+            tn, _, cpun = audit(corpus, tmp, "pool", ex)
+            rnd.update({"bare_parse_s": round(bare, 3), "audit_1_s": round(t1, 2), "audit_n_s": round(tn, 2),
+                        "audit_1_rps": round(n / t1, 1), "audit_n_rps": round(n / tn, 1),
+                        "ratio_1_to_bare": round(t1 / bare, 1), "ratio_n_to_bare": round(tn / bare, 1),
+                        "speedup_n_over_1": round(t1 / tn, 2),
+                        "cpu_1_s": round(cpu1, 2), "cpu_n_parent_s": round(cpun, 2),
+                        "cpu_n_workers_s": round(CountingPool.worker_cpu, 2)})
+            # what the CPU accounting allows on N free cores: the parent and the workers' share of them
+            par, wrk = cpun, CountingPool.worker_cpu
+            if wrk:
+                rnd["speedup_on_free_cores"] = round(cpu1 / max(par, (par + wrk) / args.workers), 2)
+            if not args.no_dask:
+                rnd.update(dask_round(corpus, tmp, args, n, t1))
+            tr = replay(tmp / "serial.jsonl")
+            rnd.update({"replay_s": round(tr, 3), "replay_rps": round(n / tr, 1),
+                        "ratio_replay_to_bare": round(tr / bare, 2)})
+            serial = (tmp / "serial.jsonl").read_bytes()
+            rnd["pool_output_identical"] = serial == (tmp / "pool.jsonl").read_bytes()
+            if not args.no_dask:
+                rnd["dask_output_identical"] = serial == (tmp / "dask.jsonl").read_bytes()
+            rnd["load_after"] = os.getloadavg()[0]
+            report["rounds"].append(rnd)
+            print(json.dumps(rnd), flush=True)
     report["load_after"] = os.getloadavg()
     text = json.dumps(report, indent=2)
     print(text)
