@@ -41,9 +41,18 @@ def offending(files: list[Path], forbidden: tuple[str, ...]) -> list[str]:
 
 
 def test_the_library_never_imports_the_cli():
-    lib = [f for f in SRC.rglob("*.py") if "cli" not in f.relative_to(SRC).parts]
+    # referee/__main__.py is `python -m referee`: the CLI's own entry point, which imports the CLI and nothing else
+    lib = [f for f in SRC.rglob("*.py") if "cli" not in f.relative_to(SRC).parts and f != SRC / "__main__.py"]
     assert lib, "no library files found"
     assert offending(lib, ("referee.cli",)) == []
+    assert imported_modules(SRC / "__main__.py") <= {"sys", "referee.cli.main", "referee.cli.main.main"}
+
+
+def test_python_dash_m_referee_is_the_command_line():
+    got = subprocess.run([sys.executable, "-m", "referee", "audit", "--help"], capture_output=True, text=True,
+                         timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert "Usage:" in got.stdout and "--out" in got.stdout
 
 
 def test_grader_and_validators_never_import_actors_launcher_captures_or_network():
