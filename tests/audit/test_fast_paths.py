@@ -62,3 +62,22 @@ def test_the_ids_of_a_text_are_its_tokens_that_are_ids(text):
     from referee.audit.extract import lexicon
 
     assert lexicon._ids_in.__wrapped__(text) == frozenset(t for t in lexicon.ID_RE.findall(text) if lexicon.is_id(t))
+
+
+_OUTPUTS = st.lists(st.sampled_from(["<returncode>", "<ReturnCode>", "returncode: ", "Exit Code ", "exitcode=",
+                                     "EXIT STATUS ", "exıt code ", "HTTP/1.1 ", "Status: ", "status_code=", "-",
+                                     "0", "1", "404", "200", "\n", " ", "x", "\u017f", "\u212a", "\u00e9"]),
+                    max_size=12).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_OUTPUTS)
+def test_exit_codes_and_statuses_are_read_as_re_i_reads_them(text):
+    import re
+
+    from referee.audit.extract import acting
+
+    for cue in (acting._RC_TEXT, acting._STATUS_TEXT):
+        want = re.search(cue.pattern, text, re.I)
+        got = cue.search(text)
+        assert (got and (got.span(), got.group(1))) == (want and (want.span(), want.group(1)))

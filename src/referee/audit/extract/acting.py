@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from referee.audit.caseless import Cue
 from referee.audit.terminal import TERMINAL_CALLS, is_terminal, split_call  # noqa: F401 (re-exported)
 from referee.audit.extract.lexicon import (
     COMMIT_LABEL, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS, ordered_words, words,
@@ -40,8 +41,10 @@ BROWSER_INPUT = frozenset("fill type input_text select_option clear keyboard_typ
 BROWSER_CLICK = frozenset("click dblclick tap press keyboard_press long_press double_click".split())
 BROWSER_WRITE = {"upload_file": frozenset({"create_edit"}), "drag_and_drop": frozenset({"create_edit"})}
 
-_STATUS_TEXT = re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:[ _]?code)?\W{0,3})([1-5]\d\d)\b", re.I)
-_RC_TEXT = re.compile(r"(?:<returncode>|returncode\W{0,3}|exit ?code\W{0,3}|exit status\W{0,3})(-?\d+)", re.I)
+# searched in every command's and request's output: a Cue (a lower-cased copy and an RE2 prefilter) is some
+# 7x faster than re.I on a shell's output, with the same matches
+_STATUS_TEXT = Cue(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:[ _]?code)?\W{0,3})([1-5]\d\d)\b")
+_RC_TEXT = Cue(r"(?:<returncode>|returncode\W{0,3}|exit ?code\W{0,3}|exit status\W{0,3})(-?\d+)")
 # shell commands that change files: redirects, tee, touch, mv, cp, rm, sed -i, git apply/commit, patch, ...
 # Each shell pattern is a list of (literals, regex): the regex can only match where one of its literals
 # occurs, so a command is searched only by the parts whose words it holds (one combined alternation
@@ -137,7 +140,7 @@ def http_status(data: Any, text: str) -> int | None:
             if isinstance(v, str) and v.isdigit() and 100 <= int(v) < 600:
                 return int(v)
     m = _STATUS_TEXT.search(text[:500])
-    return int(m.group(1)) if m else None
+    return int(m.group(1) or "") if m else None  # group 1 is always there in a match
 
 
 def exit_code(data: Any, text: str) -> int | None:
@@ -148,7 +151,7 @@ def exit_code(data: Any, text: str) -> int | None:
             if isinstance(v, int) and not isinstance(v, bool):
                 return v
     m = _RC_TEXT.search(text[:2000])
-    return int(m.group(1)) if m else None
+    return int(m.group(1) or "") if m else None  # group 1 is always there in a match
 
 
 def shell_effect(command: str) -> frozenset[str] | None:
