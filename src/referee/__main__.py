@@ -1,5 +1,4 @@
-"""`python -m referee`: the command line, as the `referee` script runs it (this module is the CLI's entry point,
-not the library)."""
+"""`python -m referee`: the command line, as the `referee` script runs it (the CLI's entry, not the library)."""
 
 import sys
 
