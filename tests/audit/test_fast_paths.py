@@ -56,14 +56,6 @@ def test_a_tokens_places_are_where_the_tokeniser_finds_it(text, data):
     assert atoms.token_spans(text, token) == want
 
 
-@settings(max_examples=3000, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("aZ09_-.@ \u00e9\u2019\n:/#\ud800")), max_size=40))
-def test_the_ids_of_a_text_are_its_tokens_that_are_ids(text):
-    from referee.audit.extract import lexicon
-
-    assert lexicon._ids_in.__wrapped__(text) == frozenset(t for t in lexicon.ID_RE.findall(text) if lexicon.is_id(t))
-
-
 _OUTPUTS = st.lists(st.sampled_from(["<returncode>", "<ReturnCode>", "returncode: ", "Exit Code ", "exitcode=",
                                      "EXIT STATUS ", "exıt code ", "HTTP/1.1 ", "Status: ", "status_code=", "-",
                                      "0", "1", "404", "200", "\n", " ", "x", "\u017f", "\u212a", "\u00e9"]),

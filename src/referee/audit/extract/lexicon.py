@@ -124,20 +124,9 @@ def _words(name: str) -> frozenset[str]:
     return frozenset(_ordered(name))
 
 
-# ID_RE's characters kept, every other byte a space: ID_RE's tokens are then the runs left, each stripped of
-# the characters a token neither starts nor ends with (a character past ASCII is no ID_RE character, and all
-# its UTF-8 bytes are 0x80 and above)
-_ID_BYTES = bytes(c if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "_-.@") else 0x20 for c in range(256))
-
-
 @text_cache(8192)
 def _ids_in(text: str) -> frozenset[str]:
-    found = set()
-    for run in set(text.encode("utf-8", "surrogatepass").translate(_ID_BYTES).split()):  # a word is judged once
-        token = run.strip(b"_-.@")
-        if len(token) >= 3 and is_id(t := token.decode("ascii")):  # is_id takes no token under 3 characters
-            found.add(t)
-    return frozenset(found)
+    return frozenset(t for t in set(ID_RE.findall(text)) if is_id(t))  # a word repeated is judged once
 
 
 def ids_in(text: str) -> set[str]:
