@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from referee.safetext import clean
+
 MAX_DEPTH = 200  # nesting levels a record may have (objects and arrays)
 
 
@@ -79,25 +81,29 @@ def parsed_deeper(value: Any, text: str, start: int = 0, end: int | None = None,
 
 # a surrogate's escape in JSON text: `json` keeps a lone one as a lone code point, which cannot be written as UTF-8
 # (pydantic-core refuses the text instead, so only values `json` parsed can hold one)
-SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_LONE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def without_lone_surrogates(value: Any) -> Any:
-    """A parsed JSON value with each lone surrogate in its strings and keys replaced by U+FFFD: a truncated
-    emoji (`"\\ud83d"`) in an agent's output is kept as a readable mark, and the record can be hashed and
-    written; a well-formed pair was decoded to its character by the parse and is never touched.
+def without_lone_surrogates(value: Any, text: str, start: int = 0, end: int | None = None) -> Any:
+    """A value `json` parsed from text[start:end], with each lone surrogate in its strings and keys replaced by
+    U+FFFD (`safetext.clean`) when the text holds a surrogate's escape at all: a truncated emoji (`"\\ud83d"`)
+    in an agent's output is kept as a readable mark, and the record can be hashed and written; a well-formed
+    pair was decoded to its character by the parse and is never touched.
 
-    >>> without_lone_surrogates({"a\ud800": ["x\udfff", 1, "\U0001f600"]})
-    {'a\ufffd': ['x\ufffd', 1, '\U0001f600']}
+    >>> without_lone_surrogates({"a\\ud800": ["x\\udfff", 1, "\\U0001f600"]}, '{"a\\\\ud800": ["x\\\\udfff", 1]}')
+    {'a\\ufffd': ['x\\ufffd', 1, '\\U0001f600']}
     """
+    return _cleaned(value) if _SURROGATE_ESCAPE.search(text, start, len(text) if end is None else end) else value
+
+
+def _cleaned(value: Any) -> Any:
     t = type(value)
     if t is str:
-        return _LONE.sub("\ufffd", value)
+        return clean(value)
     if t is dict:
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+        return {_cleaned(k): _cleaned(v) for k, v in value.items()}
     if t is list:
-        return [without_lone_surrogates(v) for v in value]
+        return [_cleaned(v) for v in value]
     return value
 
 
@@ -136,4 +142,4 @@ def loads_text(text: str, *, max_depth: int, message: str) -> Any:
         raise ValueError(message) from None
     if nested_deeper(value, max_depth):
         raise ValueError(message)
-    return without_lone_surrogates(value) if SURROGATE_ESCAPE.search(text) else value
+    return without_lone_surrogates(value, text)

@@ -11,7 +11,7 @@ from referee.audit.jsonwindow import (
     _CHECKS, _DECODE, _KEY, _LINE_OPENER, _MARGIN, _NONE, _SCAN, _SEP, _WS, JsonValue, _end, _Layout, _scan,
     _shares_key, _whole_line, _Window, LIMITED,
 )
-from referee.jsondepth import MAX_DEPTH, SURROGATE_ESCAPE, parsed_deeper, without_lone_surrogates
+from referee.jsondepth import MAX_DEPTH, parsed_deeper, without_lone_surrogates
 
 class _Reader:
     def __init__(self, raw: BinaryIO, chunk: int, *, first_line: int = 1, sig: bool = True) -> None:
@@ -153,7 +153,7 @@ class _Reader:
             return
         opener = ref.opener
         trusted = not self.guessing
-        sep, scan, count, lone = _SEP.match, _SCAN, buf.count, SURROGATE_ESCAPE.search
+        sep, scan, count = _SEP.match, _SCAN, buf.count
         end_ok = len(buf) - _MARGIN
         gap, gap_nl, lay = None, 0, ref  # the text between records: the same as last time means the same layout
         jit = True
@@ -179,8 +179,7 @@ class _Reader:
                         value, end = scan(buf, j)
                     except (StopIteration, ValueError, RecursionError):
                         return
-                    if lone(buf, j, end):
-                        value = without_lone_surrogates(value)
+                    value = without_lone_surrogates(value, buf, j, end)
                 if end >= end_ok or not shallow and parsed_deeper(value, buf, j, end):
                     return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
@@ -250,9 +249,7 @@ class _Reader:
         """A record that parsed at buf[start:end]: its value, or an error when it nests too deep."""
         if parsed_deeper(value, self.w.buf, start, end):
             return JsonValue(line=line, error=f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {line}")
-        if SURROGATE_ESCAPE.search(self.w.buf, start, end):
-            value = without_lone_surrogates(value)
-        return JsonValue(line=line, value=value)
+        return JsonValue(line=line, value=without_lone_surrogates(value, self.w.buf, start, end))
 
     def _message(self, start: int, line: int, err: int, msg: str) -> str:
         buf = self.w.buf
