@@ -271,7 +271,7 @@ class Haystack:
         ten times cheaper to make. An atom without a space is in one exactly where it is in the other, with
         the same characters beside it, or whitespace (which is no letter or digit) where `folded` has a space."""
         if self._squeezed is None:
-            self._squeezed = self.text.lower().replace("*", "")
+            self._squeezed = _squeeze(self.text)
         return self._squeezed
 
     @property
@@ -315,9 +315,14 @@ def time_key(s: str) -> tuple[int, int] | None:
     return (h, mi) if h < 24 and mi < 60 else None
 
 
+def _squeeze(s: str) -> str:
+    """Lower case, without `*` (markdown emphasis): how atoms and haystacks compare, spaces aside."""
+    return s.lower().replace("*", "")
+
+
 @lru_cache(maxsize=4)  # an atom is looked for in several texts in a row (a stated detail in each write)
 def _fold(s: str) -> str:
-    return " ".join(s.lower().replace("*", "").split())  # str.split's whitespace is re's \s: the same text, in C
+    return " ".join(_squeeze(s).split())  # str.split's whitespace is re's \s: the same text, in C
 
 
 _ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")  # the haystack is folded: lower case

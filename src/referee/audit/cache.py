@@ -47,10 +47,15 @@ def _set_up(db: sqlite3.Connection, wait_s: float = LOCK_WAIT_S) -> None:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('cache_version', ?)", (CACHE_VERSION,))
             return
         except sqlite3.OperationalError as e:
-            if "locked" not in str(e) and "busy" not in str(e) or time.monotonic() >= deadline:
+            if not _busy(str(e)) or time.monotonic() >= deadline:
                 raise
             time.sleep(pause)
             pause = min(pause * 2, 0.25)
+
+
+def _busy(why: str) -> bool:
+    """Whether SQLite's error says another connection holds the file (worth waiting for)."""
+    return "locked" in why or "busy" in why
 
 
 _TABLES = frozenset({"evidence", "claims", "meta"})  # a cache's tables (_SCHEMA): any other is a foreign database
@@ -66,7 +71,7 @@ def _unusable(path: Path, err: sqlite3.Error | OSError | _Foreign) -> UsageError
     if isinstance(err, _Foreign):
         why = f"it is another database (tables {', '.join(err.args[0])})"
         fix = "pass --cache with a new file name (nothing in it was changed)"
-    elif "locked" in why or "busy" in why:
+    elif _busy(why):
         fix = f"another process held it for over {LOCK_WAIT_S:.0f} s; wait for it, or give this audit its own --cache"
     elif any(w in why for w in ("not a database", "malformed", "encrypted", "corrupt")):
         # the file is the problem, not the folder: a cache is never repaired in place, and this one is left as it is

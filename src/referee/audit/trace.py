@@ -203,8 +203,7 @@ def _as_is(obj: Any) -> bool:
     copying every step (the record is validated into models next, which copy what they keep)."""
     if type(obj) is not dict or not obj.keys() <= _FIELDS[""] or "tools" in obj:
         return False
-    rid = obj.get("run_id")
-    if isinstance(rid, (int, float)) and not isinstance(rid, bool):
+    if _number(obj.get("run_id")):
         return False
     if isinstance(io := obj.get("initial_observation"), dict) and not _plain(io, "initial_observation"):
         return False
@@ -218,6 +217,11 @@ def _as_is(obj: Any) -> bool:
                     and (not isinstance(o, dict) or _plain(o, "steps[].observation"))):
                 return False
     return True
+
+
+def _number(value: Any) -> bool:
+    """A run_id `tolerate` writes as text: a number, integer or not (a boolean is none)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _plain(value: dict, level: str) -> bool:
@@ -258,7 +262,7 @@ def tolerate(obj: Any) -> tuple[Any, tuple[str, ...]]:
                 continue
             if model is Observation and k == "error" and v is None:
                 v = False
-            elif model is Trace and k == "run_id" and isinstance(v, (int, float)) and not isinstance(v, bool):
+            elif model is Trace and k == "run_id" and _number(v):
                 v = str(v)  # a number as its text: 7 is "7", 1.5 is "1.5"
             elif model is Trace and k == "steps" and isinstance(v, list):
                 v = [clean(st, "steps[]") for st in v]
