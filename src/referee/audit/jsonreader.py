@@ -9,7 +9,7 @@ from typing import Any, BinaryIO, Iterator
 
 from referee.audit.jsonwindow import (
     _CHECKS, _DECODE, _KEY, _LINE_OPENER, _MARGIN, _NONE, _SCAN, _SEP, _WS, JsonValue, _end, _Layout, _scan,
-    _shares_key, _whole_line, _Window, LIMITED,
+    _shares_key, _whole_line, _Window,
 )
 from referee.jsondepth import MAX_DEPTH, parsed_deeper, without_lone_surrogates
 
@@ -173,7 +173,7 @@ class _Reader:
                 if jit and gap_nl and (nl := buf.find("\n", j, end_ok)) > 0:
                     value, end = _whole_line(buf, j, nl)
                     jit = value is not _NONE  # a layout whose lines hold more than one value: scan it
-                    shallow = jit and LIMITED  # _whole_line gives back no value nested too deep
+                    shallow = jit  # _whole_line gives back no value nested too deep
                 if value is _NONE:
                     try:
                         value, end = scan(buf, j)

@@ -11,9 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from pydantic_core import from_json as _from_json
-
-from referee.jsondepth import MAX_DEPTH
+from referee.jsondepth import parse_shallow
 
 CHUNK = 1 << 20  # 1 MiB reads: memory is a chunk or two plus the largest single record
 
@@ -35,41 +33,17 @@ _MARGIN = 64  # a parse error this close to the window's end may be the edge, no
 _NONE = object()
 
 
-def _refuses_past(levels: int) -> bool:
-    """Whether pydantic-core parses `levels` nested arrays and refuses one more (its recursion limit)."""
-    try:
-        _from_json("[" * levels + "]" * levels)
-    except ValueError:
-        return False
-    try:
-        _from_json("[" * (levels + 1) + "]" * (levels + 1))
-    except ValueError:
-        return True
-    return False
-
-
-# pydantic-core parses at most 201 levels: a line parsed inside one more array ("[" + line + "]") then nests
-# at most MAX_DEPTH, and needs no depth check (a walk of the whole record, 5% of auditing large ones)
-LIMITED = _refuses_past(MAX_DEPTH + 1)
-
-
 def _whole_line(buf: str, start: int, nl: int) -> tuple[Any, int]:
-    """The value that buf[start:nl] holds whole (a JSONL line), parsed by pydantic-core, and where it ends;
-    (_NONE, 0) when the line is anything else. pydantic-core parses about twice as fast as `json`, and to
-    the same value wherever it accepts the text (numbers, escapes, repeated keys, NaN); it refuses what
-    `json` alone accepts (a lone surrogate escape, nesting past 201), which the scan then reads as before.
-    Where `LIMITED`, the line is parsed as the one item of an array, so a value given back nests at most
-    MAX_DEPTH levels (a deeper one is refused, and the scan reads it)."""
+    """The value that buf[start:nl] holds whole (a JSONL line), parsed by pydantic-core and nested at most
+    MAX_DEPTH levels (`jsondepth.parse_shallow`), and where it ends; (_NONE, 0) when the line is anything else.
+    pydantic-core parses about twice as fast as `json`, and to the same value wherever it accepts the text
+    (numbers, escapes, repeated keys, NaN); what it refuses and `json` alone accepts (a lone surrogate escape,
+    a deeper value) the scan then reads as before."""
     piece = buf[start:nl]
     try:
-        if not LIMITED:
-            return _from_json(piece), start + len(piece.rstrip(" \t\r"))
-        got = _from_json("[" + piece + "]")
+        return parse_shallow(piece), start + len(piece.rstrip(" \t\r"))
     except ValueError:
         return _NONE, 0
-    if len(got) != 1:  # "1, 2": more than one value on the line
-        return _NONE, 0
-    return got[0], start + len(piece.rstrip(" \t\r"))
 _WS = re.compile(r"[ \t\r\n]*")
 _LINE_OPENER = re.compile(r"\n([ \t]*)([\[{])")
 _SEP = re.compile(r"[ \t\r\n,]*")
