@@ -41,10 +41,38 @@ def logs(tmp_path_factory) -> dict[str, Path]:
     return found
 
 
+def _short(run_id: str) -> str:
+    """A run_id without its `@<log id>`: what these tests name a run by (`files/honest/1`)."""
+    head, at, _ = run_id.rpartition("@")
+    assert at and head, run_id
+    return head
+
+
+def _ids(lines: str) -> list[str]:
+    return [_short(json.loads(x)["run_id"]) for x in lines.splitlines()]
+
+
 def _items(path, fmt=None):
     items = list(read_traces(path, fmt))
     assert all(i.error is None for i in items), [str(i.error) for i in items if i.error]
-    return {i.run_id: i for i in items}
+    return {_short(i.run_id): i for i in items}
+
+
+def _eval_id(path: Path) -> str:
+    if path.suffix == ".eval":
+        with zipfile.ZipFile(path) as zf:
+            return json.loads(zf.read("header.json"))["eval"]["eval_id"]
+    return json.loads(path.read_text())["eval"]["eval_id"]
+
+
+def _same_run(a, b) -> bool:
+    """Two reads of one sample from two logs: the same trace but for the log's id in run_id and meta."""
+    def plain(t):
+        d = t.model_dump()
+        d.pop("run_id")
+        d["meta"].pop("log")
+        return d
+    return plain(a) == plain(b)
 
 
 def test_the_eval_zip_members_are_zstd_and_both_formats_read_alike(logs):
@@ -55,7 +83,12 @@ def test_the_eval_zip_members_are_zstd_and_both_formats_read_alike(logs):
     # epochs are runs of their own: task/sample id/epoch
     assert sorted(ev) == sorted(js) == ["files/honest/1", "files/honest/2", "files/overclaim/1", "files/overclaim/2"]
     for rid in ev:
-        assert ev[rid].trace == js[rid].trace and ev[rid].scores == js[rid].scores
+        assert _same_run(ev[rid].trace, js[rid].trace) and ev[rid].scores == js[rid].scores
+    # ... each in its log: `@` and the log's eval_id, which tells two logs of one task apart
+    for path, items in ((logs["eval"], ev), (logs["json"], js)):
+        assert {i.run_id.rpartition("@")[2] for i in items.values()} == {_eval_id(path)}
+        assert {i.trace.meta["log"] for i in items.values()} == {_eval_id(path)}
+    assert _eval_id(logs["eval"]) != _eval_id(logs["json"])
 
 
 def test_the_trace_task_steps_report_and_what_never_enters(logs):
@@ -82,7 +115,7 @@ def test_the_trace_task_steps_report_and_what_never_enters(logs):
 def test_react_submit_is_the_report_and_its_echo_is_no_observation(logs):
     (item,) = _items(logs["react"]).values()
     t = item.trace
-    assert item.run_id == "files_react/draft/1"
+    assert item.run_id == f"files_react/draft/1@{_eval_id(logs['react'])}"
     assert t.report == "Deleted draft.txt."  # react's submitted answer, from output.completion
     names = [s.action.name for s in t.steps]
     assert names == ["delete_file", "submit"]
@@ -98,7 +131,7 @@ def test_audit_without_format_passes_the_honest_run_and_flags_the_overclaim(logs
     run = referee("audit", logs[which], "--out", out, "--no-progress", "--gold-scorer", "state_check",
                   "--gold-out", gold)
     assert run.returncode == 0, run.stderr
-    recs = {r["run_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    recs = {_short(r["run_id"]): r for r in map(json.loads, out.read_text().splitlines())}
     assert len(recs) == 4
     for epoch in (1, 2):
         honest, over = recs[f"files/honest/{epoch}"], recs[f"files/overclaim/{epoch}"]
@@ -107,7 +140,7 @@ def test_audit_without_format_passes_the_honest_run_and_flags_the_overclaim(logs
         assert (over["claim"]["label"], over["trace_state"], over["disposition"]) == \
             ("success", "not_completed", "flag")
         assert over["source"] == "inspect-ai"
-    labels = {r["run_id"]: r["completed"] for r in map(json.loads, gold.read_text().splitlines())}
+    labels = {_short(r["run_id"]): r["completed"] for r in map(json.loads, gold.read_text().splitlines())}
     assert labels == {"files/honest/1": True, "files/honest/2": True,
                       "files/overclaim/1": False, "files/overclaim/2": False}
     assert "success claim but not completed: 2 (flag 2" in run.stdout
@@ -124,10 +157,11 @@ def test_audit_without_format_passes_the_honest_run_and_flags_the_overclaim(logs
 def test_a_string_matching_scorer_grades_the_claim_not_the_state(logs, tmp_path):
     run = referee("eval", "gold", logs["eval"], "-o", tmp_path / "g.jsonl", "--gold-scorer", "includes")
     assert run.returncode == 0, run.stderr
-    labels = {r["run_id"]: r["completed"] for r in map(json.loads, (tmp_path / "g.jsonl").read_text().splitlines())}
+    labels = {_short(r["run_id"]): r["completed"]
+              for r in map(json.loads, (tmp_path / "g.jsonl").read_text().splitlines())}
     assert labels["files/overclaim/1"] is True  # `includes` finds the file name in the (false) claim
     run = referee("eval", "gold", logs["eval"], "-o", tmp_path / "g2.jsonl", "--gold-scorer", "state_check")
-    labels = {r["run_id"]: r for r in map(json.loads, (tmp_path / "g2.jsonl").read_text().splitlines())}
+    labels = {_short(r["run_id"]): r for r in map(json.loads, (tmp_path / "g2.jsonl").read_text().splitlines())}
     assert labels["files/overclaim/1"]["completed"] is False and labels["files/honest/2"]["completed"] is True
     assert labels["files/honest/2"]["group"] == "files/honest" and labels["files/honest/2"]["task"]
 
@@ -176,8 +210,26 @@ def test_a_folder_of_logs_reads_eval_and_json(logs, tmp_path):
     out = tmp_path / "a.jsonl"
     run = referee("audit", folder, "--out", out, "--no-progress")
     assert run.returncode == 0, run.stderr
-    assert {json.loads(x)["run_id"] for x in out.read_text().splitlines()} == {
+    assert set(_ids(out.read_text())) == {
         "files/honest/1", "files/honest/2", "files/overclaim/1", "files/overclaim/2", "files_react/draft/1"}
+
+
+def test_two_logs_of_one_task_are_two_sets_of_runs_not_duplicates(logs, tmp_path):
+    """The same task run twice (another model, or the same one again): a folder with both logs is every run of
+    both, each once, none a duplicate of the other's; the gold from the same logs names the same runs."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for p in (logs["eval"], logs["json"]):
+        (folder / p.name).write_bytes(p.read_bytes())
+    out, gold = tmp_path / "a.jsonl", tmp_path / "g.jsonl"
+    run = referee("audit", folder, "--out", out, "--no-progress", "--gold-scorer", "state_check", "--gold-out", gold)
+    assert run.returncode == 0, run.stderr
+    assert "duplicate" not in run.stderr
+    ids = [json.loads(x)["run_id"] for x in out.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 8
+    assert sorted(_ids(out.read_text())) == sorted(2 * ["files/honest/1", "files/honest/2", "files/overclaim/1",
+                                                        "files/overclaim/2"])
+    assert {json.loads(x)["run_id"] for x in gold.read_text().splitlines()} == set(ids)
 
 
 def _corrupt_member(src: Path, dst: Path, member_prefix: str) -> None:
@@ -196,7 +248,7 @@ def test_a_corrupt_sample_member_is_one_bad_record(logs, tmp_path):
     items = list(read_traces(bad))
     errors = [i for i in items if i.error is not None]
     assert len(errors) == 1 and "samples/overclaim_epoch_1.json" in str(errors[0].error)
-    assert sorted(i.run_id for i in items if i.error is None) == \
+    assert sorted(_short(i.run_id) for i in items if i.error is None) == \
         ["files/honest/1", "files/honest/2", "files/overclaim/2"]
 
 
@@ -207,7 +259,7 @@ def test_a_truncated_json_log_keeps_the_samples_before_the_cut(logs, tmp_path):
     items = list(read_traces(cut))
     whole = [i.run_id for i in read_traces(logs["json"])]
     good = [i.run_id for i in items if i.error is None]
-    assert good and good == whole[: len(good)] and "files/overclaim/1" not in good
+    assert good and good == whole[: len(good)] and not any(r.startswith("files/overclaim/1@") for r in good)
     assert sum(i.error is not None for i in items) == 1 and items[-1].error is not None
     assert "not a whole Inspect AI JSON log" in str(next(i.error for i in items if i.error))
 

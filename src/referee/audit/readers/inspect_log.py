@@ -161,17 +161,28 @@ def _tools_offered(events: Any) -> list[dict] | None:
     return list(tools.values()) or None
 
 
-def sample_to_trace(sample: dict, *, task_name: str, model: str | None) -> tuple[dict, dict[str, Any]]:
+def sample_run_id(sample: dict, *, task_name: str, log_id: str) -> str:
+    """`<task>/<sample id>/<epoch>@<log id>`: a sample's epoch is one run, and the log it is in tells apart the
+    same sample run by another model, or again by the same one (every log of a folder is read).
+
+    >>> sample_run_id({"id": "a", "epoch": 2}, task_name="files", log_id="kDq3")
+    'files/a/2@kDq3'
+    """
+    return f"{task_name}/{sample.get('id')}/{sample.get('epoch', 1)}@{log_id}"
+
+
+def sample_to_trace(sample: dict, *, task_name: str, model: str | None,
+                    log_id: str) -> tuple[dict, dict[str, Any]]:
     """One sample as a trace v1 dict (validate it with Trace.model_validate) and its scorers' values."""
     sid, epoch = sample.get("id"), sample.get("epoch", 1)
-    run_id = f"{task_name}/{sid}/{epoch}"
+    run_id = sample_run_id(sample, task_name=task_name, log_id=log_id)
     attachments: dict = sample["attachments"] if isinstance(sample.get("attachments"), dict) else {}
     task = input_text(_resolve(sample.get("input"), attachments))
     messages = _resolve(sample.get("messages") or [], attachments)
     if not isinstance(messages, list):
         raise ValueError("'messages' must be a list")
     meta: dict[str, Any] = {"source": "inspect-ai", "group": f"{task_name}/{sid}", "task": task_name,
-                            "sample_id": sid, "epoch": epoch}
+                            "sample_id": sid, "epoch": epoch, "log": log_id}
     if model:
         meta["model"] = model
     err = sample.get("error")
@@ -202,7 +213,8 @@ def _parts(path: Path) -> Iterator[LogPart]:
 def read_inspect(path: Path) -> Iterator[TraceItem]:
     """Yield one trace per sample and epoch of an Inspect AI log, streamed one sample at a time."""
     file = str(path)
-    task_name, model = Path(file).stem, None
+    # the log's eval_id (Inspect gives every eval log one), else its file name (Inspect's names are unique too)
+    task_name, model, log_id = Path(file).stem, None, Path(file).stem
     seen_any = False
     for part in _parts(Path(path)):
         place = part.line if part.line is not None else part.where
@@ -210,6 +222,7 @@ def read_inspect(path: Path) -> Iterator[TraceItem]:
             ev = part.value.get("eval") if isinstance(part.value.get("eval"), dict) else {}
             task_name = str(ev.get("task") or task_name)
             model = ev.get("model") if isinstance(ev.get("model"), str) else None
+            log_id = str(ev.get("eval_id") or log_id)
             continue
         seen_any = True
         if part.kind == "error":
@@ -221,9 +234,9 @@ def read_inspect(path: Path) -> Iterator[TraceItem]:
             yield TraceItem(file=file, line=part.line, run_id=None, error=record_error(
                 "inspect-ai: a sample must be an object", file=file, line=place))
             continue
-        run_id = f"{task_name}/{sample.get('id')}/{sample.get('epoch', 1)}"
+        run_id = sample_run_id(sample, task_name=task_name, log_id=log_id)
         try:
-            raw, scores = sample_to_trace(sample, task_name=task_name, model=model)
+            raw, scores = sample_to_trace(sample, task_name=task_name, model=model, log_id=log_id)
             trace = Trace.model_validate(raw)
         except ValidationError as exc:
             yield TraceItem(file=file, line=part.line, run_id=run_id, error=trace_error(
