@@ -152,6 +152,22 @@ def test_duplicate_run_ids_in_a_trace_file(tmp_path, capsys):
     assert "1 already there" in printed and "duplicate run_id" in err and len(records(out)) == 1
 
 
+def test_two_files_that_reuse_run_ids_are_told_to_go_to_their_own_out(tmp_path, capsys):
+    t = {"run_id": "task-1", "task": "Delete note N42", "steps": [], "report": "Done."}
+    a, b = tmp_path / "model-a.jsonl", tmp_path / "model-b.jsonl"
+    a.write_text(json.dumps(t) + "\n")
+    b.write_text(json.dumps({**t, "report": "I could not."}) + "\n")
+    out = tmp_path / "audit.jsonl"
+    rc, printed, err = audit(capsys, str(a), str(b), "--out", str(out))
+    assert rc == 0 and [r["claim"]["label"] for r in records(out)] == ["success"]
+    assert f"{b}:1: run_id task-1: duplicate run_id (first at {a}:1)" in err
+    assert "these files reuse run_ids" in err and "audit each into its own --out" in err
+    # one file per --out: each run audited
+    for f in (a, b):
+        rc, printed, err = audit(capsys, str(f), "--out", str(tmp_path / f"{f.stem}.audit.jsonl"))
+        assert rc == 0 and "duplicate" not in err and len(records(tmp_path / f"{f.stem}.audit.jsonl")) == 1
+
+
 def test_runs_folder_is_searched_for_run_dirs(demo_copy, tmp_path, capsys):
     out = tmp_path / "audit.jsonl"
     rc, printed, _ = audit(capsys, str(tmp_path / "runs"), "--out", str(out))

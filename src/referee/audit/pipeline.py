@@ -255,15 +255,21 @@ def cannot_audit(trace: Trace | str, why: str) -> TraceError:
                       fix="fix the record, or report it if it looks valid")
 
 
-def duplicate_error(item: TraceItem, first: str) -> TraceError:
+def duplicate_error(item: TraceItem, first: str, first_file: str | None = None) -> TraceError:
     """The warning for a run_id seen before in the same input (file, line and run_id, and where it came first).
+    A run_id first seen in another file says what to do with files that reuse ids (one per model, say).
 
-    >>> print(duplicate_error(TraceItem(file="t.jsonl", line=7, run_id="a"), "t.jsonl:2"))
+    >>> print(duplicate_error(TraceItem(file="t.jsonl", line=7, run_id="a"), "t.jsonl:2", "t.jsonl"))
     t.jsonl:7: run_id a: duplicate run_id (first at t.jsonl:2): audited once, ...; give every run its own run_id
+    >>> print(duplicate_error(TraceItem(file="b.json", line=3, run_id="a"), "a.json:3", "a.json"))
+    b.json:3: run_id a: ...; these files reuse run_ids (one per model or per rerun?): audit each into its own --out
     """
+    fix = "give every run its own run_id"
+    if first_file is not None and first_file != item.file:
+        fix = "these files reuse run_ids (one per model or per rerun?): audit each into its own --out"
     return TraceError(f"run_id {item.run_id}: duplicate run_id (first at {first}): audited once, this record is "
                       f"not audited", file=item.file, place=str(item.line) if item.line is not None else None,
-                      fix="give every run its own run_id")
+                      fix=fix)
 
 
 def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None = None,
@@ -311,7 +317,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
     done = scan(out)
     settings = auditor.settings()
-    seen: dict[str, str] = {}  # run_id -> where it first came in this input
+    seen: dict[str, tuple[str, str]] = {}  # run_id -> (where it first came in this input, its file)
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
     stats = AuditStats()
     stop: list[RefereeError] = []  # a record made with other settings: raised once what is in flight is written
@@ -346,9 +352,9 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         if rid in seen:
             stats.duplicates += 1
             if on_duplicate:
-                on_duplicate(duplicate_error(item, seen[rid]))
+                on_duplicate(duplicate_error(item, *seen[rid]))
             return "skip"
-        seen[rid] = item.file if item.line is None else f"{item.file}:{item.line}"
+        seen[rid] = (item.file if item.line is None else f"{item.file}:{item.line}", item.file)
         prev = done.get(rid)
         if prev is None:
             return "audit"
