@@ -19,12 +19,13 @@ except ImportError:  # pragma: no cover - not POSIX: no lock, as before
 
 
 def lock_path(path: Path) -> Path:
-    """The sidecar lock file of an output file.
+    """The sidecar lock file of an output file, beside the file the path leads to: two names of one file (a link
+    to it, a linked folder) are one lock.
 
-    >>> lock_path(Path("runs/audit.jsonl")).as_posix()
-    'runs/audit.jsonl.lock'
+    >>> lock_path(Path("runs/audit.jsonl")) == Path.cwd() / "runs" / "audit.jsonl.lock"
+    True
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path))
     return path.with_name(path.name + ".lock")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -40,6 +41,7 @@ class InputOptions:
     allow_pickle: bool = False
     on_left_out: Callable[[Path, str], None] | None = None  # (folder, its format) left out by --format
     max_depth: int = MAX_DEPTH
+    outputs: frozenset[Path] = frozenset()  # this audit's own files (real paths): never read as input by a walk
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,33 @@ def expand_args(args: Iterable[str | Path]) -> list[Path]:
     return out
 
 
+def own_outputs(inputs: Iterable[Path], **outputs: Path | None) -> frozenset[Path]:
+    """The real paths of an audit's output files (by option: `out=...`, `gold_out=...`), after checking that no two
+    are one file and that no input file is one of them (either would write over what it reads or wrote).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> own_outputs([d / "t.jsonl"], out=d / "a.jsonl", gold_out=d / "a.jsonl")
+    Traceback (most recent call last):
+    ...
+    referee.errors.UsageError: ...a.jsonl: given as --out and as --gold-out; give each output a file of its own
+    """
+    real: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        name = "--" + option.replace("_", "-")
+        at = Path(os.path.realpath(path))
+        if at in real:
+            raise UsageError(f"given as {real[at]} and as {name}", file=str(path),
+                             fix="give each output a file of its own")
+        real[at] = name
+    for p in inputs:
+        if not p.is_dir() and (at := Path(os.path.realpath(p))) in real:
+            raise UsageError(f"given as an input and as {real[at]}", file=str(p),
+                             fix=f"write {real[at]} to another file (it would be written over what is read)")
+    return frozenset(real)
+
+
 def walk(paths: Iterable[Path], fmt: str | None = None,
          options: InputOptions | None = None) -> Iterator[InputItem | TraceItem]:
     """The items under `paths`, in order; a TraceItem with `error` for a folder that could not be walked."""
@@ -103,7 +132,7 @@ def walk(paths: Iterable[Path], fmt: str | None = None,
         if kind is not None:
             yield InputItem(p, fmt or kind)  # a run folder named on purpose: read, --format overrides
             continue
-        yield from _walk(p, p, 0, fmt, options)
+        yield from _walk(p, p, 0, fmt, options, set())
 
 
 def _sibling_link(path: Path) -> bool:
@@ -112,28 +141,49 @@ def _sibling_link(path: Path) -> bool:
         return False
     try:
         return path.resolve().parent == path.parent.resolve()
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a link loop (Python before 3.13)
         return False
 
 
-def _walk(folder: Path, root: Path, depth: int, fmt: str | None,
-          options: InputOptions) -> Iterator[InputItem | TraceItem]:
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = folder.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputOptions,
+          walked: set[tuple[int, int]]) -> Iterator[InputItem | TraceItem]:
+    # a folder reached again through a link (`up -> ..`, or two links to one folder) is walked once: its
+    # files read twice would be every run a duplicate of itself
+    if (ident := _identity(folder)) is not None:
+        if ident in walked:
+            return
+        walked.add(ident)
     try:
         children = sorted(folder.iterdir())
     except OSError as exc:
         yield _bad(folder, f"cannot list this folder: {exc.strerror or exc}")
         return
     for child in children:
-        if child.name.startswith(".") or _sibling_link(child):
+        if child.name.startswith("."):
             continue
         rel = child.relative_to(root).as_posix()
+        if child.is_symlink() and not child.exists():  # a loop (`self -> self`) or a target gone
+            if is_trace_name(child) or (options.include and _included(rel, child.name, options.include)):
+                yield _bad(child, "a link that leads to no file (its target is missing, or it is a loop)",
+                           fix="remove the link, or point it at the file")
+            continue
+        if _sibling_link(child):
+            continue
         if child.is_dir():
             kind = sniff_dir(child)
             if kind is None:
                 if depth + 1 >= options.max_depth:
                     yield _bad(child, f"more than {options.max_depth} folders below {root}: not walked")
                 else:
-                    yield from _walk(child, root, depth + 1, fmt, options)
+                    yield from _walk(child, root, depth + 1, fmt, options, walked)
             elif options.include and not _included(rel, child.name, options.include):
                 continue
             elif fmt is not None and fmt != kind:
@@ -142,6 +192,8 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None,
             else:
                 yield InputItem(child, kind)
         elif child.is_file():
+            if options.outputs and Path(os.path.realpath(child)) in options.outputs:
+                continue  # this audit's own output (`referee audit . --out audit.jsonl`, run again)
             if options.include:
                 if _included(rel, child.name, options.include):
                     yield InputItem(child, fmt)
@@ -149,9 +201,9 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None,
                 yield InputItem(child, fmt)
 
 
-def _bad(path: Path, msg: str) -> TraceItem:
+def _bad(path: Path, msg: str, fix: str = "give that folder itself, or fix its permissions") -> TraceItem:
     err = record_error(msg, file=str(path), line=None)
-    err.fix = "give that folder itself, or fix its permissions"
+    err.fix = fix
     return TraceItem(file=str(path), line=None, run_id=None, error=err)
 
 

@@ -152,9 +152,11 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     # run directories are read inside this command only: the setting ends with it
     click.get_current_context().with_resource(allowing_unsigned(allow_unsigned))
 
-    from referee.audit.inputs import InputOptions, expand_args, pickle_only_folders
+    from referee.audit.inputs import InputOptions, expand_args, own_outputs, pickle_only_folders
 
     traces = expand_args(traces)
+    cache = cache or out.with_name(out.name + ".cache.sqlite")
+    outputs = own_outputs(traces, out=out, cache=cache, gold_out=gold_out, summary_json=summary_json)
     refused = [] if allow_pickle else pickle_only_folders(traces, fmt)
     if refused:
         raise UsageError(f"{refused[0]}: a BrowserGym experiment whose steps are only in pickles (step_*.pkl.gz), "
@@ -164,7 +166,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                              "only), or export a JSON tape (tape.json)")
     left_out: list[str] = []
     inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
-                          on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"))
+                          on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"), outputs=outputs)
 
     from referee.executors import check_options
 
@@ -195,7 +197,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
 
     executor = executor_for(backends.client is not None, ex_options, workers_given=workers is not None,
                             say=lambda m: click.echo(m, err=True))
-    cache_db = EvidenceCache(cache or out.with_name(out.name + ".cache.sqlite"))
+    cache_db = EvidenceCache(cache)
     auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=n_runs, cache=cache_db)
     gold: dict[str, bool] = {}
     gold_rows: list[dict] = []
