@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from referee.fstree import remove_tree
 from referee.runner.isolation import Sandbox
 from referee.runner.reaper import uid_lock
 
@@ -92,7 +92,8 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
     """Run one agent step in `sandbox` and wait for it; when it exits or its time is up, end every
     process it started (SIGTERM, `GRACE_S`, then SIGKILL at the timeout; SIGKILL for leftovers).
 
-    >>> from referee.runner.isolation import Sandbox
+    >>> from referee.fstree import remove_tree
+from referee.runner.isolation import Sandbox
     >>> sb = Sandbox("none", "none", "", Path("."), Path("."))
     >>> out = run_agent(["/bin/sh", "-c", "echo hi"], sandbox=sb, agent_dir=Path("."), cwd=Path("."),
     ...                 env={}, stdin=b"", timeout_s=10)
@@ -145,10 +146,8 @@ def write_output(agent_dir: Path, name: str, data: bytes) -> Path:
     """Write the runner's copy of the agent's output into its folder, replacing whatever the agent left
     under that name (a link, a folder, a pipe) rather than writing through it; no bytes, no file."""
     path = agent_dir / name
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.is_symlink() or path.exists():
-        os.unlink(path)
+    if os.path.lexists(path):
+        remove_tree(path)  # a link is removed, not followed; a folder however deep, without recursion
     if not data:
         return path
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
