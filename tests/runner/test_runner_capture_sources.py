@@ -105,6 +105,38 @@ def test_a_sqlite_database_the_agent_linked_elsewhere_is_not_opened(run_plan, tm
     assert _holding(run.run_dir, b"private-row-91c2") == []
 
 
+def test_a_command_capture_that_prints_the_signing_key_is_not_kept(run_plan, tmp_path):
+    """`cat report.txt` is the plan's command, run by the runner; the agent made report.txt a link to the key."""
+    key_file, secret = _key()
+    agent = _sh(tmp_path, f"ln -sf {shlex.quote(str(key_file))} {shlex.quote(str(tmp_path / 'report.txt'))}\n")
+    steps = [{"id": "s1", "do": "x", "validators": [{"kind": "command_exit_code", "command": "cat report.txt"}]},
+             {"id": "s2", "do": "x", "capture": [{"kind": "command", "name": "raw", "command": "cat report.txt",
+                                                  "stdout_as": "raw.txt"}],
+              "validators": [{"kind": "text_contains", "evidence": "raw", "text": "x"}]}]
+    run = run_plan({"name": "catkey", "steps": steps}, agent=agent)
+    assert run.verdicts() == {"s1": "ERROR", "s2": "ERROR"}, run.explain()
+    for sid in ("s1", "s2"):
+        assert "holds the runner's signing key; removed" in run.reasons(sid), run.reasons(sid)
+    assert _holding(run.run_dir, secret) == []
+
+
+def test_an_unisolated_agent_that_prints_or_saves_the_key_gets_neither_kept(run_plan, tmp_path):
+    """Unisolated, the agent can read the key (security-evidence.md says so); it still never lands in the run
+    directory, which others read (CI artifacts)."""
+    key_file, secret = _key()
+    q = shlex.quote(str(key_file))
+    agent = _sh(tmp_path, f'cat {q}; cat {q} > "$REFEREE_AGENT_DIR/loot.txt"\n'
+                          'echo fine > "$REFEREE_AGENT_DIR/ok.txt"\n')
+    steps = [{"id": "s1", "do": "x", "validators": [{"kind": "text_contains", "evidence": "ok.txt", "text": "fine"}]}]
+    run = run_plan({"name": "printkey", "actor": {"kind": "command", "isolation": "none"}, "steps": steps},
+                   agent=agent)
+    assert run.verdict("s1") == "PASS", run.explain()
+    why = run.manifest["steps"]["s1"]["actor_error"]
+    assert "agent/s1/loot.txt: holds the runner's signing key; removed" in why, why
+    assert "agent/s1/stdout.txt: holds the runner's signing key; removed" in why, why
+    assert _holding(run.run_dir, secret) == []
+
+
 def test_doctests():
     import doctest
     import importlib

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from referee.errors import EvidenceError
+from referee.errors import EvidenceError, HoldsSecret
 from referee.fstree import remove_tree, walk_tree
 from referee.fsutil import atomic_write_bytes, hash_regular, own_dir
 from referee.keys import SigningKey, load_key
@@ -56,6 +56,10 @@ class RunStore:
         self.manifest = Manifest(plan=plan_name, started=utcnow())
         self.claims: dict[str, Claim | None] = {}
         self.sealer = Sealer(self.run_dir, key or load_key(), uuid.uuid4().hex)
+        secret = self.sealer.key.secret
+        # the key as its file holds it (hex) and as bytes: no capture, command or agent file may carry it
+        # into a run directory that the agent's next step, or whoever gets the artifacts, can read
+        self._refuse = (secret.hex().encode(), secret.hex().upper().encode(), secret)
         self._first = True
         self._made: set[tuple[str, ...]] = set()
         self._removed: list[str] = []
@@ -132,7 +136,11 @@ class RunStore:
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
                  capture: str | None, kind: str, primary: bool = True, error: str | None = None) -> FileEntry:
         rel = Path(path).relative_to(self.run_dir).as_posix()
-        digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES)
+        try:
+            digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES, refuse=self._refuse)
+        except HoldsSecret:
+            os.unlink(path)  # not kept for the agent's next step to read, nor in the artifacts
+            raise EvidenceError("holds the runner's signing key; removed", file=rel) from None
         entry = FileEntry(path=rel, step=step, phase=phase, captured_by=captured_by, capture=capture, kind=kind,
                           sha256=digest, size=size, time=utcnow(), primary=primary, error=error)
         self.manifest.files.append(entry)
@@ -164,7 +172,10 @@ class RunStore:
             if not data:
                 continue
             # the agent's words, so `agent`: the auditor never reads them as the runner's observation
-            self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
+            try:
+                self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
+            except EvidenceError as exc:  # it printed the signing key
+                self._removed.append(str(exc))
 
     def add_agent_files(self, step_id: str, skip: frozenset[str] = frozenset()) -> list[str]:
         """Hash every regular file the agent left in its folder; links, FIFOs and escapes are refused, not followed.
