@@ -92,8 +92,7 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
     """Run one agent step in `sandbox` and wait for it; when it exits or its time is up, end every
     process it started (SIGTERM, `GRACE_S`, then SIGKILL at the timeout; SIGKILL for leftovers).
 
-    >>> from referee.fstree import remove_tree
-from referee.runner.isolation import Sandbox
+    >>> from referee.runner.isolation import Sandbox
     >>> sb = Sandbox("none", "none", "", Path("."), Path("."))
     >>> out = run_agent(["/bin/sh", "-c", "echo hi"], sandbox=sb, agent_dir=Path("."), cwd=Path("."),
     ...                 env={}, stdin=b"", timeout_s=10)
