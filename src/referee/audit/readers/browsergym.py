@@ -454,7 +454,10 @@ def read_experiment(path: Path, options: ReadOptions | None = None) -> TraceItem
     except SHAPE_ERRORS as exc:
         return TraceItem(file=file, line=None, run_id=rid,
                          error=shape_error(exc, "browsergym", file=file, line=None, run_id=rid))
-    return TraceItem(file=file, line=None, run_id=rid, trace=trace, gold=_gold(summary, tape_meta))
+    gold = _gold(summary, tape_meta)
+    return TraceItem(file=file, line=None, run_id=rid, trace=trace, gold=gold,
+                     notes=(f"{file}/{summary_problem}: this run has no gold",) if summary_problem and gold is None
+                     else ())
 
 
 @trace_readers.register("browsergym")
