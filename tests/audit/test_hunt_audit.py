@@ -358,3 +358,75 @@ def test_a_newline_in_a_run_id_never_makes_a_line_of_its_own_on_the_console(tmp_
     assert (tmp_path / "audit.jsonl").read_text().count("\n") == 1  # r1 audited, r2 a bad record
     for stream in (proc.stdout, proc.stderr):
         assert not any(line.startswith("FORGED-LINE") for line in stream.splitlines()), stream
+
+
+# ---- minor: folders given as output files ------------------------------------------------------------
+
+@pytest.mark.parametrize("option", ["--out", "--gold-out", "--summary-json", "--cache"])
+def test_an_output_that_is_a_folder_is_one_line_and_leaves_nothing_behind(tmp_path, option):
+    """`--gold-out DIR` named a temp file in its error; `audit --out DIR` made DIR.cache.sqlite and DIR.lock
+    before failing."""
+    write_jsonl(tmp_path / "t.jsonl", [trace("r1")])
+    (tmp_path / "dd").mkdir()
+    args = ["audit", "t.jsonl", "--out", "audit.jsonl", option, "dd"] if option != "--out" else \
+        ["audit", "t.jsonl", "--out", "dd"]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    proc = cli(*args, cwd=tmp_path)
+    no_crash(proc)
+    assert proc.returncode == 2 and f"dd: {option} is a folder; give {option} a file name" in proc.stderr, \
+        proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and not any((tmp_path / "dd").iterdir())
+
+
+def test_replay_to_a_folder_or_of_a_bad_file_leaves_no_half_file(tmp_path):
+    """`replay --out DIR` left DIR.tmp behind; so did a replay that stopped at a bad record."""
+    write_jsonl(tmp_path / "t.jsonl", [trace("r1"), trace("r2")])
+    assert cli("audit", "t.jsonl", "--out", "audit.jsonl", cwd=tmp_path).returncode == 0
+    (tmp_path / "dd").mkdir()
+    proc = cli("replay", "audit.jsonl", "--out", "dd", cwd=tmp_path)
+    assert proc.returncode == 2 and "--out is a folder" in proc.stderr, proc.stderr
+    assert not (tmp_path / "dd.tmp").exists()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text((tmp_path / "audit.jsonl").read_text().splitlines()[0] + "\n{not a record\n")
+    (tmp_path / "out.jsonl").write_text("kept\n")
+    proc = cli("replay", "bad.jsonl", "--out", "out.jsonl", cwd=tmp_path)
+    no_crash(proc)
+    assert proc.returncode == 2, proc.stderr
+    assert (tmp_path / "out.jsonl").read_text() == "kept\n" and not (tmp_path / "out.jsonl.tmp").exists()
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_a_utf16_or_utf32_trace_file_is_one_line_that_says_so(tmp_path, encoding):
+    """A trace file saved as UTF-16 (Windows tools) gave `invalid JSON: Expecting value` with no word of the
+    encoding; one bad item that names it and how to convert is what a user can act on."""
+    text = "".join(json.dumps(trace(f"r{i}")) + "\n" for i in range(120))
+    (tmp_path / "t.jsonl").write_bytes(text.encode(encoding))
+    for workers in ("1", "2"):
+        proc = cli("audit", "t.jsonl", "--out", f"a{workers}.jsonl", "--workers", workers, "--chunk-size", "50",
+                   "--summary-json", f"s{workers}.json", cwd=tmp_path)
+        no_crash(proc)
+        errors = json.loads((tmp_path / f"s{workers}.json").read_text())["errors"]
+        assert len(errors) == 1 and f"{encoding[:6].upper()} text, not UTF-8" in errors[0], errors
+
+
+def test_eval_names_the_empty_audit_file_and_an_unknown_breakdown_method(tmp_path):
+    """`eval` of an empty audit file blamed the gold file; `--breakdown-for nosuch` was accepted silently."""
+    write_jsonl(tmp_path / "t.jsonl", [trace("r1", gold={"completed": True})])
+    assert cli("audit", "t.jsonl", "--out", "audit.jsonl", "--gold-out", "gold.jsonl", cwd=tmp_path).returncode == 0
+    (tmp_path / "empty.jsonl").write_text("")
+    proc = cli("eval", "empty.jsonl", "--gold", "gold.jsonl", "--no-plot", cwd=tmp_path)
+    assert proc.returncode == 2 and "empty.jsonl: the audit file holds no audit record" in proc.stderr, proc.stderr
+    proc = cli("eval", "audit.jsonl", "--gold", "gold.jsonl", "--no-plot", "--breakdown-for", "auditr",
+               "--resamples", "0", cwd=tmp_path)
+    assert proc.returncode == 2 and "did you mean 'auditor'?" in proc.stderr, proc.stderr
+
+
+def test_an_include_that_matches_nothing_says_so(tmp_path):
+    """`--include` matching nothing wrote 0 records and exited 0: a typo in a nightly job passed unnoticed."""
+    (tmp_path / "runs").mkdir()
+    write_jsonl(tmp_path / "runs" / "t.jsonl", [trace("r1")])
+    proc = cli("audit", "runs", "--include", "nomatch*", "--out", "audit.jsonl", cwd=tmp_path)
+    assert proc.returncode == 2 and "--include nomatch* matches no file or run folder in runs" in proc.stderr
+    assert not (tmp_path / "audit.jsonl").exists()
+    proc = cli("audit", "runs", "--include", "t.*", "--out", "audit.jsonl", cwd=tmp_path)
+    assert proc.returncode == 0 and len((tmp_path / "audit.jsonl").read_text().splitlines()) == 1

@@ -107,6 +107,8 @@ def own_outputs(inputs: Iterable[Path], **outputs: Path | None) -> frozenset[Pat
         if path is None:
             continue
         name = "--" + option.replace("_", "-")
+        if Path(path).is_dir():
+            raise UsageError(f"{name} is a folder", file=str(path), fix=f"give {name} a file name")
         at = Path(os.path.realpath(path))
         if at in real:
             raise UsageError(f"given as {real[at]} and as {name}", file=str(path),

@@ -173,7 +173,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     # run directories are read inside this command only: the setting ends with it
     click.get_current_context().with_resource(allowing_unsigned(allow_unsigned))
 
-    from referee.audit.inputs import InputOptions, expand_args, own_outputs, pickle_only_folders
+    from referee.audit.inputs import InputItem, InputOptions, expand_args, own_outputs, pickle_only_folders, walk
 
     traces = expand_args(traces)
     cache = cache or out.with_name(out.name + ".cache.sqlite")
@@ -188,6 +188,11 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     left_out: list[str] = []
     inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
                           on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"), outputs=outputs)
+    probe = InputOptions(include=tuple(include), outputs=outputs)  # says nothing: the audit's own walk will
+    if include and not any(isinstance(item, InputItem) for item in walk(traces, fmt, probe)):
+        raise UsageError(f"--include {' '.join(include)} matches no file or run folder in "
+                         f"{', '.join(map(str, traces))}",
+                         fix="check the pattern: it is matched against the path below the walked folder or the name")
 
     from referee.executors import check_options
 
@@ -408,22 +413,30 @@ def replay(audit_file, policy, out, gold):
         gold_map = {rid: g.completed for rid, g in load_gold(gold).items()}
     summary = AuditSummary()
     to_file = out is not None and str(out) != "-"
+    if to_file and out.is_dir():
+        raise UsageError("--out is a folder", file=str(out), fix="give --out a file name")
     # replacing a file a running `referee audit` appends to would lose its records: take its lock
     with exclusive(out, by="referee replay", fix="wait for it to finish, or give another --out") if to_file \
             else nullcontext():
         fh = None
+        tmp = out.with_name(out.name + ".tmp") if to_file else None
         if out is not None:
-            fh = sys.stdout if not to_file else open(out.with_name(out.name + ".tmp"), "w", encoding="utf-8")
+            fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
         try:
-            for rec in replay_file(audit_file, lp):
-                summary.add(rec, gold_map or None)
-                if fh is not None:
-                    fh.write(rec.model_dump_json() + "\n")
-        finally:
-            if fh is not None and fh is not sys.stdout:
-                fh.close()
-        if to_file:
-            out.with_name(out.name + ".tmp").replace(out)
+            try:
+                for rec in replay_file(audit_file, lp):
+                    summary.add(rec, gold_map or None)
+                    if fh is not None:
+                        fh.write(rec.model_dump_json() + "\n")
+            finally:
+                if fh is not None and fh is not sys.stdout:
+                    fh.close()
+            if tmp is not None:
+                tmp.replace(out)
+        except BaseException:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)  # a replay that failed leaves --out as it was, and no half file beside
+            raise
     click.echo(render(summary), err=fh is sys.stdout)
     return 0
 

@@ -417,8 +417,7 @@ def read_experiment(path: Path, options: ReadOptions | None = None) -> TraceItem
                 e.screenshot = e.screenshot or _shot(path, e.step)
         elif step_files(path):
             if not options.allow_pickle:
-                return bad("the steps are only in pickles (step_*.pkl.gz), and loading a pickle can run code: "
-                           "pass --allow-pickle to read them",
+                return bad("the steps are only in pickles (step_*.pkl.gz), and loading a pickle can run code",
                            "pass --allow-pickle to read them with referee's restricted unpickler (data classes only), "
                            "or export the experiment's JSON tape (tape.json)")
             entries, goal_object = _from_pickles(path)

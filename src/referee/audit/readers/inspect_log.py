@@ -226,11 +226,12 @@ def read_inspect(path: Path) -> Iterator[TraceItem]:
     file = str(path)
     # the log's eval_id (Inspect gives every eval log one), else its file name (Inspect's names are unique too)
     task_name, model, log_id = Path(file).stem, None, Path(file).stem
-    seen_any = False
+    seen_any = header_seen = False
     for part in _parts(Path(path)):
         place = part.line if part.line is not None else part.where
         if part.kind == "header":
             ev = part.value.get("eval") if isinstance(part.value.get("eval"), dict) else {}
+            header_seen = header_seen or bool(ev)
             task_name = str(ev.get("task") or task_name)
             model = ev.get("model") if isinstance(ev.get("model"), str) else None
             log_id = str(ev.get("eval_id") or log_id)
@@ -259,8 +260,10 @@ def read_inspect(path: Path) -> Iterator[TraceItem]:
             continue
         yield TraceItem(file=file, line=part.line, run_id=run_id, trace=trace, scores=scores or None)
     if not seen_any:
-        yield TraceItem(file=file, line=None, run_id=None, error=record_error(
-            "inspect-ai: the log holds no samples (was it written with --no-log-samples?)", file=file, line=None))
+        why = ("the log holds no samples (was it written with --no-log-samples?)" if header_seen else
+               "not an Inspect AI log: no 'eval' header and no samples (is --format right?)")
+        yield TraceItem(file=file, line=None, run_id=None, error=record_error(f"inspect-ai: {why}", file=file,
+                                                                              line=None))
 
 
 read_inspect.needs = ("zstandard for .eval members compressed with zstd, as recent Inspect writes them "
