@@ -430,3 +430,14 @@ def test_an_include_that_matches_nothing_says_so(tmp_path):
     assert not (tmp_path / "audit.jsonl").exists()
     proc = cli("audit", "runs", "--include", "t.*", "--out", "audit.jsonl", cwd=tmp_path)
     assert proc.returncode == 0 and len((tmp_path / "audit.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_damaged_line_in_out_is_said_on_resume_not_silently_reaudited(tmp_path):
+    write_jsonl(tmp_path / "t.jsonl", [trace("r1"), trace("r2"), trace("r3")])
+    assert cli("audit", "t.jsonl", "--out", "audit.jsonl", cwd=tmp_path).returncode == 0
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:40] + "#" + lines[1][41:]  # a byte flipped in the middle of the file
+    (tmp_path / "audit.jsonl").write_text("\n".join(lines) + "\n")
+    proc = cli("audit", "t.jsonl", "--out", "audit.jsonl", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "audit.jsonl: line 2: no audit record (damaged?)" in proc.stderr and "wrote 1 records" in proc.stdout

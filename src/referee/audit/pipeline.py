@@ -317,7 +317,12 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                   inputs: InputOptions | None, gold_scorer: GoldScorer | None,
                   reaudit_changed: bool, executor: Any) -> AuditStats:
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
-    done = scan(out)
+    damaged: list[int] = []
+    done = scan(out, damaged)
+    if damaged and on_note:
+        on_note(f"{out}: line{'s' if len(damaged) > 1 else ''} {', '.join(map(str, damaged[:10]))}"
+                f"{' ...' if len(damaged) > 10 else ''}: no audit record (damaged?); left as it is, and the run it "
+                "held is audited again")
     settings = auditor.settings()
     seen: dict[str, tuple[str, str]] = {}  # run_id -> (where it first came in this input, its file)
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
