@@ -441,3 +441,18 @@ def test_a_damaged_line_in_out_is_said_on_resume_not_silently_reaudited(tmp_path
     proc = cli("audit", "t.jsonl", "--out", "audit.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "audit.jsonl: line 2: no audit record (damaged?)" in proc.stderr and "wrote 1 records" in proc.stdout
+
+
+def test_a_glob_that_matches_a_dangling_link_or_a_loop_is_one_bad_item_each(tmp_path):
+    """A quoted glob that matched a dangling link stopped the whole audit (`check the path and that you may
+    write there`); one that matched a link loop blamed a run directory."""
+    (tmp_path / "gl").mkdir()
+    write_jsonl(tmp_path / "gl" / "a.jsonl", [trace("r1")])
+    (tmp_path / "gl" / "b.jsonl").symlink_to("nothere.jsonl")
+    (tmp_path / "gl" / "c.jsonl").symlink_to("c.jsonl")
+    proc = cli("audit", "gl/*.jsonl", "--out", "audit.jsonl", "--summary-json", "s.json", cwd=tmp_path)
+    no_crash(proc)
+    assert proc.returncode == 1 and len((tmp_path / "audit.jsonl").read_text().splitlines()) == 1
+    errors = json.loads((tmp_path / "s.json").read_text())["errors"]
+    assert [e.split(":")[0] for e in errors] == ["gl/b.jsonl", "gl/c.jsonl"]
+    assert all("a link that leads to no file" in e for e in errors)
