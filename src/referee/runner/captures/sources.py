@@ -21,7 +21,7 @@ from referee.runner.captures.base import CaptureFailed
 from referee.safetext import fs_name
 
 NO_LINKS = "the runner reads nothing through a link where the agent writes (it could lead to a file the agent " \
-           "may not read)"
+           "may not read); name the file itself"
 
 
 def source_path(path: str, cwd: Path | None) -> Path:
