@@ -2,6 +2,7 @@
 
 import sys
 
-from referee.cli.main import main
+from referee.cli.main import forget_working_dir, main
 
+forget_working_dir()  # the working directory is the agent's: nothing is imported from it after this
 sys.exit(main())

@@ -80,5 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else 0
 
 
+def forget_working_dir() -> None:
+    """Take the working directory off sys.path, where `python -m referee` put it first.
+
+    The runner's working directory is where its agent works: a `html.py` the agent left there would
+    otherwise be imported, as the runner's user, by the first `import html` after the agent's step
+    (Python's `-P`, done here for `python -m`). The `referee` script never had it on the path.
+    """
+    cwd = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p and os.path.normpath(p) != cwd]
+
+
 if __name__ == "__main__":  # pragma: no cover
+    forget_working_dir()
     sys.exit(main())
