@@ -2,7 +2,6 @@
 
 import sys
 
-from referee.cli.main import forget_working_dir, main
+from referee.cli.main import main
 
-forget_working_dir()  # the working directory is the agent's: nothing is imported from it after this
 sys.exit(main())
