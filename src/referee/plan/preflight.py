@@ -195,9 +195,11 @@ def _top_level_names(origin: str) -> set[str] | None:
 
 
 def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
-                    cwd: Path | None = None) -> tuple[LoadedPlan | None, Findings]:
+                    cwd: Path | None = None, text: str | None = None) -> tuple[LoadedPlan | None, Findings]:
     """Load a plan collecting every error (not only the first), then `preflight` it.
 
+    `text`: the plan's text as already read (what `referee run -j` validated before a plan's agent
+    could rewrite the file); `path` then only names it and anchors its relative paths.
     The plan comes back None only when it cannot be read at all (no such file, not YAML, not a plan).
     """
     from referee.plan.loader import load_plan_text, read_plan_file
@@ -205,7 +207,7 @@ def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
     path = Path(path)
     found = Findings()
     try:
-        lp = load_plan_text(read_plan_file(path), str(path), env=env, errors=found.errors)
+        lp = load_plan_text(read_plan_file(path) if text is None else text, str(path), env=env, errors=found.errors)
     except PlanError as exc:
         found.errors.append(exc)
         return None, found

@@ -43,7 +43,11 @@ class App:
 
     def __enter__(self) -> "App":
         if self.spec.start:
-            self.start()
+            try:
+                self.start()
+            except BaseException:  # Ctrl-C or SIGTERM while it starts: `with` calls no __exit__ for us
+                self.stop()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:
