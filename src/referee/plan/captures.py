@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
-from referee.plan.model import check_name
+from referee.plan.model import Seconds, check_name
 from referee.registry import Item, Registry
 
 
@@ -81,7 +81,7 @@ class HttpParams(CaptureParams):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
     headers: dict[str, str] = {}
     json_body: object = None
-    timeout_s: float = 15.0
+    timeout_s: Seconds = 15.0
 
 
 @spec("command",
@@ -89,7 +89,7 @@ class HttpParams(CaptureParams):
 class CommandParams(CaptureParams):
     env_fields = ("command",)
     command: str
-    timeout_s: float = 60.0
+    timeout_s: Seconds = 60.0
     stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
 
     @field_validator("stdout_as")

@@ -138,7 +138,7 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
         fix = (f"did you mean '{near[0]}'? " if near else "") + (f"known fields: {', '.join(known)}" if known else
                                                                 "remove it or check its spelling")
     else:
-        msg = f"invalid '{field}': {err['msg']}"
+        msg = f"invalid '{field}': {err['msg'].removeprefix('Value error, ')}"
     return where.error(msg, loc, fix)
 
 

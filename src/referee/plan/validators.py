@@ -22,6 +22,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.ocr import DEFAULT_ENGINE, engines
+from referee.plan.model import Seconds
 from referee.registry import Registry
 
 
@@ -255,7 +256,7 @@ class CommandExitCodeSpec(ValidatorSpec):
         command: str | None = None
         evidence: str | None = None
         expected: int = 0
-        timeout_s: float = 60.0
+        timeout_s: Seconds = 60.0
 
         @model_validator(mode="after")
         def _one_source(self) -> CommandExitCodeSpec.Params:
