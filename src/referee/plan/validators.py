@@ -58,6 +58,19 @@ def implicit_name(kind: str, index: int) -> str:
     return f"_v{index}_{kind}"
 
 
+_IMPLICIT = re.compile(r"_v\d+_")
+
+
+def reserved_name(name: str) -> bool:
+    """Whether `name` is one the runner gives validators' own captures (`_v<N>_<kind>`, `_screen`, `_aria`,
+    `_dom`): a plan's capture of that name would take the place of the validator's, so the loader refuses it.
+
+    >>> reserved_name("_v0_command_exit_code"), reserved_name("_screen"), reserved_name("v0_reply")
+    (True, True, False)
+    """
+    return name in (SCREEN, ARIA, DOM) or _IMPLICIT.match(name) is not None
+
+
 class ValidatorSpec:
     """One validator kind as a plan sees it: its parameters, a line for `referee kinds`, the captures
     the runner takes for it and the evidence its check reads. Subclasses set `Params` and `summary`
@@ -444,7 +457,8 @@ class DomContainsSpec(ValidatorSpec):
 
 
 __all__ = ["ValidatorParams", "CaptureRequest", "ValidatorSpec", "validator_specs", "BUILTIN_SPECS", "spec",
-           "implicit_name", "SourceParams", "http_capture", "parse_json_path", "HttpSourceSpec", "HttpStatusEqSpec",
+           "implicit_name", "reserved_name", "SourceParams", "http_capture", "parse_json_path", "HttpSourceSpec",
+           "HttpStatusEqSpec",
            "HttpBodyContainsSpec", "JsonPathEqSpec", "TextParams", "TextContainsSpec", "RegexMatchSpec",
            "FileExistsSpec", "CommandExitCodeSpec", "SqlRowPresentSpec", "DdbRowPresentSpec", "SCREEN", "ARIA", "DOM",
            "OcrParams", "OcrSpec", "OcrContainsSpec", "OcrNotContainsSpec", "ScreenParams", "AriaContainsSpec",
