@@ -249,6 +249,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
             schedule = StepSchedule(plan, store, options, on_event)
             for step in schedule:  # the steps --only/-k keep, each again for a retry
+                if plan.plan.app:
+                    app.check_alive()  # a crashed app's URL may be answered by something else
                 on_event("start", step.id, {})
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page
