@@ -32,6 +32,16 @@ class Item:
     words: str  # for errors: "... gave X, not <words>"
 
 
+def nearest(name: str, known: list[str], plural: str) -> str:
+    """The fix for an unknown name: the nearest known one, then all of them.
+
+    >>> nearest("auditr", ["auditor", "claim-gate-only"], "methods")
+    "did you mean 'auditor'? known methods: auditor, claim-gate-only"
+    """
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return (f"did you mean '{near[0]}'? " if near else "") + f"known {plural}: {', '.join(known)}"
+
+
 def _is_factory(obj: object) -> bool:
     return callable(obj)
 
@@ -178,11 +188,8 @@ class Registry(Generic[T]):
     def unknown(self, name: str, **where) -> UnknownKindError:
         """Build the error for an unknown name, with the nearest known one."""
         known = self.names()
-        near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"did you mean '{near[0]}'? " if near else ""
         plural = self.what[:-1] + "ies" if self.what.endswith("y") else self.what + "s"
-        return UnknownKindError(f"unknown {self.what} '{name}'", fix=f"{hint}known {plural}: {', '.join(known)}",
-                                **where)
+        return UnknownKindError(f"unknown {self.what} '{name}'", fix=nearest(name, known, plural), **where)
 
     def get(self, name: str, **where) -> T:
         if name in self._items:  # entry points load only for a name no built-in has

@@ -138,3 +138,18 @@ def test_referee_readers_lists_every_reader(capsys):
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_summary_that_does_not_read_is_said_and_the_run_still_audits(tmp_path, capsys):
+    exp = tape_experiment(tmp_path / "runs" / "2025-01-01_Agent_on_notes.delete_3", 1.0)
+    tape = json.loads((exp / "tape.json").read_text())
+    tape["metadata"] = {}  # the summary is then the only gold
+    (exp / "tape.json").write_text(json.dumps(tape))
+    (exp / "summary_info.json").write_text('{"n_steps": 2, "cum_reward": 1.')
+    out = tmp_path / "a.jsonl"
+    rc = main(["audit", str(tmp_path / "runs"), "--out", str(out), "--no-progress", "--gold-out",
+               str(tmp_path / "g.jsonl")])
+    err = capsys.readouterr().err
+    assert rc == 0 and len(out.read_text().splitlines()) == 1
+    assert "summary_info.json" in err and "this run has no gold" in err
+    assert (tmp_path / "g.jsonl").read_text() == ""

@@ -107,6 +107,8 @@ def own_outputs(inputs: Iterable[Path], **outputs: Path | None) -> frozenset[Pat
         if path is None:
             continue
         name = "--" + option.replace("_", "-")
+        if Path(path).is_dir():
+            raise UsageError(f"{name} is a folder", file=str(path), fix=f"give {name} a file name")
         at = Path(os.path.realpath(path))
         if at in real:
             raise UsageError(f"given as {real[at]} and as {name}", file=str(path),
@@ -126,7 +128,10 @@ def walk(paths: Iterable[Path], fmt: str | None = None,
     for p in paths:
         p = Path(p)
         if not p.is_dir():
-            yield InputItem(p, fmt)
+            if p.is_symlink() and not p.exists():  # a glob's hit can be a link to nothing
+                yield _dangling(p)
+            else:
+                yield InputItem(p, fmt)
             continue
         kind = sniff_dir(p)
         if kind is not None:
@@ -172,8 +177,7 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
         rel = child.relative_to(root).as_posix()
         if child.is_symlink() and not child.exists():  # a loop (`self -> self`) or a target gone
             if is_trace_name(child) or (options.include and _included(rel, child.name, options.include)):
-                yield _bad(child, "a link that leads to no file (its target is missing, or it is a loop)",
-                           fix="remove the link, or point it at the file")
+                yield _dangling(child)
             continue
         if _sibling_link(child):
             continue
@@ -199,6 +203,11 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
                     yield InputItem(child, fmt)
             elif is_trace_name(child):
                 yield InputItem(child, fmt)
+
+
+def _dangling(path: Path) -> TraceItem:
+    return _bad(path, "a link that leads to no file (its target is missing, or it is a loop)",
+                fix="remove the link, or point it at the file")
 
 
 def _bad(path: Path, msg: str, fix: str = "give that folder itself, or fix its permissions") -> TraceItem:

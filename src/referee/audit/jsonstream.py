@@ -61,7 +61,29 @@ def iter_json_values(path: Path, *, chunk: int = CHUNK) -> Iterator[JsonValue]:
     """
     # a regular file only: a FIFO or a device given as a trace file is one line naming it, never a wait
     with open_regular(path, error=TraceError) as raw:
+        head = raw.read(4)
+        raw.seek(0)
+        if (wide := _wide_text(head)) is not None:  # read as UTF-8, every other byte a NUL: JSON errors saying nothing
+            yield JsonValue(line=1, error=f"{wide} text, not UTF-8: referee reads UTF-8 (convert it, e.g. "
+                                          f"iconv -f {wide} -t UTF-8)")
+            return
         yield from _Reader(raw, max(int(chunk), 1024)).run()
+
+
+def _wide_text(head: bytes) -> str | None:
+    """'UTF-16' or 'UTF-32' for a file that starts with their byte order mark, or with an ASCII character
+    written in them ('{' and NULs: JSON text never holds a NUL); None for anything else.
+
+    >>> _wide_text("[{".encode("utf-16")), _wide_text("{".encode("utf-32-le")), _wide_text(b'{"a"')
+    ('UTF-16', 'UTF-32', None)
+    """
+    nuls = [b == 0 for b in head]
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")) or nuls in ([False, True, True, True],
+                                                                               [True, True, True, False]):
+        return "UTF-32"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or nuls[:2] in ([False, True], [True, False]):
+        return "UTF-16"
+    return None
 
 
 def iter_json_slice(data: bytes, *, first_line: int, at_start: bool, chunk: int = CHUNK) -> Iterator[JsonValue]:

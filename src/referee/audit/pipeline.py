@@ -279,6 +279,7 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
                 on_gold: Callable[[TraceItem], None] | None = None,
                 on_duplicate: Callable[[TraceError], None] | None = None,
                 on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
+                on_note: Callable[[str], None] | None = None,
                 inputs: InputOptions | None = None, gold_scorer: GoldScorer | None = None,
                 reaudit_changed: bool = False, executor: Any = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs whose record stands are skipped.
@@ -294,7 +295,8 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     raises GoldError naming the scorers there. Gold only reaches `on_gold`, never the audit.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
-    `stats.duplicates` and reported through `on_duplicate`, never dropped silently.
+    `stats.duplicates` and reported through `on_duplicate`, never dropped silently. What a reader found
+    beside a run and could not use (a gold report that does not read) goes to `on_note`.
 
     Records are written in input order even when `concurrency` > 1 (a bounded window of traces is in
     flight), so an interrupted audit leaves a clean prefix and resumes where it stopped. With
@@ -306,16 +308,21 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     with exclusive(out, by="referee audit", fix="wait for it to finish, or give another --out"):
         return _audit_locked(paths, auditor, out, fmt=fmt, on_error=on_error, concurrency=concurrency,
                              on_record=on_record, on_error_cb=on_error_cb, on_gold=on_gold,
-                             on_duplicate=on_duplicate, on_ignored=on_ignored, inputs=inputs,
+                             on_duplicate=on_duplicate, on_ignored=on_ignored, on_note=on_note, inputs=inputs,
                              gold_scorer=gold_scorer, reaudit_changed=reaudit_changed, executor=executor)
 
 
 def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None, on_error: str,
-                  concurrency: int, on_record, on_error_cb, on_gold, on_duplicate, on_ignored,
+                  concurrency: int, on_record, on_error_cb, on_gold, on_duplicate, on_ignored, on_note,
                   inputs: InputOptions | None, gold_scorer: GoldScorer | None,
                   reaudit_changed: bool, executor: Any) -> AuditStats:
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
-    done = scan(out)
+    damaged: list[int] = []
+    done = scan(out, damaged)
+    if damaged and on_note:
+        on_note(f"{out}: line{'s' if len(damaged) > 1 else ''} {', '.join(map(str, damaged[:10]))}"
+                f"{' ...' if len(damaged) > 10 else ''}: no audit record (damaged?); left as it is, and the run it "
+                "held is audited again")
     settings = auditor.settings()
     seen: dict[str, tuple[str, str]] = {}  # run_id -> (where it first came in this input, its file)
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
@@ -341,8 +348,6 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             item = gold_scorer.pick(item)
         elif item.scores:
             stats.scorers.update(item.scores)
-        if on_gold and item.gold is not None:
-            on_gold(item)
         if item.ignored and on_ignored:
             new = tuple(f for f in item.ignored if (item.file, f) not in ignored_seen)
             ignored_seen.update((item.file, f) for f in new)
@@ -355,6 +360,11 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                 on_duplicate(duplicate_error(item, *seen[rid]))
             return "skip"
         seen[rid] = (item.file if item.line is None else f"{item.file}:{item.line}", item.file)
+        if on_gold and item.gold is not None:  # the run audited (or standing) is the first: so is its label
+            on_gold(item)
+        if on_note:
+            for note in item.notes:
+                on_note(note)
         prev = done.get(rid)
         if prev is None:
             return "audit"

@@ -82,8 +82,9 @@ class Done:
     failed: bool  # some backend call got no answer (the record lists it in `errors`)
 
 
-def scan(path: Path) -> dict[str, Done]:
-    """run_id -> its last record, read only (lines that do not parse are not counted).
+def scan(path: Path, damaged: list[int] | None = None) -> dict[str, Done]:
+    """run_id -> its last record, read only (lines that do not parse are not counted: their numbers go to
+    `damaged`, when given).
 
     Settings are shared between records, so a big file costs a few small tuples per run.
     """
@@ -98,8 +99,10 @@ def scan(path: Path) -> dict[str, Done]:
                 rec = loads(line)  # bounded depth, as every reader of user files
                 rid = rec["run_id"]
             except (ValueError, KeyError, TypeError):
-                continue
+                rid = None
             if not isinstance(rid, str):
+                if damaged is not None and line.strip():
+                    damaged.append(lineno)
                 continue
             s = settings_of(rec)
             done[rid] = Done(line=lineno, view_sha256=rec.get("view_sha256"), claim_sha256=rec.get("claim_sha256"),

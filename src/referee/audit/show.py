@@ -7,6 +7,7 @@ from typing import Any, Iterable, Iterator
 
 from referee.audit.records import ALL_FIELDS, AuditRecord
 from referee.audit.view import ClaimBlindView
+from referee.safetext import visible
 
 STEP_TEXT = 240  # characters of a cited step shown; the trace has the rest
 
@@ -83,7 +84,7 @@ def flag_lines(records: Iterable[AuditRecord], show: set[str], limit: int | None
     picked = [r for r in records if r.disposition in show]
     picked.sort(key=lambda r: (r.disposition != "flag", r.run_id))
     for r in picked[:limit]:
-        yield flag_line(r)
+        yield visible(flag_line(r), keep_newlines=False)  # a run_id or cue from a trace never makes a line
     if limit is not None and len(picked) > limit:
         yield f"... and {len(picked) - limit} more (--show {','.join(sorted(show))} lists them all)"
 
@@ -129,7 +130,8 @@ def render_record(rec: AuditRecord, view: ClaimBlindView | None = None) -> str:
     lines.append(f"trace state: {rec.trace_state}   disposition: {rec.disposition.upper()}   "
                  f"policy {rec.policy.name}")
     lines.append(f"why: {why(rec)}")
-    return "\n".join(lines)
+    # what a trace holds (a task over several lines, escapes) stays inside its own line: continuations indented
+    return "\n".join(visible(line).replace("\n", "\n    ") for line in lines)
 
 
 def find_record(audit: Path, run_id: str) -> AuditRecord | None:

@@ -105,6 +105,9 @@ class TraceItem:
     # names one (GoldScorer), never evidence
     scores: Mapping[str, Any] | None = None
     group: Any = None  # the trace's meta.group, for a record a worker read (its trace stayed on the worker)
+    # what the reader found beside the run but could not use (a gold report that does not read), said as a
+    # warning: the run itself is audited
+    notes: tuple[str, ...] = ()
 
 
 _SCORE_WORDS = {"c": 1.0, "correct": 1.0, "i": 0.0, "incorrect": 0.0, "p": 0.5, "partial": 0.5, "n": 0.0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import click
 
 from referee.errors import UsageError
+from referee.safetext import visible
 
 
 def _progress(enabled: bool):
@@ -57,6 +59,11 @@ def _make_backends(backend: str, claims: str, base_url, model, concurrency, time
     return make_backends(backend, claims, llm_client=llm_client, tools=tools)
 
 
+def _warn(text) -> None:
+    """One warning line on stderr: what a trace holds (a run_id, a file name) can never start a line of its own."""
+    click.echo(f"referee: warning: {visible(text, keep_newlines=False)}", err=True)
+
+
 def _temperature(ctx, param, value):
     """--temperature: a number, or `none` to send none (models that accept only their default)."""
     if value is None:
@@ -64,9 +71,22 @@ def _temperature(ctx, param, value):
     if str(value).lower() == "none":
         return None
     try:
-        return float(value)
+        t = float(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is neither a number nor 'none'") from None
+    if not math.isfinite(t) or t < 0:
+        raise click.BadParameter(f"{value!r}: a temperature is a number of 0 or more (or 'none')")
+    return t
+
+
+DAY_S = 86400.0
+
+
+def _seconds(ctx, param, value):
+    """A time limit: more than 0 seconds and at most a day (a NaN or an infinity is no limit a request can keep)."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= DAY_S):
+        raise click.BadParameter(f"{value!r}: give a number of seconds above 0 and at most {DAY_S:.0f}")
+    return value
 
 
 @click.command("audit")
@@ -98,7 +118,8 @@ def _temperature(ctx, param, value):
                    "skipped but the exit code is 1; --on-error skip given explicitly accepts them (exit 0).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", default=None, help="model name for the llm backend")
-@click.option("--concurrency", type=int, default=8, show_default=True, help="traces in flight (llm backend)")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="traces in flight (llm backend)")
 @click.option("--workers", type=int, default=None,
               help="processes for backends that compute (rules): default every core; 1 audits in this process")
 @click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -106,18 +127,18 @@ def _temperature(ctx, param, value):
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --workers)")
 @click.option("--chunk-size", type=int, default=50, show_default=True, help="traces per chunk sent to a worker")
-@click.option("--timeout", type=float, default=60.0, show_default=True,
+@click.option("--timeout", type=float, default=60.0, show_default=True, callback=_seconds,
               help="seconds per model request, from connect to the last byte of the answer")
-@click.option("--connect-timeout", type=float, default=10.0, show_default=True,
+@click.option("--connect-timeout", type=float, default=10.0, show_default=True, callback=_seconds,
               help="llm backend: seconds to open a connection (a server that is down fails fast)")
-@click.option("--max-tokens", type=int, default=None,
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None,
               help="llm backend: a limit on each answer's tokens (sent as max_tokens, or max_completion_tokens to "
                    "models that refuse max_tokens)")
 @click.option("--temperature", default="0", callback=_temperature, show_default=True,
               help="llm backend: sampling temperature, or 'none' to send none")
 @click.option("--api-key-env", default=None, metavar="VAR",
               help="llm backend: the environment variable that holds the API key (default OPENAI_API_KEY)")
-@click.option("--max-retries", type=int, default=4, show_default=True,
+@click.option("--max-retries", type=click.IntRange(min=0), default=4, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
 @click.option("--gold-scorer", default=None, metavar="NAME",
@@ -152,7 +173,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     # run directories are read inside this command only: the setting ends with it
     click.get_current_context().with_resource(allowing_unsigned(allow_unsigned))
 
-    from referee.audit.inputs import InputOptions, expand_args, own_outputs, pickle_only_folders
+    from referee.audit.inputs import InputItem, InputOptions, expand_args, own_outputs, pickle_only_folders, walk
 
     traces = expand_args(traces)
     cache = cache or out.with_name(out.name + ".cache.sqlite")
@@ -167,6 +188,11 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     left_out: list[str] = []
     inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
                           on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"), outputs=outputs)
+    probe = InputOptions(include=tuple(include), outputs=outputs)  # says nothing: the audit's own walk will
+    if include and not any(isinstance(item, InputItem) for item in walk(traces, fmt, probe)):
+        raise UsageError(f"--include {' '.join(include)} matches no file or run folder in "
+                         f"{', '.join(map(str, traces))}",
+                         fix="check the pattern: it is matched against the path below the walked folder or the name")
 
     from referee.executors import check_options
 
@@ -210,14 +236,16 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     def on_err(err):
         # already skipping: the hint to pass --on-error skip would be noise here
         where = ":".join(x for x in (err.file, err.place) if x)
-        click.echo(f"referee: warning: skipped record: {where + ': ' if where else ''}{err.message}", err=True)
+        _warn(f"skipped record: {where + ': ' if where else ''}{err.message}")
 
     def on_ignored(file, fields):
-        click.echo(f"referee: warning: {file}: ignored fields trace v1 does not define: {', '.join(fields)} "
-                   "(they are not evidence)", err=True)
+        _warn(f"{file}: ignored fields trace v1 does not define: {', '.join(fields)} (they are not evidence)")
 
     def on_dup(err):
-        click.echo(f"referee: warning: {err}", err=True)
+        _warn(err)
+
+    def on_note(note):
+        _warn(note)
 
     t0 = time.perf_counter()
     with _progress(progress) as bar:
@@ -231,7 +259,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
                                 on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored, inputs=inputs, reaudit_changed=reaudit_changed,
+                                on_ignored=on_ignored, on_note=on_note, inputs=inputs, reaudit_changed=reaudit_changed,
                                 gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None,
                                 executor=executor)
         finally:
@@ -274,7 +302,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     if stats.errors:
         click.echo(f"skipped {len(stats.errors)} bad record(s):", err=True)
         for e in stats.errors[:20]:
-            click.echo(f"  {e}", err=True)
+            click.echo(f"  {visible(e, keep_newlines=False)}", err=True)
         if len(stats.errors) > 20:
             click.echo(f"  ... and {len(stats.errors) - 20} more" + (f" (all in {summary_json})" if summary_json
                                                                       else " (--summary-json FILE lists all)"),
@@ -328,7 +356,7 @@ def show_cmd(audit_file, run_id, traces, fmt):
                          fix="use a run_id the audit printed (or `referee audit ... --show all`)")
     view = find_view(traces, run_id, fmt) if traces is not None else None
     if traces is not None and view is None:
-        click.echo(f"referee: warning: run_id '{run_id}' is not in {traces}; showing the record alone", err=True)
+        _warn(f"run_id '{run_id}' is not in {traces}; showing the record alone")
     click.echo(render_record(rec, view))
     return 0
 
@@ -385,22 +413,30 @@ def replay(audit_file, policy, out, gold):
         gold_map = {rid: g.completed for rid, g in load_gold(gold).items()}
     summary = AuditSummary()
     to_file = out is not None and str(out) != "-"
+    if to_file and out.is_dir():
+        raise UsageError("--out is a folder", file=str(out), fix="give --out a file name")
     # replacing a file a running `referee audit` appends to would lose its records: take its lock
     with exclusive(out, by="referee replay", fix="wait for it to finish, or give another --out") if to_file \
             else nullcontext():
         fh = None
+        tmp = out.with_name(out.name + ".tmp") if to_file else None
         if out is not None:
-            fh = sys.stdout if not to_file else open(out.with_name(out.name + ".tmp"), "w", encoding="utf-8")
+            fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
         try:
-            for rec in replay_file(audit_file, lp):
-                summary.add(rec, gold_map or None)
-                if fh is not None:
-                    fh.write(rec.model_dump_json() + "\n")
-        finally:
-            if fh is not None and fh is not sys.stdout:
-                fh.close()
-        if to_file:
-            out.with_name(out.name + ".tmp").replace(out)
+            try:
+                for rec in replay_file(audit_file, lp):
+                    summary.add(rec, gold_map or None)
+                    if fh is not None:
+                        fh.write(rec.model_dump_json() + "\n")
+            finally:
+                if fh is not None and fh is not sys.stdout:
+                    fh.close()
+            if tmp is not None:
+                tmp.replace(out)
+        except BaseException:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)  # a replay that failed leaves --out as it was, and no half file beside
+            raise
     click.echo(render(summary), err=fh is sys.stdout)
     return 0
 

@@ -218,7 +218,7 @@ def split_cmd(split_file, by_task, audit, as_json) -> int:
 
 
 @eval_group.command("gold")
-@click.argument("traces", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", default=None, help="Trace format (a reader that knows gold, e.g. tau-bench).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Gold file to write (.jsonl or .csv).")
@@ -226,14 +226,29 @@ def split_cmd(split_file, by_task, audit, as_json) -> int:
               help="Inspect AI logs: the scorer whose value is gold (one that checks the state, not the answer).")
 @click.option("--gold-threshold", type=float, default=1.0, show_default=True,
               help="A --gold-scorer value at least this is completed.")
-def gold_cmd(traces, fmt, output, gold_scorer, gold_threshold) -> None:
-    """Write the gold labels a trace reader finds beside the traces (tau-bench `reward`, an Inspect AI scorer)."""
+@click.option("--on-error", type=click.Choice(["stop", "skip"]), default="stop", show_default=True,
+              help="A record that cannot be read: stop there (nothing written), or skip it and say so.")
+def gold_cmd(traces, fmt, output, gold_scorer, gold_threshold, on_error) -> None:
+    """Write the gold labels a trace reader finds beside the traces (tau-bench `reward`, an Inspect AI scorer).
+
+    TRACES are what `referee audit` takes: trace files, run folders, folders walked for them, quoted globs.
+    """
+    from referee.audit.inputs import expand_args
+    from referee.cli.audit_cmds import _warn
     from referee.evaluation.gold import gold_from_traces, write_gold
 
-    labels, without = gold_from_traces(traces, fmt, gold_scorer, gold_threshold)
+    bad: list[str] = []
+
+    def on_bad(err: Exception) -> None:
+        bad.append(str(err))
+        _warn(f"skipped record: {err}")
+
+    labels, without = gold_from_traces(expand_args(traces), fmt, gold_scorer, gold_threshold,
+                                       on_bad=on_bad if on_error == "skip" else None,
+                                       on_note=_warn)
     n = write_gold(output, labels)
-    click.echo(f"wrote {n} gold labels to {output}" + (f"; {without} run(s) carry no gold" if without else ""),
-               err=True)
+    click.echo(f"wrote {n} gold labels to {output}" + (f"; {without} run(s) carry no gold" if without else "")
+               + (f"; {len(bad)} bad record(s) skipped" if bad else ""), err=True)
 
 
 COMMANDS = [eval_group]

@@ -120,7 +120,7 @@ def load_predictions(path) -> dict[str, str]:
     path = Path(path)
     out: dict[str, str] = {}
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
             if path.suffix.lower() == ".csv":
                 rows = ((i + 2, r) for i, r in enumerate(csv.DictReader(fh)))
             else:

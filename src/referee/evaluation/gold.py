@@ -6,7 +6,7 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Literal
+from typing import Callable, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -73,7 +73,7 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
     """Yield (line number, raw mapping) from a CSV (header row) or JSONL gold file."""
     suffix = path.suffix.lower()
     try:
-        fh = open(path, encoding="utf-8", newline="")
+        fh = open(path, encoding="utf-8-sig", newline="")  # a BOM (Excel's "CSV UTF-8") is no part of the header
     except OSError as exc:
         raise GoldError(f"cannot read gold labels: {exc.strerror}", file=str(path),
                         fix="pass an existing CSV or JSONL file to --gold") from None
@@ -176,34 +176,50 @@ def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
     return len(labels)
 
 
-def gold_from_traces(path: Path, fmt: str | None = None, scorer: str | None = None,
-                     threshold: float = 1.0) -> tuple[list[GoldLabel], int]:
+def gold_from_traces(paths: Path | Iterable[Path], fmt: str | None = None, scorer: str | None = None,
+                     threshold: float = 1.0, *,
+                     on_bad: Callable[[Exception], None] | None = None,
+                     on_note: Callable[[str], None] | None = None) -> tuple[list[GoldLabel], int]:
     """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`; with `scorer`, the
     named score of an Inspect AI log is at least `threshold`): (labels, runs without gold).
 
-    The group is the trace's `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task.
+    `paths` are files, run folders or folders of them, as `referee audit` takes. The group is the trace's
+    `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task. A run_id that comes
+    again keeps its first label, as the audit keeps its first record. A bad record raises, or with
+    `on_bad` is handed to it and skipped; a gold source beside a run that does not read goes to `on_note`.
     """
     from referee.audit.inputs import iter_inputs
     from referee.audit.trace import GoldScorer
 
+    paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     pick = GoldScorer(scorer, threshold) if scorer else None
     labels: list[GoldLabel] = []
+    seen: set[str] = set()
     without = 0
     scorers: set[str] = set()
-    for item in iter_inputs([Path(path)], fmt):  # a file, a run folder, or a folder of them
+    for item in iter_inputs(paths, fmt):  # a file, a run folder, or a folder of them
         if item.error is not None:
-            raise item.error
+            if on_bad is None:
+                raise item.error
+            on_bad(item.error)
+            continue
         if pick is not None:
             item = pick.pick(item)
+        if on_note:
+            for note in item.notes:
+                on_note(note)
         if item.gold is None or item.trace is None:  # a reader gives gold only beside a trace
             without += 1
             scorers.update(item.scores or ())
             continue
+        if item.trace.run_id in seen:
+            continue
+        seen.add(item.trace.run_id)
         group = item.trace.meta.get("group")
         labels.append(GoldLabel(run_id=item.trace.run_id, completed=item.gold.completed,
                                 group=str(group) if group not in (None, "") else None, task=item.trace.task))
     if not labels and scorers:
         raise GoldError(f"the runs carry scores ({', '.join(sorted(scorers))}) but no scorer is named as gold",
-                        file=str(path), fix="pass --gold-scorer NAME: one that checks the state the run left, "
-                                            "not the agent's answer")
+                        file=str(paths[0]) if len(paths) == 1 else None,
+                        fix="pass --gold-scorer NAME: one that checks the state the run left, not the agent's answer")
     return labels, without

@@ -125,6 +125,9 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     t = tally(opts.audit, gold, methods, primary="auditor", records_out=opts.records_out,
               claim_channel=opts.claim_channel)
     cov = t.coverage
+    if cov.evaluated == 0 and not cov.unlabelled:
+        raise UsageError("the audit file holds no audit record", file=str(opts.audit),
+                         fix="give the --out file of a `referee audit` that wrote records")
     if cov.evaluated == 0:
         raise GoldError("no audit record has a gold label", file=str(opts.gold),
                         fix=f"run_ids differ: audit has e.g. {cov.unlabelled[:2]}, gold has e.g. {cov.missing[:2]}")
@@ -149,6 +152,13 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
         (pol,) = cov.policies
         rep.methods[0] = MethodInfo(name="auditor", kind="auditor",
                                     description=f"the audit records' own dispositions (policy {pol})")
+    names = [m.name for m in rep.methods]
+    for wanted_name in opts.breakdown_for or ():
+        if wanted_name not in names:
+            from referee.registry import nearest
+
+            raise UsageError(f"--breakdown-for: no method '{wanted_name}' in this report",
+                             fix=nearest(wanted_name, names, "methods"))
     return rep, list(opts.breakdown_for or ["auditor"])
 
 

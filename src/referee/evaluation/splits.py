@@ -30,7 +30,7 @@ def iter_split_rows(path: Path) -> Iterator[SplitRow]:
     path = Path(path)
     suffix = path.suffix.lower()
     try:
-        fh = open(path, encoding="utf-8", newline="")
+        fh = open(path, encoding="utf-8-sig", newline="")
     except OSError as exc:
         raise GoldError(f"cannot read split file: {exc.strerror}", file=str(path)) from None
     with fh:

@@ -171,6 +171,10 @@ _BUILTIN_SNIFFS = {
     "openai-chat": "a record with messages, or a list of messages with role",
     "tau-bench": "a record with traj and reward or task_id",
     "mini-swe-agent": "a record with messages and info.exit_status, or trajectory; any *.traj(.json) file",
+    "anthropic-messages": "a record with messages (or a request/response pair) in the Anthropic shape: a "
+                          "top-level system, tools with input_schema, or tool_use / tool_result content blocks",
+    "inspect-ai": "an .eval zip (header.json, _journal/ or samples/ members), or a JSON log: one object with "
+                  "eval and samples or status",
 }
 
 

@@ -417,8 +417,7 @@ def read_experiment(path: Path, options: ReadOptions | None = None) -> TraceItem
                 e.screenshot = e.screenshot or _shot(path, e.step)
         elif step_files(path):
             if not options.allow_pickle:
-                return bad("the steps are only in pickles (step_*.pkl.gz), and loading a pickle can run code: "
-                           "pass --allow-pickle to read them",
+                return bad("the steps are only in pickles (step_*.pkl.gz), and loading a pickle can run code",
                            "pass --allow-pickle to read them with referee's restricted unpickler (data classes only), "
                            "or export the experiment's JSON tape (tape.json)")
             entries, goal_object = _from_pickles(path)
@@ -454,7 +453,10 @@ def read_experiment(path: Path, options: ReadOptions | None = None) -> TraceItem
     except SHAPE_ERRORS as exc:
         return TraceItem(file=file, line=None, run_id=rid,
                          error=shape_error(exc, "browsergym", file=file, line=None, run_id=rid))
-    return TraceItem(file=file, line=None, run_id=rid, trace=trace, gold=_gold(summary, tape_meta))
+    gold = _gold(summary, tape_meta)
+    return TraceItem(file=file, line=None, run_id=rid, trace=trace, gold=gold,
+                     notes=(f"{file}/{summary_problem}: this run has no gold",) if summary_problem and gold is None
+                     else ())
 
 
 @trace_readers.register("browsergym")

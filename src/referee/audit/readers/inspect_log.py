@@ -48,8 +48,14 @@ def sniff_inspect(path: Path) -> bool:
     except OSError:
         return False
     if head.startswith(b"PK\x03\x04"):
-        return is_eval_zip(path)
+        # a zip cut short (a copy interrupted, a run still writing) has no directory to list: its first member's
+        # name, in its local header, or the .eval name still say it is a log, to be read as one bad item
+        first = head[30:30 + int.from_bytes(head[26:28], "little")]
+        return is_eval_zip(path) or Path(path).suffix == ".eval" or first.startswith(_EVAL_MEMBERS)
     return bool(_JSON_HEAD.match(head.decode("utf-8", errors="replace")))
+
+
+_EVAL_MEMBERS = (b"header.json", b"_journal/", b"samples/")
 
 
 def _resolve(value: Any, attachments: dict) -> Any:
@@ -206,7 +212,12 @@ def sample_to_trace(sample: dict, *, task_name: str, model: str | None,
 
 
 def _parts(path: Path) -> Iterator[LogPart]:
-    return iter_eval_zip(path) if is_eval_zip(path) else iter_json_log(path)
+    try:
+        with open(path, "rb") as fh:
+            zipped = fh.read(4) == b"PK\x03\x04"  # whole or cut short: a zip is never read as JSON text
+    except OSError:
+        zipped = False
+    return iter_eval_zip(path) if zipped else iter_json_log(path)
 
 
 @trace_readers.register("inspect-ai")
@@ -215,11 +226,12 @@ def read_inspect(path: Path) -> Iterator[TraceItem]:
     file = str(path)
     # the log's eval_id (Inspect gives every eval log one), else its file name (Inspect's names are unique too)
     task_name, model, log_id = Path(file).stem, None, Path(file).stem
-    seen_any = False
+    seen_any = header_seen = False
     for part in _parts(Path(path)):
         place = part.line if part.line is not None else part.where
         if part.kind == "header":
             ev = part.value.get("eval") if isinstance(part.value.get("eval"), dict) else {}
+            header_seen = header_seen or bool(ev)
             task_name = str(ev.get("task") or task_name)
             model = ev.get("model") if isinstance(ev.get("model"), str) else None
             log_id = str(ev.get("eval_id") or log_id)
@@ -248,5 +260,11 @@ def read_inspect(path: Path) -> Iterator[TraceItem]:
             continue
         yield TraceItem(file=file, line=part.line, run_id=run_id, trace=trace, scores=scores or None)
     if not seen_any:
-        yield TraceItem(file=file, line=None, run_id=None, error=record_error(
-            "inspect-ai: the log holds no samples (was it written with --no-log-samples?)", file=file, line=None))
+        why = ("the log holds no samples (was it written with --no-log-samples?)" if header_seen else
+               "not an Inspect AI log: no 'eval' header and no samples (is --format right?)")
+        yield TraceItem(file=file, line=None, run_id=None, error=record_error(f"inspect-ai: {why}", file=file,
+                                                                              line=None))
+
+
+read_inspect.needs = ("zstandard for .eval members compressed with zstd, as recent Inspect writes them "
+                      "(pip install 'referee[inspect]'); a .json log or deflate members need nothing more")

@@ -235,28 +235,31 @@ def sweagent_to_trace(obj: dict, *, run_id: str, meta: dict) -> dict:
             "steps": steps, "report": report, "meta": meta}
 
 
-def _resolved(path: Path, run_id: str) -> bool | None:
+def _resolved(path: Path, run_id: str) -> bool | str:
+    """The report's `resolved`, or why it gives none."""
     try:
         rep = loads(read_regular(path, max_bytes=MAX_REPORT_BYTES))
-    except (OSError, ValueError, RefereeError):  # a FIFO, a huge, deep or broken file: no gold
-        return None
+    except (OSError, ValueError, RefereeError) as exc:  # a FIFO, a huge, deep or broken file: no gold
+        return f"{path}: a SWE-bench report that does not read ({str(exc)[:160]}): this run has no gold"
     if isinstance(rep, dict) and not isinstance(rep.get("resolved"), bool):  # the harness's {instance_id: {...}}
         inner = rep.get(run_id) if run_id in rep else (next(iter(rep.values())) if len(rep) == 1 else None)
         rep = inner
     if isinstance(rep, dict) and isinstance(rep.get("resolved"), bool):
         return rep["resolved"]
-    return None
+    return f"{path}: a SWE-bench report with no boolean 'resolved' for {run_id}: this run has no gold"
 
 
-def find_gold(traj: Path, run_id: str) -> Gold | None:
-    """Gold from the SWE-bench report `<run_id>.report.json` beside the trajectory or in `../reports/`.
+def find_gold(traj: Path, run_id: str) -> tuple[Gold | None, str | None]:
+    """Gold from the SWE-bench report `<run_id>.report.json` beside the trajectory or in `../reports/`, and why
+    a report that is there gave none.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "trajs").mkdir(); (d / "reports").mkdir()
     >>> _ = (d / "reports" / "a__b-1.report.json").write_text('{"a__b-1": {"resolved": true}}')
     >>> find_gold(d / "trajs" / "a__b-1.traj.json", "a__b-1"), find_gold(d / "trajs" / "c.traj", "c")
-    (Gold(completed=True, source='swe-bench report'), None)
+    ((Gold(completed=True, source='swe-bench report'), None), (None, None))
     """
     name = f"{run_id}.report.json"
+    why = None
     for candidate in (traj.parent / name, traj.parent.parent / "reports" / name):
         try:
             found = candidate.is_file()
@@ -264,9 +267,10 @@ def find_gold(traj: Path, run_id: str) -> Gold | None:
             found = False
         if found:
             resolved = _resolved(candidate, run_id)
-            if resolved is not None:
-                return Gold(completed=resolved, source="swe-bench report")
-    return None
+            if isinstance(resolved, bool):
+                return Gold(completed=resolved, source="swe-bench report"), None
+            why = why or resolved
+    return None, why
 
 
 def _meta(obj: dict, run_id: str, source: str) -> dict:
@@ -342,4 +346,5 @@ def read_mini_swe_agent(path: Path) -> Iterator[TraceItem]:
             yield TraceItem(file=file, line=jv.line, run_id=rid,
                             error=trace_error(exc, raw, file=file, line=jv.line, what="mini-swe-agent"))
             continue
-        yield TraceItem(file=file, line=jv.line, run_id=rid, trace=trace, gold=find_gold(Path(path), rid))
+        gold, why = find_gold(Path(path), rid)
+        yield TraceItem(file=file, line=jv.line, run_id=rid, trace=trace, gold=gold, notes=(why,) if why else ())
