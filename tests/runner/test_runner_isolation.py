@@ -435,6 +435,31 @@ def test_an_explicit_mode_this_host_cannot_give_is_a_plan_error(tmp_path, run_pl
 
 
 
+@pytest.mark.parametrize("module", ["referee", "referee.cli.main"])
+def test_a_runner_started_with_python_m_imports_nothing_the_agent_left_in_the_working_directory(tmp_path, cli_env,
+                                                                                                 module):
+    """`python -m referee run` puts the working directory (the agent's workspace) first on sys.path; a module
+    the agent leaves there under the name of one the runner imports after the step (`html`, for the report)
+    would run as the runner's user. Proof: the planted module would write a file next to the workspace."""
+    marker = tmp_path.parent / f"planted-ran-{tmp_path.name}"
+    payload = f"open({str(marker)!r}, 'w').write('ran')\nraise ImportError('planted')\n"
+    script = tmp_path / "plant.sh"
+    script.write_text("#!/bin/sh\n" + "".join(f"cat > {tmp_path}/{m}.py <<'EOF'\n{payload}EOF\n"
+                                               for m in ("html", "_markupbase", "yaml", "rich")))
+    plan = tmp_path / "p.yaml"
+    plan.write_text(json.dumps({"name": "plant", "actor": {"kind": "command", "command": f"sh {script}"},
+                                "steps": [{"id": "s", "do": "x",
+                                           "validators": [{"kind": "file_exists", "path": "/etc/hostname"}]}]}))
+    try:
+        cmd = [sys.executable, "-m", module, "run", str(plan), "--out", str(tmp_path / "runs")]
+        proc = subprocess.run(cmd, cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=120)
+        assert (tmp_path / "html.py").exists(), proc.stderr
+        assert not marker.exists(), f"a module the agent planted ran in the runner:\n{proc.stderr[-2000:]}"
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    finally:
+        marker.unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize("name", ["referee.runner.agentproc", "referee.runner.isolation", "referee.runner.reaper",
                                   "referee.report.console"])
 def test_doctests(name):

@@ -99,3 +99,137 @@ def test_plans_on_a_dask_cluster(tmp_path, cli_env):
     (a0, b0), (a1, b1) = spans(runs)
     assert max(a0, a1) < min(b0, b1)  # the two workers ran them at once
     assert "dask (tcp://127.0.0.1:" in err
+
+
+# ------------------------------------------------------------------ what a child runs, and stopping the plans
+
+
+def test_a_child_refuses_plan_text_whose_hash_is_not_the_one_validated(tmp_path, cli_env):
+    """`--plan-on-stdin SHA256` (how a `-j` parent hands each child the text it validated): text that does not
+    hash to SHA256 is refused with one line naming the plan, before any run directory exists."""
+    from tests.runner.runner_helpers import assert_one_line_error, find_run_dirs
+
+    p = write_plan(tmp_path / "p.yaml", {"steps": [{"id": "a", "do": "x", "validators": [
+        {"kind": "file_exists", "path": "/etc/hostname"}]}]})
+    rc, out, err = run_cli(["run", str(p), "--plan-on-stdin", "0" * 64, "--agent", "true", "--out",
+                            str(tmp_path / "runs")], cwd=tmp_path, env=cli_env, input=p.read_text())
+    line = assert_one_line_error(rc, out, err)
+    assert str(p) in line and "SHA-256" in line
+    assert find_run_dirs(tmp_path / "runs") == []
+
+
+def test_minus_j_runs_a_python_actor_whose_module_lies_next_to_the_plan(tmp_path, cli_env):
+    """The child gets the plan's text, not its file; the plan's folder still anchors what the plan names (here the
+    python actor's module, found next to the plan and not in the working directory)."""
+    plan_dir = tmp_path / "plans"
+    plan_dir.mkdir()
+    (plan_dir / "next_to_plan.py").write_text(
+        "from referee import Actor\n\n"
+        "class Writer(Actor):\n"
+        "    def act(self, ctx):\n"
+        "        ctx.save('made.txt', 'hi from next to the plan')\n"
+        "        return ctx.claim(True, 'wrote it')\n")
+    ps = []
+    for name in ("a", "b"):
+        plan = {"name": f"py-{name}", "actor": {"kind": "python", "target": "next_to_plan:Writer"},
+                "steps": [{"id": "s", "do": "write made.txt",
+                           "validators": [{"kind": "text_contains", "evidence": ["made.txt"], "text": "hi from"}]}]}
+        ps.append(str(write_plan(plan_dir / f"{name}.yaml", plan)))
+    work = tmp_path / "work"
+    work.mkdir()
+    rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs"), "--json"], cwd=work,
+                           env=cli_env, timeout=120)
+    assert rc == 0, err
+    assert [r["summary"].get("PASS") for r in json.loads(out)["runs"]] == [1, 1], err
+
+
+def _wait_files(paths: list[Path], timeout: float = 30) -> list[int]:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(p.exists() and p.read_text().strip() for p in paths):
+            return [int(p.read_text()) for p in paths]
+        time.sleep(0.1)
+    raise AssertionError(f"never written: {paths}")
+
+
+def test_an_interrupt_stops_the_running_plans_skips_the_rest_and_says_what_finished(tmp_path, cli_env):
+    """SIGINT to `referee run a b c -j 2` while a and b act: both are stopped (their apps and agents with them),
+    c is never started, the summary names each, the exit code is 130, and a and b's run directories grade."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.runner.runner_helpers import PY, kill_marked, wait_dead, wait_unmarked
+
+    ps, pidfiles = [], []
+    for name in ("a", "b", "c"):
+        pidfiles.append(tmp_path / f"{name}.pid")
+        step = {"id": "s", "do": "wait", "validators": [{"kind": "http_status_eq", "url": "/health", "expected": 200}]}
+        plan = {"name": name, "app": app_block(tmp_path / f"{name}.db", pidfiles[-1]),
+                "actor": {"kind": "command", "command": "sleep 60"}, "steps": [step]}
+        ps.append(str(write_plan(tmp_path / f"{name}.yaml", plan)))
+    cmd = [PY, "-m", "referee.cli.main", "run", *ps, "-j", "2", "--out", str(tmp_path / "runs"), "--json"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        apps = _wait_files(pidfiles[:2])
+        time.sleep(1.0)  # both agents are acting
+        t0 = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=40)
+        assert proc.returncode == 130, err
+        assert time.monotonic() - t0 < 20, err  # not the agents' 60 s
+        assert all(wait_dead(pid, 5) for pid in apps)
+        assert not pidfiles[2].exists()  # plan c never started its app
+        assert wait_unmarked(tmp_path, 10) == []  # no agent left
+        assert "c.yaml: not run: interrupted" in err and "interrupted (SIGINT)" in err, err
+        runs = json.loads(out)["runs"]
+        assert [r["plan"] for r in runs] == ["a", "b"]
+        for r in runs:
+            rc, _, gerr = run_cli(["grade", r["run_dir"]], env=cli_env)
+            assert rc == 1, gerr  # the interrupted step is ERROR: graded, not a crash
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_marked(tmp_path)
+
+
+def test_sigterm_while_the_app_starts_stops_the_app(tmp_path, cli_env):
+    """SIGTERM to a runner still waiting for its app to be ready (here it never is) stops the app too."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.runner.runner_helpers import PY, kill_quietly, wait_dead
+
+    pidfile = tmp_path / "app.pid"
+    plan = {"name": "slow-app", "app": app_block(tmp_path / "app.db", pidfile, ready="/never", ready_timeout_s=60),
+            "steps": [{"id": "s", "do": "x", "validators": [{"kind": "file_exists", "path": "/etc/hostname"}]}]}
+    p = write_plan(tmp_path / "p.yaml", plan)
+    cmd = [PY, "-m", "referee.cli.main", "run", str(p), "--agent", "true", "--out", str(tmp_path / "runs")]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    app = None
+    try:
+        (app,) = _wait_files([pidfile])
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert wait_dead(app, 10), "the app outlived the runner's SIGTERM"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if app is not None:
+            kill_quietly(app)
+
+
+def test_doctests():
+    import doctest
+
+    from referee.runner import many
+
+    result = doctest.testmod(many, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

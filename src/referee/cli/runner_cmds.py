@@ -57,7 +57,10 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
                    "(docs/scale.md)")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --jobs workers)")
-def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries, jobs, executor_kind, scheduler):
+@click.option("--plan-on-stdin", "plan_sha256", default=None, hidden=True, metavar="SHA256",
+              help="(for -j) the plan's text comes on stdin and must hash to SHA256; PLAN only names it")
+def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries, jobs, executor_kind, scheduler,
+        plan_sha256):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan.selection import check_selection, selected, split_ids
     from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
@@ -65,7 +68,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     from referee.runner.run import run_plan
 
     console = _console(json_mode)
-    loaded = _load_checked(plans, console)  # every plan validates before anything runs
+    loaded = _load_checked(plans, console, plan_sha256)  # every plan validates before anything runs
     ids = split_ids(only)
     check_selection([s.id for lp in loaded for s in lp.plan.steps], ids, keyword)
     options = RunOptions(only=ids, keyword=keyword, fail_fast=fail_fast, retries=retries)
@@ -80,7 +83,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
             extra = [*(("--only", ",".join(i for i in ids if i in mine)) if ids else ()),
                      *(("-k", keyword) if keyword else ()), *(("--fail-fast",) if fail_fast else ()),
                      *(("--retries", str(retries)) if retries else ())]
-            chosen.append((p, tuple(extra)))
+            chosen.append((p, lp.text, tuple(extra)))  # the text validated here is the text the plan runs
         return _run_many(chosen, agent, out, strict, json_mode, jobs, executor_kind, scheduler)
     exit_code, payload = 0, []
     for lp in loaded:
@@ -116,7 +119,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
 def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler) -> int:
     """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary.
 
-    `plans`: (plan path, its --only/-k/--fail-fast/--retries arguments) pairs."""
+    `plans`: (plan path, its validated text, its --only/-k/--fail-fast/--retries arguments) triples."""
     from referee.errors import UsageError
     from referee.executors import check_options
     from referee.runner.many import job_for, run_plans
@@ -126,12 +129,13 @@ def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, schedul
     options = check_options(executor_kind, jobs, scheduler, 1)
 
     def shown(r) -> None:  # each plan's own output as one block, when it is done
-        click.echo(f"== {r.plan} (exit {r.code}) ==\n{r.output.rstrip()}", err=True)
+        click.echo(f"== {r.plan} (exit {r.code}) ==\n{r.output.rstrip() or r.note}", err=True)
 
     where = (f"dask ({scheduler or f'a LocalCluster of {jobs} workers on 127.0.0.1'})" if executor_kind == "dask"
              else f"{jobs} at a time, each in its own process")
     click.echo(f"referee: running {len(plans)} plan(s), {where}", err=True)
-    combined = run_plans([job_for(p, out, agent, strict, extra) for p, extra in plans], options, on_done=shown)
+    combined = run_plans([job_for(p, out, agent, strict, extra, text=text) for p, text, extra in plans], options,
+                         on_done=shown)
     click.echo("\n".join(combined.summary_lines()), err=json_mode)
     if json_mode:
         click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs]}, indent=2))
@@ -187,13 +191,26 @@ def _finding_line(err, level: str) -> str:
     return f"{where}{level}: {err.message}" + (f"; {err.fix}" if err.fix else "")
 
 
-def _load_checked(plans, console) -> list:
-    """Every plan loaded and checked before anything runs; all their errors at once (then exit 2)."""
+def _load_checked(plans, console, plan_sha256: str | None = None) -> list:
+    """Every plan loaded and checked before anything runs; all their errors at once (then exit 2).
+
+    `plan_sha256`: the one plan's text comes on stdin, as a `-j` parent validated it (not the file, which
+    an earlier plan's agent may have rewritten since)."""
+    from referee.errors import UsageError
     from referee.plan.preflight import check_plan_file
 
+    text = None
+    if plan_sha256 is not None:
+        import sys
+
+        from referee.runner.many import read_frozen_plan
+
+        if len(plans) != 1:
+            raise UsageError("--plan-on-stdin takes exactly one plan", fix="give one PLAN")
+        text = read_frozen_plan(sys.stdin.buffer, plan_sha256, plans[0])
     loaded, errors = [], []
     for p in plans:
-        lp, found = check_plan_file(p)
+        lp, found = check_plan_file(p, text=text)
         errors += found.errors
         for w in found.warnings:
             console.print(Text(_finding_line(w, "warning"), style="yellow"), highlight=False)

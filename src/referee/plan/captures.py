@@ -17,8 +17,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
-from referee.plan.model import check_name
+from referee.plan.model import Seconds, check_name
 from referee.registry import Item, Registry
+from referee.rundir import record_file
 
 
 class CaptureParams(BaseModel):
@@ -36,6 +37,17 @@ class CaptureParams(BaseModel):
     @classmethod
     def _is_a_name(cls, v: str, info: ValidationInfo) -> str:
         return check_name(v, "a capture name", info)
+
+    def files(self) -> list[tuple[str, str]]:
+        """The names of the files (or folders) the capture writes in its phase folder, each with what it is
+        (a plugin kind that writes others may say so here): the loader refuses a step where one file
+        would be written twice, by two captures or by one, since the second write replaces the first.
+
+        >>> CommandParams(kind="command", name="home", command="x", stdout_as="home.png").files()
+        [('home.json', 'record'), ('home.error.json', 'failure record'), ('home.png', 'stdout_as')]
+        """
+        return [(record_file(self.name, self.kind), "record"), (record_file(self.name, "capture_failure"),
+                                                                "failure record")]
 
 
 @dataclass(frozen=True)
@@ -81,7 +93,7 @@ class HttpParams(CaptureParams):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
     headers: dict[str, str] = {}
     json_body: object = None
-    timeout_s: float = 15.0
+    timeout_s: Seconds = 15.0
 
 
 @spec("command",
@@ -89,13 +101,16 @@ class HttpParams(CaptureParams):
 class CommandParams(CaptureParams):
     env_fields = ("command",)
     command: str
-    timeout_s: float = 60.0
+    timeout_s: Seconds = 60.0
     stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
 
     @field_validator("stdout_as")
     @classmethod
     def _file_name(cls, v: str | None, info: ValidationInfo) -> str | None:
         return None if v is None else check_name(v, "stdout_as (a file name)", info)
+
+    def files(self) -> list[tuple[str, str]]:
+        return super().files() + ([(self.stdout_as, "stdout_as")] if self.stdout_as else [])
 
 
 @spec("sql", "rows of a SQL query (any SQLAlchemy URL; `${VAR}` reads the runner's environment)")
@@ -128,11 +143,17 @@ class FileParams(CaptureParams):
     env_fields = ("path",)
     path: str
 
+    def files(self) -> list[tuple[str, str]]:
+        return super().files() + [(f"{self.name}.data", "copy folder")]
+
 
 @spec("screenshot", "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)")
 class ScreenshotParams(CaptureParams):
     full_page: bool = False
     selector: str | None = None
+
+    def files(self) -> list[tuple[str, str]]:
+        return [(f"{self.name}.png", "screenshot"), (record_file(self.name, "capture_failure"), "failure record")]
 
 
 @spec("aria", "the page's accessibility snapshot (roles, names, states) as YAML or JSON")
@@ -140,10 +161,16 @@ class AriaParams(CaptureParams):
     selector: str = "body"
     format: Literal["yaml", "json"] = "yaml"
 
+    def files(self) -> list[tuple[str, str]]:
+        return super().files() + [(f"{self.name}.aria.yaml", "snapshot")]
+
 
 @spec("dom", "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML")
 class DomParams(CaptureParams):
     selector: str | None = None
+
+    def files(self) -> list[tuple[str, str]]:
+        return [(f"{self.name}.html", "page"), (record_file(self.name, "capture_failure"), "failure record")]
 
 
 __all__ = ["CaptureParams", "CaptureSpec", "capture_specs", "BUILTIN_SPECS", "spec", "HttpParams", "CommandParams",

@@ -13,7 +13,7 @@ from referee.errors import PlanError, RefereeError
 from referee.plan.envvars import references, unset
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
 from referee.plan.model import Plan, Step, name_from
-from referee.plan.validators import ValidatorParams, ValidatorSpec, validator_specs
+from referee.plan.validators import CaptureRequest, ValidatorParams, ValidatorSpec, reserved_name, validator_specs
 from referee.plan.yamlnodes import Pos, compose, to_data
 
 
@@ -138,7 +138,7 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
         fix = (f"did you mean '{near[0]}'? " if near else "") + (f"known fields: {', '.join(known)}" if known else
                                                                 "remove it or check its spelling")
     else:
-        msg = f"invalid '{field}': {err['msg']}"
+        msg = f"invalid '{field}': {err['msg'].removeprefix('Value error, ')}"
     return where.error(msg, loc, fix)
 
 
@@ -218,6 +218,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
         seen[step.id] = si
         caps: list[TypedCapture] = []
         names: set[str] = set()
+        files = StepFiles(where, check=not frozen)
         for ci, raw in enumerate(step.capture):
             loc = ("steps", si, "capture", ci)
             try:
@@ -237,8 +238,19 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
                 where.report(where.error(f"duplicate capture name '{params.name}'", loc + ("name",),
                                          fix="give each capture its own name"))
                 continue
+            if not frozen and reserved_name(params.name):  # it would take the place of a validator's capture
+                where.report(where.error(
+                    f"capture name '{params.name}' is reserved for the runner's own captures of validators "
+                    "(_v<N>_<kind>, _screen, _aria, _dom)", loc + ("name",),
+                    fix=f"rename it, e.g. '{params.name.lstrip('_') or 'capture'}'"))
+                continue
+            clash = files.add(params, loc)
+            if clash is not None:
+                where.report(clash)
+                continue
             names.add(params.name)
             caps.append(TypedCapture(ck, params))
+        requested: dict[str, CaptureRequest] = {}  # the captures validators asked for, by name
         vals: list[TypedValidator] = []
         for vi, raw in enumerate(step.validators):
             loc = ("steps", si, "validators", vi)
@@ -251,7 +263,11 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
             try:
                 for req in vs.captures(params, vi):
                     if req.name in names:
-                        continue
+                        if frozen or requested.get(req.name) == req:
+                            continue  # the same capture for several validators (the runner's `_screen`)
+                        raise where.error(f"validator #{vi + 1} ({params.kind}) has the runner take a capture "
+                                          f"named '{req.name}', and this step already has a different capture "
+                                          "of that name", loc, fix=f"rename the step's capture '{req.name}'")
                     ck = capture_specs.get(req.kind)
                     try:
                         cparams = ck.Params.model_validate({"kind": req.kind, "name": req.name, **req.params},
@@ -260,7 +276,11 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
                         raise _pydantic_error(where, exc, loc) from None
                     _check_url(where, plan, cparams, loc)
                     env_check(cparams, loc)
+                    clash = files.add(cparams, loc)
+                    if clash is not None:
+                        raise clash
                     names.add(req.name)
+                    requested[req.name] = req
                     caps.append(TypedCapture(ck, cparams))
                 for ref in vs.evidence_refs(params, vi):
                     _check_ref(where, loc, ref)
@@ -314,6 +334,41 @@ class EnvCheck:
                         f"environment variable '{name}' is not set (used in `{field}`)",
                         at if key is None else at + (key,),
                         fix=f"set {name} before running, or give a default: ${{{name}:-value}}"))
+
+
+class StepFiles:
+    """The files a step's captures write into one phase folder: a file two captures (or one capture twice)
+    would write is a PlanError, since the second write would replace the first (a record lost, or a false
+    "modified after capture")."""
+
+    def __init__(self, where: _Where, check: bool = True) -> None:
+        self.where, self.check = where, check
+        self.owners: dict[str, tuple[str, str]] = {}  # file -> (capture name, what the file is to it)
+
+    def add(self, params: CaptureParams, loc: tuple) -> PlanError | None:
+        """Note `params`' files, or the error when one of them is taken already (nothing noted then)."""
+        if not self.check:
+            return None
+        mine: dict[str, str] = {}
+        for file, what in params.files():
+            owner = (None, mine[file]) if file in mine else self.owners.get(file)
+            if owner is not None:
+                return self._clash(params, loc, file, what, owner)
+            mine[file] = what
+        self.owners.update({f: (params.name, w) for f, w in mine.items()})
+        return None
+
+    def _clash(self, params: CaptureParams, loc: tuple, file: str, what: str,
+               owner: tuple[str | None, str]) -> PlanError:
+        name, theirs = owner
+        other = f"its own {theirs}" if name is None else f"the {theirs} of capture '{name}'"
+        msg = f"'{file}' would be both the {what} of capture '{params.name}' and {other}: one would replace the other"
+        if what == "stdout_as":
+            return self.where.error(msg, loc + ("stdout_as",),
+                                    fix=f"give stdout_as a name of its own, e.g. '{params.name}.out'")
+        if theirs == "stdout_as":
+            return self.where.error(msg, loc, fix=f"give stdout_as of capture '{name}' another name")
+        return self.where.error(msg, loc + ("name",), fix="rename one of the two captures")
 
 
 class _KeptParams(CaptureParams):

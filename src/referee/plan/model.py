@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 NAME_MAX = 100
 NAME_RE = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}")
@@ -39,6 +40,36 @@ def check_name(v: str, what: str, info: ValidationInfo | None = None) -> str:
     return v
 
 
+MAX_TIMEOUT_S = 86_400.0  # a day: longer than any step should take, and far below what a clock overflows on
+
+
+def check_seconds(v: float) -> float:
+    """A plan's timeout: a finite number of seconds above 0 and at most a day. 0 or less would kill at once,
+    `.nan` would mean no timeout at all, and `1e308` overflows a clock when the runner waits on it.
+
+    >>> check_seconds(2.5)
+    2.5
+    >>> check_seconds(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a timeout must be a number of seconds above 0 and at most 86400 (a day); got nan
+    """
+    if not (math.isfinite(v) and 0 < v <= MAX_TIMEOUT_S):
+        raise ValueError(f"a timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a day); "
+                         f"got {v:g}")
+    return v
+
+
+def _seconds(v: float, info: ValidationInfo) -> float:
+    # a frozen plan (a run directory's copy) ran already: grading never waits on its timeouts
+    return v if (info.context or {}).get("frozen") else check_seconds(v)
+
+
+Seconds = Annotated[float, AfterValidator(_seconds),
+                    Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_S})]
+"""The type of every `timeout_s`-like field of a plan (`check_seconds`)."""
+
+
 def name_from(stem: str) -> str:
     """A plan name made from a file stem that is not one (`my plan (v2)` -> `my_plan_v2`).
 
@@ -59,7 +90,7 @@ class AppSpec(_Model):
     start: str | None = None
     url: str | None = None
     ready: str | None = None
-    ready_timeout_s: float = 30.0
+    ready_timeout_s: Seconds = 30.0
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
 
@@ -70,7 +101,7 @@ class ActorSpec(_Model):
     kind: Literal["command", "python", "browser"] = "command"
     command: str | None = None
     target: str | None = None  # python actor: "module:ClassName"
-    timeout_s: float = 120.0
+    timeout_s: Seconds = 120.0
     env: dict[str, str] = Field(default_factory=dict)  # passed to the agent explicitly; nothing else leaks
     headless: bool = True
     # how the agent's processes are kept from the run directory and the runner (docs/security-isolation.md):
@@ -84,7 +115,7 @@ class Step(_Model):
     capture: list[dict[str, Any]] = Field(default_factory=list)
     validators: list[dict[str, Any]] = Field(default_factory=list)
     script: list[dict[str, Any]] = Field(default_factory=list)
-    timeout_s: float | None = None
+    timeout_s: Seconds | None = None
 
     @field_validator("id")
     @classmethod

@@ -51,6 +51,7 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
         if kind != "browser" and step.script:
             found.errors.append(lp.error(f"a `script:` needs the browser actor, and this plan's actor is '{kind}'",
                                          ("steps", si, "script"), fix="set `actor: {kind: browser}` in the plan"))
+        _script(lp, step.script, si, found)
         for cap in lp.captures.get(step.id, ()):
             loc = locs.get(cap.params.name, ("steps", si))
             needs_page = cap.params.kind in PAGE_CAPTURES or getattr(type(cap.params), "needs_page", False)
@@ -62,6 +63,18 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
                         "(stdout_as: NAME.png)"))
         _evidence(lp, step.id, si, found)
     return found
+
+
+def _script(lp: LoadedPlan, items: list[Any], si: int, found: Findings) -> None:
+    """Each `script:` action parsed as the browser actor will parse it (a bad `timeout_s` or target)."""
+    from referee.plan.script import parse_action
+
+    for i, item in enumerate(items):
+        try:
+            parse_action(item, i)
+        except ValueError as exc:
+            found.errors.append(lp.error(str(exc), ("steps", si, "script", i),
+                                         fix="see the `script:` actions in docs/screens.md"))
 
 
 def _step_index(lp: LoadedPlan) -> dict[str, int]:
@@ -195,9 +208,11 @@ def _top_level_names(origin: str) -> set[str] | None:
 
 
 def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
-                    cwd: Path | None = None) -> tuple[LoadedPlan | None, Findings]:
+                    cwd: Path | None = None, text: str | None = None) -> tuple[LoadedPlan | None, Findings]:
     """Load a plan collecting every error (not only the first), then `preflight` it.
 
+    `text`: the plan's text as already read (what `referee run -j` validated before a plan's agent
+    could rewrite the file); `path` then only names it and anchors its relative paths.
     The plan comes back None only when it cannot be read at all (no such file, not YAML, not a plan).
     """
     from referee.plan.loader import load_plan_text, read_plan_file
@@ -205,7 +220,7 @@ def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
     path = Path(path)
     found = Findings()
     try:
-        lp = load_plan_text(read_plan_file(path), str(path), env=env, errors=found.errors)
+        lp = load_plan_text(read_plan_file(path) if text is None else text, str(path), env=env, errors=found.errors)
     except PlanError as exc:
         found.errors.append(exc)
         return None, found

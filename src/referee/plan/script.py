@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from referee.plan.model import Seconds
+
 TARGET_WAYS = ("role", "text", "label", "placeholder", "selector")
 
 
@@ -25,7 +27,7 @@ class Target(BaseModel):
     label: str | None = None
     placeholder: str | None = None
     selector: str | None = None
-    timeout_s: float | None = None
+    timeout_s: Seconds | None = None
 
     @model_validator(mode="after")
     def _one_way(self) -> "Target":

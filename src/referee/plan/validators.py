@@ -22,6 +22,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.ocr import DEFAULT_ENGINE, engines
+from referee.plan.model import Seconds
 from referee.registry import Registry
 
 
@@ -55,6 +56,19 @@ def implicit_name(kind: str, index: int) -> str:
     '_v0_http_status_eq'
     """
     return f"_v{index}_{kind}"
+
+
+_IMPLICIT = re.compile(r"_v\d+_")
+
+
+def reserved_name(name: str) -> bool:
+    """Whether `name` is one the runner gives validators' own captures (`_v<N>_<kind>`, `_screen`, `_aria`,
+    `_dom`): a plan's capture of that name would take the place of the validator's, so the loader refuses it.
+
+    >>> reserved_name("_v0_command_exit_code"), reserved_name("_screen"), reserved_name("v0_reply")
+    (True, True, False)
+    """
+    return name in (SCREEN, ARIA, DOM) or _IMPLICIT.match(name) is not None
 
 
 class ValidatorSpec:
@@ -255,7 +269,7 @@ class CommandExitCodeSpec(ValidatorSpec):
         command: str | None = None
         evidence: str | None = None
         expected: int = 0
-        timeout_s: float = 60.0
+        timeout_s: Seconds = 60.0
 
         @model_validator(mode="after")
         def _one_source(self) -> CommandExitCodeSpec.Params:
@@ -443,7 +457,8 @@ class DomContainsSpec(ValidatorSpec):
 
 
 __all__ = ["ValidatorParams", "CaptureRequest", "ValidatorSpec", "validator_specs", "BUILTIN_SPECS", "spec",
-           "implicit_name", "SourceParams", "http_capture", "parse_json_path", "HttpSourceSpec", "HttpStatusEqSpec",
+           "implicit_name", "reserved_name", "SourceParams", "http_capture", "parse_json_path", "HttpSourceSpec",
+           "HttpStatusEqSpec",
            "HttpBodyContainsSpec", "JsonPathEqSpec", "TextParams", "TextContainsSpec", "RegexMatchSpec",
            "FileExistsSpec", "CommandExitCodeSpec", "SqlRowPresentSpec", "DdbRowPresentSpec", "SCREEN", "ARIA", "DOM",
            "OcrParams", "OcrSpec", "OcrContainsSpec", "OcrNotContainsSpec", "ScreenParams", "AriaContainsSpec",

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 from typing import BinaryIO
+from urllib.parse import urlsplit
 
 from referee.errors import AppError
 from referee.plan.model import AppSpec
@@ -43,7 +44,11 @@ class App:
 
     def __enter__(self) -> "App":
         if self.spec.start:
-            self.start()
+            try:
+                self.start()
+            except BaseException:  # Ctrl-C or SIGTERM while it starts: `with` calls no __exit__ for us
+                self.stop()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -52,6 +57,7 @@ class App:
     def start(self) -> None:
         if not self.spec.start:
             return  # no app.start: the app is already up at app.url
+        self.check_port_free()
         cmd = fill(self.spec.start, self.port)
         env = dict(os.environ)
         env.update({k: fill(v, self.port) for k, v in self.spec.env.items()})
@@ -65,6 +71,38 @@ class App:
         except OSError as exc:
             raise AppError(f"cannot start the app: {exc}", fix="check app.start in the plan") from None
         self.wait_ready()
+
+    def check_port_free(self) -> None:
+        """An app.url with a port of its own (no `{port}`): nothing may answer there before the app starts.
+        If something does, the app cannot bind the port and dies, and the readiness probe and every capture
+        would be answered by whatever holds it: the plan would be graded against another server."""
+        if not self.spec.url or "{port}" in self.spec.url:
+            return  # referee picked a free port
+        parts = urlsplit(self.url or "")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return  # not a port: the readiness probe will say so
+        if not parts.hostname:
+            return
+        try:
+            with socket.create_connection((parts.hostname, port), timeout=1.0):
+                pass
+        except OSError:
+            return  # nothing answers: free (or unreachable, which the readiness probe reports)
+        raise AppError(f"port {port} is in use by another process ({parts.hostname}:{port} answers before the app "
+                       "started)", fix="stop it, or let referee pick a port: put {port} in app.start and app.url")
+
+    def check_alive(self) -> None:
+        """AppError if the app's process ended with a failure (a crash, a kill): whatever answers at its URL
+        now is not the app. A start command that exits 0 once the app is ready (one that starts it in the
+        background) is fine."""
+        code = self.proc.poll() if self.proc is not None else None
+        if code is not None and code != 0:
+            tail = self.log_tail()
+            raise AppError(f"the app exited with code {code} during the run"
+                           + (f" (its log ends: {tail})" if tail else ""),
+                           fix="see app.log in the run directory")
 
     def wait_ready(self) -> None:
         if not self.url:
@@ -84,6 +122,7 @@ class App:
             try:
                 r = httpx.get(target, timeout=2.0, trust_env=False)
                 if r.status_code == 200:
+                    self.check_alive()  # the answer came from the app, not from whatever holds its port
                     return
                 last = f"HTTP {r.status_code}"
             except httpx.HTTPError as exc:

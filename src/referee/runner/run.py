@@ -5,8 +5,11 @@ from __future__ import annotations
 from contextlib import nullcontext
 from types import SimpleNamespace
 import os
+import shutil
 import signal
 import sys
+import tempfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +20,7 @@ from referee.keys import load_key
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
 from referee.grader.outcome import seconds
-from referee.rundir import MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase, RunOptions
+from referee.rundir import FAILURE_SUFFIX, MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase, RunOptions
 from referee.runfolders import update_latest
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
@@ -73,24 +76,26 @@ def before_captures(plan: LoadedPlan, step_id: str) -> list[TypedCapture]:
 
 
 def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: dict) -> None:
-    """Take each capture and list its files in the manifest; a failed or crashing capture is recorded, not raised."""
+    """Take each capture and list its files in the manifest; a failed or crashing capture is recorded, not raised.
+
+    Each capture writes into a folder of its own, and its files join the phase folder only if none of
+    their names is taken there: one capture's file never replaces another's (the plan loader refuses such
+    plans; this holds for plugin captures and agents that plant files too).
+    """
     out_dir = store.evidence_dir(step_id, phase)
     secrets = base_ctx["secrets"]
     for cap in caps:
-        ctx = CaptureContext(step_id=step_id, phase=phase, out_dir=out_dir, **base_ctx)
-        error = None
+        stage = Path(tempfile.mkdtemp(prefix=".capture-", dir=out_dir))  # a dot name: never a capture's file
         try:
-            files = captures.get(cap.params.kind).take(cap.params, ctx)
-        except CaptureFailed as exc:
-            error = secrets.scrub(exc.why)
-            files = [write_failure(out_dir, cap.params, error, secrets.scrub_all(exc.detail))]
-        except Exception as exc:  # an exception's text may quote what the capture used (an invalid URL)
-            error = secrets.scrub(f"{type(exc).__name__}: {exc}")
-            files = [write_failure(out_dir, cap.params, error)]
-        else:
-            error = _reported_failure(files)
-            error = secrets.scrub(error) if error else None
-        for i, path in enumerate(files):
+            files, error = _take(cap, CaptureContext(step_id=step_id, phase=phase, out_dir=stage, **base_ctx),
+                                 secrets)
+            files, taken = _keep(stage, out_dir, files)
+            if taken is not None:
+                error = f"its file {taken} would replace a file of another capture of this step; not kept"
+                files = [_failure_beside(stage, out_dir, cap.params, error)]
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        for i, path in enumerate(dict.fromkeys(files)):  # a file listed once, even if a capture returns it twice
             try:
                 store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
                                kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
@@ -99,6 +104,48 @@ def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: d
                 failed = write_failure(out_dir, cap.params, f"its file cannot be kept as evidence: {why}")
                 store.add_file(failed, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
                                kind=cap.params.kind, primary=(i == 0), error=why if i == 0 else None)
+
+
+def _take(cap: TypedCapture, ctx: CaptureContext, secrets: Secrets) -> tuple[list[Path], str | None]:
+    """Perform one capture into `ctx.out_dir`: its files and, for a failed one, why (only its failure record kept)."""
+    try:
+        return captures.get(cap.params.kind).take(cap.params, ctx), None
+    except CaptureFailed as exc:
+        error = secrets.scrub(exc.why)
+        detail = secrets.scrub_all(exc.detail)
+    except Exception as exc:  # an exception's text may quote what the capture used (an invalid URL)
+        error, detail = secrets.scrub(f"{type(exc).__name__}: {exc}"), None
+    _empty(ctx.out_dir)  # what it wrote before it failed is not evidence
+    return [write_failure(ctx.out_dir, cap.params, error, detail)], error
+
+
+def _keep(stage: Path, out_dir: Path, files: list[Path]) -> tuple[list[Path], str | None]:
+    """Move what a capture wrote in `stage` into `out_dir`, with `files` moved along; when one of its names
+    is taken in `out_dir`, nothing moves and that name comes back."""
+    names = sorted(os.listdir(stage))
+    taken = next((n for n in names if os.path.lexists(out_dir / n)), None)
+    if taken is not None:
+        return [], taken
+    for n in names:
+        os.rename(stage / n, out_dir / n)
+    return [out_dir / p.relative_to(stage) if p.is_relative_to(stage) else p for p in map(Path, files)], None
+
+
+def _failure_beside(stage: Path, out_dir: Path, params, why: str) -> Path:
+    """A failure record for a capture whose files were not kept, under a free name if its usual one is taken
+    (the manifest says whose record it is)."""
+    _empty(stage)
+    path = write_failure(stage, params, why)
+    dest = out_dir / path.name
+    if os.path.lexists(dest):
+        dest = out_dir / f"{params.name}.{uuid.uuid4().hex[:8]}{FAILURE_SUFFIX}"
+    os.rename(path, dest)
+    return dest
+
+
+def _empty(folder: Path) -> None:
+    for child in folder.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
 
 
 def _reported_failure(files: list[Path]) -> str | None:
@@ -202,6 +249,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
             schedule = StepSchedule(plan, store, options, on_event)
             for step in schedule:  # the steps --only/-k keep, each again for a retry
+                if plan.plan.app:
+                    app.check_alive()  # a crashed app's URL may be answered by something else
                 on_event("start", step.id, {})
                 store.step_started(step.id)
                 base_ctx["page"] = actor.page

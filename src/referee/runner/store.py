@@ -136,6 +136,9 @@ class RunStore:
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
                  capture: str | None, kind: str, primary: bool = True, error: str | None = None) -> FileEntry:
         rel = Path(path).relative_to(self.run_dir).as_posix()
+        # a runner file listed twice was written twice: the later write replaced the earlier capture's evidence
+        if captured_by == "runner" and any(f.path == rel for f in self.manifest.files):
+            raise EvidenceError(f"{rel} is listed already, as another capture's evidence; it is not listed twice")
         try:
             digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES, refuse=self._refuse)
         except HoldsSecret:
