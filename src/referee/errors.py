@@ -57,6 +57,10 @@ class EvidenceError(RefereeError):
     exit_code = 1
 
 
+class HoldsSecret(EvidenceError):
+    """A file that holds a byte string it must not (the signing key): `fsutil.hash_regular(refuse=...)`."""
+
+
 class CaptureError(RefereeError):
     """The runner could not take a capture (recorded as evidence of the failure, not raised to the user)."""
 

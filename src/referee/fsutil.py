@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from referee.errors import EvidenceError, RefereeError
+from referee.errors import EvidenceError, HoldsSecret, RefereeError
 
 
 def _umask() -> int:
@@ -77,21 +77,35 @@ def sha256_file(path: Path, *, root: Path | None = None) -> str:
     return hash_regular(path, root=root)[0]
 
 
-def hash_regular(path: Path, *, root: Path | None = None, max_bytes: int | None = None) -> tuple[str, int]:
+def hash_regular(path: Path, *, root: Path | None = None, max_bytes: int | None = None,
+                 refuse: tuple[bytes, ...] = ()) -> tuple[str, int]:
     """(SHA-256, size) of a regular file, read through `open_regular` with the same checks.
 
-    >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"hi")
+    `refuse`: byte strings the file must not hold (the signing key); HoldsSecret if it does.
+
+    >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"hi s3cr3t")
     >>> hash_regular(p)[1]
-    2
+    9
+    >>> hash_regular(p, refuse=(b"s3cr3t",))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    referee.errors.HoldsSecret: .../x: holds a secret it must not
     """
     h = hashlib.sha256()
     size = 0
+    keep = max((len(r) for r in refuse), default=1) - 1
+    tail = b""  # the end of the chunk before: a secret may straddle two chunks
     with open_regular(path, root=root, max_bytes=max_bytes) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
                 raise _too_big(path, max_bytes, EvidenceError)
             h.update(chunk)
+            if refuse:
+                window = tail + chunk
+                if any(r in window for r in refuse):
+                    raise HoldsSecret("holds a secret it must not", file=str(path))
+                tail = window[-keep:] if keep else b""
     return h.hexdigest(), size
 
 

@@ -10,6 +10,7 @@ visible escape (`\\x1b`, `\\x00`, `\\u202e`), so a reader sees what was there an
 from __future__ import annotations
 
 import html as _html
+import os
 import re
 from typing import Any
 
@@ -34,6 +35,24 @@ def clean(text: Any) -> str:
     """
     s = "" if text is None else str(text)
     return _SURROGATE.sub(REPLACEMENT, s)
+
+
+def fs_name(name: Any) -> str:
+    """A file name as text that can be stored: bytes that are not UTF-8 as `\\xff` escapes.
+
+    Python hands a name that is not UTF-8 over as lone surrogates (`os.fsdecode`), which cannot be
+    written as UTF-8; `clean` would make them U+FFFD, this keeps which bytes they were.
+
+    >>> import os; fs_name(os.fsdecode(b"bad\\xff.txt")), fs_name("ok.txt"), fs_name(b"caf\\xc3\\xa9")
+    ('bad\\\\xff.txt', 'ok.txt', 'café')
+    """
+    raw = name if isinstance(name, bytes) else str(name)
+    if isinstance(raw, str):
+        try:
+            raw = os.fsencode(raw)
+        except UnicodeEncodeError:  # a surrogate no file system made (from a JSON "\ud800", say)
+            return clean(raw)
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def visible(text: Any, *, keep_newlines: bool = True) -> str:

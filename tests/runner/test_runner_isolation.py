@@ -311,6 +311,8 @@ def test_an_isolated_agent_cannot_read_the_runners_signing_key(tmp_path, run_pla
     assert run.run_dir is not None and key.is_file(), run.explain()
     assert (run.run_dir / "agent/s/claim.json").exists(), "the thief did not run"
     assert key.read_bytes().strip() not in _loot(run).encode(), "the agent copied the signing key"
+    # nor was a copy found (and removed) by the runner, which keeps no file holding the key
+    assert "signing key" not in (run.manifest["steps"]["s"]["actor_error"] or ""), run.manifest["steps"]["s"]
     assert_isolated(run, mode)
 
 
@@ -318,7 +320,12 @@ def test_control_an_unisolated_agent_does_read_the_signing_key(tmp_path, run_pla
     key = Path(cli_env["REFEREE_KEY_FILE"])
     run = run_plan(_key_plan(actor(agent(tmp_path, "key_thief.sh"), "none", env={"KEY_PATH": str(key)})))
     assert run.run_dir is not None, run.explain()
-    assert (run.run_dir / "agent/s/key.txt").read_bytes() == key.read_bytes()  # the attack is real
+    # the attack is real: the runner found the key's bytes in the agent's file; it removed it, so the run
+    # directory (shared, an artifact) does not carry the key on
+    why = run.manifest["steps"]["s"]["actor_error"] or ""
+    assert "agent/s/key.txt: holds the runner's signing key; removed" in why, why
+    assert not (run.run_dir / "agent/s/key.txt").exists()
+    assert key.read_bytes().strip() not in _loot(run).encode()
 
 
 # ------------------------------------------------------------ the Python actor cannot touch the grader

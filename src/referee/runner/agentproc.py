@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from referee.fstree import remove_tree
 from referee.runner.isolation import Sandbox
 from referee.runner.reaper import uid_lock
 
@@ -145,10 +145,8 @@ def write_output(agent_dir: Path, name: str, data: bytes) -> Path:
     """Write the runner's copy of the agent's output into its folder, replacing whatever the agent left
     under that name (a link, a folder, a pipe) rather than writing through it; no bytes, no file."""
     path = agent_dir / name
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.is_symlink() or path.exists():
-        os.unlink(path)
+    if os.path.lexists(path):
+        remove_tree(path)  # a link is removed, not followed; a folder however deep, without recursion
     if not data:
         return path
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)

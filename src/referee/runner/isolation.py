@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee.errors import PlanError
+from referee.fstree import remove_tree, walk_tree
 from referee.keys import key_path
 from referee.rundir import IsolationRecord
 from referee.runner.reaper import Tracker, new_tracker
 
 AGENT_USER = "referee-agent"
+SEAL_DEPTH = 64  # folders below agent/<step> given back to the runner (the store takes files from 32)
 Requested = str  # "auto" | "user" | "bwrap" | "none" (ActorSpec.isolation)
 
 
@@ -221,10 +223,14 @@ class Sandbox:
             return []
         me_uid, me_gid = os.geteuid(), os.getegid()
         refused: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(agent_dir, followlinks=False):
+        # as deep as the runner takes files (store.MAX_AGENT_DEPTH): below that nothing becomes evidence
+        for folder, dirnames, filenames in walk_tree(agent_dir, max_depth=SEAL_DEPTH):
             for name in [*dirnames, *filenames]:
-                p = Path(dirpath) / name
-                st = os.lstat(p)
+                p = folder / name
+                try:
+                    st = os.lstat(p)
+                except OSError:  # a name too long to reach by path: not taken as evidence either
+                    continue
                 if st.st_uid != self.uid:
                     if not stat.S_ISDIR(st.st_mode):
                         refused.append(str(p.relative_to(agent_dir)))
@@ -238,7 +244,10 @@ class Sandbox:
 
     def close(self) -> None:
         if self.home is not None:
-            shutil.rmtree(self.home, ignore_errors=True)
+            try:
+                remove_tree(self.home)  # the agent's HOME, as deep as it made it
+            except OSError:
+                pass
             self.home = None
         if self._old_umask is not None:
             os.umask(self._old_umask)
@@ -267,7 +276,10 @@ def _sweep_homes() -> None:
         except OSError:
             continue
         if stat.S_ISDIR(st.st_mode) and st.st_uid in owners:  # never a link, never someone else's folder
-            shutil.rmtree(d, ignore_errors=True)
+            try:
+                remove_tree(d)
+            except OSError:
+                pass
 
 
 def _make_home(uid: int | None = None, gid: int | None = None) -> Path:

@@ -30,7 +30,7 @@ from referee.runner.captures.base import CaptureContext, CaptureFailed, captures
 from referee.runner.envsubst import Secrets
 from referee.runner.schedule import StepSchedule
 from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
-from referee.safetext import clean
+from referee.safetext import clean, fs_name
 
 # (event, step_id, data): "isolation" | "start" | "acted" | "done" | "graded" | "retry" | "not_run"
 Event = Callable[[str, str, dict], None]
@@ -268,7 +268,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
                                             "timed_out": result.timed_out, "started": result.started})
-                refused = [f"agent/{step.id}/{p}: not made by the agent; not taken as evidence" for p in foreign]
+                refused = [f"agent/{step.id}/{fs_name(p)}: not made by the agent; not taken as evidence"
+                           for p in foreign]
                 # the agent's evidence first; then its claim file and its output, each of its own kind
                 refused += store.add_agent_files(step.id, skip=frozenset(foreign) | OUTPUT_FILES | {CLAIM_NAME})
                 store.add_claim_file(step.id, CLAIM_NAME)

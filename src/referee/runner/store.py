@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import shutil
 import stat
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from referee.errors import EvidenceError
+from referee.errors import EvidenceError, HoldsSecret
+from referee.fstree import remove_tree, walk_tree
 from referee.fsutil import atomic_write_bytes, hash_regular, own_dir
 from referee.keys import SigningKey, load_key
 from referee.rundir import MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
+from referee.safetext import clean, fs_name
 from referee.seal import Sealer
 
 MAX_AGENT_FILES = 10_000  # files taken from one step's agent folder; the rest are refused
+MAX_AGENT_DEPTH = 32  # folders below agent/<step> looked into; deeper ones are refused
 OUTPUT_FILES = frozenset({"stdout.txt", "stderr.txt"})  # written by the runner into agent/<step>/
 
 
@@ -54,6 +56,10 @@ class RunStore:
         self.manifest = Manifest(plan=plan_name, started=utcnow())
         self.claims: dict[str, Claim | None] = {}
         self.sealer = Sealer(self.run_dir, key or load_key(), uuid.uuid4().hex)
+        secret = self.sealer.key.secret
+        # the key as its file holds it (hex) and as bytes: no capture, command or agent file may carry it
+        # into a run directory that the agent's next step, or whoever gets the artifacts, can read
+        self._refuse = (secret.hex().encode(), secret.hex().upper().encode(), secret)
         self._first = True
         self._made: set[tuple[str, ...]] = set()
         self._removed: list[str] = []
@@ -83,7 +89,7 @@ class RunStore:
                 st = None
             if st is not None:
                 what = "a folder" if stat.S_ISDIR(st.st_mode) else "a link" if stat.S_ISLNK(st.st_mode) else "a file"
-                shutil.rmtree(d) if stat.S_ISDIR(st.st_mode) else os.unlink(d)  # rmtree follows no link inside
+                remove_tree(d)  # follows no link inside, and survives any depth
                 self._removed.append(f"{'/'.join(parts)} was already there ({what}, not made by the runner); removed")
             self._made.add(parts)
         d, removed = own_dir(self.run_dir, *parts)
@@ -121,7 +127,8 @@ class RunStore:
                   stderr_bytes: int | None = None) -> None:
         rec = self.manifest.steps[step_id]
         rec.status, rec.finished = "done", utcnow()
-        rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, error
+        # clean: the error quotes what the agent named, and one lone surrogate would make the manifest unwritable
+        rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, clean(error) if error else error
         rec.actor_started, rec.actor_killed = started, killed
         rec.stdout_bytes, rec.stderr_bytes = stdout_bytes, stderr_bytes
         self.flush()
@@ -132,7 +139,11 @@ class RunStore:
         # a runner file listed twice was written twice: the later write replaced the earlier capture's evidence
         if captured_by == "runner" and any(f.path == rel for f in self.manifest.files):
             raise EvidenceError(f"{rel} is listed already, as another capture's evidence; it is not listed twice")
-        digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES)
+        try:
+            digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES, refuse=self._refuse)
+        except HoldsSecret:
+            os.unlink(path)  # not kept for the agent's next step to read, nor in the artifacts
+            raise EvidenceError("holds the runner's signing key; removed", file=rel) from None
         entry = FileEntry(path=rel, step=step, phase=phase, captured_by=captured_by, capture=capture, kind=kind,
                           sha256=digest, size=size, time=utcnow(), primary=primary, error=error)
         self.manifest.files.append(entry)
@@ -164,7 +175,10 @@ class RunStore:
             if not data:
                 continue
             # the agent's words, so `agent`: the auditor never reads them as the runner's observation
-            self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
+            try:
+                self.add_file(path, step=step_id, phase="after", captured_by="agent", capture=None, kind=kind)
+            except EvidenceError as exc:  # it printed the signing key
+                self._removed.append(str(exc))
 
     def add_agent_files(self, step_id: str, skip: frozenset[str] = frozenset()) -> list[str]:
         """Hash every regular file the agent left in its folder; links, FIFOs and escapes are refused, not followed.
@@ -182,16 +196,21 @@ class RunStore:
                 return [f"{'/'.join(parts)} was replaced by {kind} during the step; none of its files are taken"]
         root = self.run_dir / "agent" / step_id
         refused: list[str] = []
+        left_out: list[tuple[Path, str]] = []
         taken = 0
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for fn in sorted(filenames):
-                p = Path(dirpath) / fn
+        # iterative and at most MAX_AGENT_DEPTH deep: a tree nested 1100 folders deep is not a RecursionError
+        for folder, _dirs, filenames in walk_tree(root, max_depth=MAX_AGENT_DEPTH, left_out=left_out):
+            for fn in filenames:
+                p = folder / fn
                 rel = p.relative_to(root).as_posix()
                 if fn.startswith(".") and fn.endswith(".tmp") or rel in skip:
                     continue
                 if taken >= MAX_AGENT_FILES:
                     refused.append(f"agent/{step_id}: more than {MAX_AGENT_FILES} files; the rest are not taken")
                     return refused
+                if not _utf8(rel):  # the manifest is JSON: a name it cannot hold is named escaped and refused
+                    refused.append(f"agent/{step_id}/{fs_name(rel)}: its name is not UTF-8; not taken as evidence")
+                    continue
                 try:
                     if not stat.S_ISREG(os.lstat(p).st_mode):
                         refused.append(f"agent/{step_id}/{rel}: a link or special file; not taken as evidence")
@@ -202,7 +221,7 @@ class RunStore:
                 except (OSError, EvidenceError) as exc:  # swapped for a FIFO or a link after the look, too big
                     why = exc.message if isinstance(exc, EvidenceError) else (exc.strerror or str(exc))
                     refused.append(f"agent/{step_id}/{rel}: {why}; not taken as evidence")
-            dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        refused += [f"agent/{step_id}/{fs_name(p.relative_to(root).as_posix())}: {why}" for p, why in left_out]
         return refused
 
     def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
@@ -214,3 +233,11 @@ class RunStore:
     def finish(self) -> None:
         self.manifest.finished = utcnow()
         self.flush(durable=True, final=True)
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False

@@ -1,14 +1,19 @@
-"""The file capture: the runner copies a file the app wrote into the evidence, with a small record beside it."""
+"""The file capture: the runner copies a file the app wrote into the evidence, with a small record beside it.
+
+The file may lie where the agent writes, so it is opened as `captures.sources` says (no link the
+agent could have made is followed, never the signing key), and the copy is no more readable than
+the file was (a file only its owner may read is copied with mode 0600).
+"""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+import os
+import stat
 
-from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_text, open_regular
+from referee.fsutil import atomic_write_text
 from referee.rundir import FileRecord, dump_record, record_file
-from referee.runner.captures.base import CaptureFailed, CaptureKind, register
+from referee.runner.captures.base import CaptureKind, register
+from referee.runner.captures.sources import open_source, source_path
 
 MAX_COPY = 256 << 20
 
@@ -16,28 +21,35 @@ MAX_COPY = 256 << 20
 @register("file")
 class FileCapture(CaptureKind):
     def take(self, params, ctx):
-        src, where = (_resolve(p, ctx.cwd) for p in (ctx.expand(params.path), ctx.shown(params.path)))
+        src, where = source_path(ctx.expand(params.path), ctx.cwd), source_path(ctx.shown(params.path), ctx.cwd)
         # `where` is the path as written down: a secret `${VAR}` in it stays a name
-        record = FileRecord(path=params.path, resolved=str(where), exists=src.is_file())
+        record = FileRecord(path=params.path, resolved=str(where), exists=False)
         files = []
-        if src.is_file():
-            record.size = src.stat().st_size
-            if record.size <= MAX_COPY:
-                name = where.name or "file"
-                copy = ctx.out_dir / f"{params.name}.data" / name
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                try:  # opened as a regular file: swapped for a FIFO since the look, it is refused, not waited on
-                    with open_regular(src, max_bytes=MAX_COPY) as fh, open(copy, "wb") as out:
-                        shutil.copyfileobj(fh, out)
-                except EvidenceError as exc:
-                    raise CaptureFailed(exc.message, {"path": params.path}) from None
-                files.append(copy)
-                record.copy_ = f"{params.name}.data/{name}"
+        fh = open_source(src, ctx.cwd, ctx.shown(params.path))  # CaptureFailed for a link or the key
+        if fh is not None:
+            with fh:
+                st = os.fstat(fh.fileno())
+                record.exists, record.size = True, st.st_size
+                if record.size <= MAX_COPY:
+                    name = where.name or "file"
+                    copy = ctx.out_dir / f"{params.name}.data" / name
+                    copy.parent.mkdir(parents=True, exist_ok=True)
+                    _copy(fh, copy, stat.S_IMODE(st.st_mode))
+                    files.append(copy)
+                    record.copy_ = f"{params.name}.data/{name}"
         meta = ctx.out_dir / record_file(params.name, "file")
         atomic_write_text(meta, dump_record(record))
         return [meta] + files
 
 
-def _resolve(path: str, cwd: Path | None) -> Path:
-    src = Path(path).expanduser()
-    return Path(cwd) / src if not src.is_absolute() and cwd else src
+def _copy(fh, copy, mode: int) -> None:
+    """Copy at most MAX_COPY bytes into a new file (a retried step's old copy is replaced, never written
+    through) that its group and others may read only if they could read the original (`mode`)."""
+    if os.path.lexists(copy):
+        os.unlink(copy)
+    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666 & (mode | 0o600))
+    with os.fdopen(fd, "wb") as out:
+        left = MAX_COPY  # a file that grows while it is copied is cut
+        while left > 0 and (chunk := fh.read(min(1 << 20, left))):
+            out.write(chunk)
+            left -= len(chunk)

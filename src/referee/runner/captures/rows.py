@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from referee.errors import require
 from referee.fsutil import atomic_write_text
 from referee.rundir import DdbRecord, SqlRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
+from referee.runner.captures.sources import refuse_links, source_path
 from referee.runner.envsubst import redact_url
 
 MAX_ROWS = 1000
@@ -81,9 +81,9 @@ def _engine(sa, url: str, ctx):
         return sa.create_engine(u, poolclass=sa.pool.NullPool)
     if str(u.query.get("uri", "")).lower() in ("true", "1"):  # a `file:` URI the plan wrote itself: add mode=ro
         return sa.create_engine(u.update_query_dict({"mode": "ro"}), poolclass=sa.pool.NullPool)
-    db = Path(u.database)
-    if not db.is_absolute() and ctx.cwd:
-        db = Path(ctx.cwd) / db
+    db = source_path(u.database, ctx.cwd)
+    # the database may lie in the agent's workspace: a link there could lead to one the agent may not read
+    refuse_links(db, ctx.cwd, ctx.scrub(u.database))
     if not db.is_file():
         raise CaptureFailed(f"no SQLite database at {ctx.scrub(str(db))}")
     if u.get_driver_name() != "pysqlite":  # another SQLite driver: the file exists, so it makes none
