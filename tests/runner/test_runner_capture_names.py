@@ -92,6 +92,15 @@ class Squatter(CaptureKind):
         return [path]
 
 
+class Reporter(CaptureKind):
+    summary = "writes its failure as {capture_error: ...} in its record, the contract before CaptureFailed"
+
+    def take(self, params, ctx):
+        path = Path(ctx.out_dir) / (params.name + ".json")
+        path.write_text('{"capture_error": "device offline"}')
+        return [path]
+
+
 class Twice(CaptureKind):
     summary = "writes its record and returns it twice"
 
@@ -109,7 +118,7 @@ def _site(tmp_path):
     (site / "referee_squatter.py").write_text(PLUGIN)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: referee-squatter\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[referee.captures]\nsquatter = referee_squatter:Squatter\n"
-                                           "twice = referee_squatter:Twice\n")
+                                           "twice = referee_squatter:Twice\nreporter = referee_squatter:Reporter\n")
     return site
 
 
@@ -162,3 +171,18 @@ def test_a_frozen_plan_with_such_names_still_grades():
         """)
     lp = load_plan_text(text, "plan.yaml", frozen=True)
     assert [c.params.name for c in lp.captures["a"]] == ["_v0_command_exit_code"]
+
+
+def test_a_plugin_that_writes_its_failure_as_capture_error_is_a_failed_capture_in_the_manifest(tmp_path, cli_env):
+    """Plugins written before CaptureFailed report a failure as `{"capture_error": ...}` in their record: the
+    manifest entry keeps it as the capture's error (the run-time staging of captures dropped that once)."""
+    env = dict(cli_env, PYTHONPATH=os.pathsep.join([str(_site(tmp_path)), cli_env.get("PYTHONPATH", "")]))
+    plan = write_plan(tmp_path / "plan.yaml", {"steps": [{"id": "a", "do": "x", "capture": [
+        {"kind": "reporter", "name": "r"}], "validators": [{"kind": "text_contains", "evidence": "r", "text": "x"}]}]})
+    rc, out, err = run_cli(["run", str(plan), "--agent", "true", "--out", str(tmp_path / "out"), "--json"],
+                           cwd=tmp_path, env=env, timeout=120)
+    assert "Traceback" not in err, err
+    (run_dir,) = [p for p in (tmp_path / "out").rglob("manifest.json")]
+    entries = [f for f in json.loads(run_dir.read_text())["files"] if f.get("capture") == "r"]
+    assert [e.get("error") for e in entries] == ["device offline"], entries
+    assert json.loads(out)["runs"][0]["steps"][0]["verdict"] == "ERROR"

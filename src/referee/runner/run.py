@@ -109,7 +109,9 @@ def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: d
 def _take(cap: TypedCapture, ctx: CaptureContext, secrets: Secrets) -> tuple[list[Path], str | None]:
     """Perform one capture into `ctx.out_dir`: its files and, for a failed one, why (only its failure record kept)."""
     try:
-        return captures.get(cap.params.kind).take(cap.params, ctx), None
+        files = captures.get(cap.params.kind).take(cap.params, ctx)
+        reported = _reported_failure(files)
+        return files, secrets.scrub(reported) if reported else None
     except CaptureFailed as exc:
         error = secrets.scrub(exc.why)
         detail = secrets.scrub_all(exc.detail)
