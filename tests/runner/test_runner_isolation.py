@@ -468,3 +468,20 @@ def test_doctests(name):
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="user isolation needs the runner to be root")
+def test_a_relative_out_keeps_user_isolation(tmp_path, cli_env):
+    """`--out runs` (relative) made the user-isolation probe look for `runs/.../agent` from elsewhere, fail,
+    and drop to bwrap with a note: the agent ran with less isolation than the same run with an absolute --out."""
+    from tests.conftest import run_cli
+
+    tmp_path.chmod(0o755)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("version: 1\nname: rel\nsteps:\n  - id: a\n    do: say who you are\n    validators:\n"
+                    "      - kind: command_exit_code\n        command: 'true'\n")
+    rc, out, err = run_cli(["run", "plan.yaml", "--agent", "id -un", "--out", "runs"], cwd=tmp_path, env=cli_env)
+    assert rc == 0, out + err
+    assert "agent isolation: user as referee-agent" in out and "user isolation: cannot" not in out, out
+    (stdout,) = list((tmp_path / "runs").rglob("agent/a/stdout.txt")) or list((tmp_path / "runs").rglob("stdout.txt"))
+    assert stdout.read_text().strip() == "referee-agent"

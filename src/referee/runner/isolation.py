@@ -311,6 +311,9 @@ def open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: str
 
     PlanError when the plan asks for a mode that cannot work here, naming what is missing.
     """
+    # the probe runs as the agent's user from elsewhere: a relative --out would be looked for there, fail, and
+    # quietly cost user isolation
+    run_dir, cwd = Path(os.path.abspath(run_dir)), Path(os.path.abspath(cwd))
     checks = needed_paths(command, env_path, extra_read)
     notes: list[str] = []
     if requested == "none":
