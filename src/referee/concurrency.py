@@ -1,10 +1,12 @@
-"""One bounded, ordered concurrent map: results in input order, never more than a window of work in flight."""
+"""One bounded, ordered concurrent map (results in input order, a window of work in flight), and one caller per key."""
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -33,3 +35,30 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], concurrency: int = 1, 
                 yield window.popleft().result()
         while window:
             yield window.popleft().result()
+
+
+_FLIGHTS: dict[object, list[Any]] = {}  # key -> [lock, holders]: one entry per key someone is working on now
+_FLIGHTS_LOCK = threading.Lock()
+
+
+@contextmanager
+def single_flight(key: object) -> Iterator[None]:
+    """Hold the one lock of `key` for the block: threads that ask for the same key (the same report, the same
+    view) wait for the first, then find its answer in the cache instead of asking the model again.
+
+    >>> with single_flight(("claim", "abc")):
+    ...     pass
+    >>> _FLIGHTS
+    {}
+    """
+    with _FLIGHTS_LOCK:
+        entry = _FLIGHTS.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _FLIGHTS_LOCK:
+            entry[1] -= 1
+            if not entry[1]:
+                del _FLIGHTS[key]

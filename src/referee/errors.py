@@ -51,6 +51,25 @@ class PluginError(RefereeError):
     """A registration or entry point that does not give what its registry holds (see referee.registry)."""
 
 
+class PluginFailed(Exception):
+    """A plugin backend (not referee's own) raised on one trace: that trace is one skipped record, the audit goes on
+    (referee's own code raising is a bug, reported as one)."""
+
+
+def plugin_failure(backend: object, what: str, exc: Exception) -> PluginFailed | None:
+    """The PluginFailed for an exception a plugin backend raised, naming it; None for referee's own backends.
+
+    >>> Mine = type("Mine", (), {"name": "mine", "__module__": "my_plugin"})
+    >>> str(plugin_failure(Mine(), "extractor", RuntimeError("no GPU")))
+    "extractor 'mine' (my_plugin.Mine) raised RuntimeError: no GPU"
+    """
+    kind = type(backend)
+    if kind.__module__.split(".")[0] == "referee":
+        return None
+    return PluginFailed(f"{what} {getattr(backend, 'name', '?')!r} ({kind.__module__}.{kind.__qualname__}) raised "
+                        f"{exc_brief(exc)}")
+
+
 class EvidenceError(RefereeError):
     """Evidence that is missing, unreadable, tampered with, or escapes the run directory."""
 

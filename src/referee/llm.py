@@ -72,11 +72,35 @@ class LLMConfig:
                              fix="pass --base-url (any OpenAI-compatible /v1 URL) or set OPENAI_BASE_URL")
         if not model:
             raise UsageError("no model name given", fix="pass --model NAME")
+        check_base_url(base_url)
         key = os.environ.get(api_key_env or "OPENAI_API_KEY")
         if api_key_env and not key:
             raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set",
                              fix=f"export {api_key_env}=... or name the variable that holds the key")
         return cls(base_url=base_url, model=model, api_key=key, **kw)
+
+
+def check_base_url(url: str) -> None:
+    """A model endpoint is an http(s) URL with a host (and a port that is a number): else a UsageError naming it,
+    before any call (a missing scheme was retried on every call, and an unclosed IPv6 bracket was an internal error).
+
+    >>> check_base_url("http://127.0.0.1:8000/v1")
+    >>> check_base_url("127.0.0.1:8000/v1")
+    Traceback (most recent call last):
+    ...
+    referee.errors.UsageError: --base-url 127.0.0.1:8000/v1: not an http(s) URL with a host; ...
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  (raises ValueError for a port that is no number)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError(f"--base-url {url}: not an http(s) URL with a host",
+                         fix="give the endpoint as http://HOST:PORT/v1 (or https://...)")
 
 
 @dataclass(frozen=True)
@@ -102,8 +126,8 @@ def parse_json_loose(text: str | None) -> dict | None:
     {'a': 1}
     >>> parse_json_loose('the answer is {"a": {"b": 2}} ok')
     {'a': {'b': 2}}
-    >>> parse_json_loose("no json here") is None
-    True
+    >>> parse_json_loose("no json here") is None, parse_json_loose("[" * 5000 + "]" * 5000) is None
+    (True, True)
     """
     if not text:
         return None
@@ -111,7 +135,7 @@ def parse_json_loose(text: str | None) -> dict | None:
     try:
         obj = json.loads(text)
         return obj if isinstance(obj, dict) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past json's limit (a model in a loop)
         pass
     dec = json.JSONDecoder()
     # try every '{' in order: fences and prose just shift where the object starts
@@ -121,7 +145,7 @@ def parse_json_loose(text: str | None) -> dict | None:
             obj, _ = dec.raw_decode(text, start)
             if isinstance(obj, dict):
                 return obj
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         start = text.find("{", start + 1)
     return None
@@ -325,6 +349,8 @@ class LLMClient:
                 error = f"timeout after {self.config.timeout_s}s"
             except httpx.TransportError as exc:
                 error = f"transport error: {type(exc).__name__}: {exc}"
+            except httpx.DecodingError as exc:  # a body its headers misdescribe (gzip that is none): no answer
+                error = f"malformed response: {type(exc).__name__}: {exc}"
             else:
                 if resp.status_code == 200:
                     text = _answer_text(resp)
@@ -381,8 +407,12 @@ def _usage(resp) -> tuple[int, int] | None:
     """(prompt, completion) tokens of an answer, None when the server does not say."""
     try:
         u = resp.json().get("usage")
-        return (int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)) if u else None
-    except (ValueError, TypeError, AttributeError):
+        if not isinstance(u, dict):
+            return None
+        # a count is a whole number of 0 or more: a negative one, a boolean or a string is the server's slip, not 0
+        p, c = u.get("prompt_tokens"), u.get("completion_tokens")
+        return (p if type(p) is int and p >= 0 else 0), (c if type(c) is int and c >= 0 else 0)
+    except (ValueError, TypeError, AttributeError, RecursionError):
         return None
 
 
@@ -390,7 +420,7 @@ def _answer_text(resp) -> str | None:
     try:
         payload = resp.json()
         msg = payload["choices"][0]["message"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return None
     content = msg.get("content") if isinstance(msg, dict) else None
     if isinstance(content, list):  # some servers return content parts

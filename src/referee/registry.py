@@ -103,6 +103,7 @@ class Registry(Generic[T]):
     item: type | Item | None = None  # what the registry holds (None: anything, kept as given)
     name_attr: str | None = None  # a class attribute (e.g. `kind`) set to the registered name when empty
     _items: dict[str, T] = field(default_factory=dict)
+    _origins: dict[str, str] = field(default_factory=dict)  # name -> the entry point it came from (plugins only)
     _loaded_entry_points: bool = False
 
     # ------------------------------------------------------------------ the one adaptation path
@@ -166,6 +167,7 @@ class Registry(Generic[T]):
                 raise PluginError(f"{origin}: cannot load: {type(exc).__name__}: {exc}",
                                   fix="fix or uninstall that plugin") from None
             self._items[ep.name] = self.adapt(ep.name, obj, origin)
+            self._origins[ep.name] = origin
 
     # ------------------------------------------------------------------ lookups
 
@@ -221,4 +223,10 @@ class Registry(Generic[T]):
                               fix="make it take the keyword config it declares (docs/plugins.md)") from None
         except ValueError:  # no signature to inspect (a builtin): just call it
             pass
-        return factory(**config)
+        try:
+            return factory(**config)
+        except Exception as exc:
+            if name not in self._origins:  # referee's own factory failing is a bug, reported as one
+                raise
+            raise PluginError(f"{self._origins[name]}: building it failed: {type(exc).__name__}: {exc}",
+                              fix="fix or uninstall that plugin") from None

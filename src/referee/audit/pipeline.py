@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from referee.audit.auditfile import cut_partial_line, iter_records  # noqa: F401 (re-export)
 from referee.audit.cache import EvidenceCache
-from referee.concurrency import ordered_map
+from referee.concurrency import ordered_map, single_flight
 from referee.audit.decide import decide
 from referee.audit.extract import validate_citations
 from referee.audit.extract.worker import extract_sample
@@ -27,7 +27,7 @@ from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyR
 from referee.audit.resume import Done, Settings, action, changed_error, scan, settings_of
 from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
-from referee.errors import BackendError, RefereeError, TraceError, exc_brief
+from referee.errors import BackendError, RefereeError, TraceError, exc_brief, plugin_failure
 from referee.llm import usage_meter
 from referee.lockfile import exclusive
 
@@ -50,15 +50,17 @@ class Auditor:
                 self.backend_calls += 1
             return self._read(report, errors)
         key = text_sha256(report)
-        got = self.cache.get_claim(r.name, r.model, r.prompt_version, key)
-        if got is not None:
-            return ClaimReading.model_validate(got)
-        self.backend_calls += 1
-        failed = len(errors)
-        reading = self._read(report, errors)
-        if len(errors) == failed:  # only an answer goes in the cache: a failure is asked again next time
-            self.cache.put_claim(r.name, r.model, r.prompt_version, key, reading.model_dump())
-        return reading
+        # threads reading one report (--concurrency) ask the model once: the others wait and find its answer
+        with single_flight(("claim", id(self.cache), r.name, r.model, r.prompt_version, key)):
+            got = self.cache.get_claim(r.name, r.model, r.prompt_version, key)
+            if got is not None:
+                return ClaimReading.model_validate(got)
+            self.backend_calls += 1
+            failed = len(errors)
+            reading = self._read(report, errors)
+            if len(errors) == failed:  # only an answer goes in the cache: a failure is asked again next time
+                self.cache.put_claim(r.name, r.model, r.prompt_version, key, reading.model_dump())
+            return reading
 
     def _read(self, report: str | None, errors: list[str]) -> ClaimReading:
         try:
@@ -67,20 +69,25 @@ class Auditor:
             errors.append(f"claim reader: {exc.message}"[:300])
             return ClaimReading(label="unclear", votes=["unclear"], backend=self.claim_reader.name,
                                 cue=exc.message[:200])
+        except Exception as exc:
+            if (failed := plugin_failure(self.claim_reader, "claim reader", exc)) is None:
+                raise
+            raise failed from exc
 
     def _evidence(self, view, sample: int, errors: list[str]) -> dict:
         x = self.extractor
-        if self.cache is not None:
+        if self.cache is None:
+            self.backend_calls += 1
+            return extract_sample(x, view, sample, errors)[0]
+        with single_flight(("evidence", id(self.cache), x.name, x.model, x.prompt_version, view.sha256, sample)):
             got = self.cache.get_evidence(x.name, x.model, x.prompt_version, view.sha256, sample)
             if got is not None:
                 return got
-        self.backend_calls += 1
-        fields, answered = extract_sample(x, view, sample, errors)
-        if not answered:
-            return fields  # nothing cached: a resume asks again
-        if self.cache is not None:
-            self.cache.put_evidence(x.name, x.model, x.prompt_version, view.sha256, sample, fields)
-        return fields
+            self.backend_calls += 1
+            fields, answered = extract_sample(x, view, sample, errors)
+            if answered:  # nothing cached otherwise: a resume asks again
+                self.cache.put_evidence(x.name, x.model, x.prompt_version, view.sha256, sample, fields)
+            return fields
 
     def settings(self) -> Settings:
         """What this auditor's records say they were made with (what a resume compares, audit/resume.py)."""

@@ -7,7 +7,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from referee.errors import GoldError, TraceError
+from referee.errors import GoldError, PluginFailed, TraceError
 
 
 class _Model(BaseModel):
@@ -292,7 +292,8 @@ def trace_error(exc: ValidationError, obj: Any, *, file: str, line: int | str | 
 
 
 # what converting a record of an unexpected shape can raise: one bad record, never the whole file
-SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError)
+# what makes one trace one skipped record: a shape no reader caught, nesting too deep, a plugin backend that raised
+SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError, PluginFailed)
 
 
 

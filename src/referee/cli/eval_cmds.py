@@ -104,7 +104,7 @@ def _client(model, base_url, concurrency):
 @click.option("--max-rows", type=click.IntRange(0), default=20, show_default=True,
               help="Most slices per breakdown table in rich/Markdown output (0: all); JSON has every slice.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the load vs silent-pass plot here (default: AUDIT stem + .tradeoff.png).")
+              help="Write the load vs silent-pass plot here (.png, .pdf or .svg; default: AUDIT stem + .tradeoff.png).")
 @click.option("--no-plot", is_flag=True, help="Do not draw the trade-off plot.")
 @click.option("--records-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every scored record with each method's disposition (JSONL).")

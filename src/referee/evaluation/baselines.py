@@ -130,9 +130,16 @@ def load_predictions(path) -> dict[str, str]:
                 if disp not in ("pass", "flag", "review") or not row.get("run_id"):
                     raise UsageError(f"a prediction needs run_id and disposition pass|flag|review, got {disp!r}",
                                      file=str(path), place=f"line {lineno}", fix="fix or drop that line")
-                out[str(row["run_id"])] = disp
+                rid = str(row["run_id"])
+                if rid in out:  # which of two verdicts is the tool's? Not ours to guess (gold files refuse it too)
+                    raise UsageError(f"run_id {rid!r} has a second prediction", file=str(path),
+                                     place=f"line {lineno}", fix="keep one line per run_id")
+                out[rid] = disp
     except OSError as exc:
         raise UsageError(f"cannot read predictions: {exc.strerror}", file=str(path)) from None
     except ValueError as exc:
         raise UsageError(f"not JSON lines: {exc}", file=str(path), fix="write one JSON object per line") from None
+    if not out:
+        raise UsageError("no prediction in the file", file=str(path),
+                         fix="write one {run_id, disposition} per line (JSONL) or row (CSV)")
     return out

@@ -47,6 +47,7 @@ class InterventionTally:
     runs: int = 0
     harmful_ids: list[str] = field(default_factory=list)
     recovery_ids: list[str] = field(default_factory=list)
+    failed_calls: int = 0  # judge calls that got no usable answer (read as unknown votes)
 
     def add(self, r: PairedRun, gate=claim_gate) -> None:
         self.runs += 1
@@ -148,6 +149,7 @@ def run_intervention(traces: Iterable, labels: dict, client, *, votes: int = 5, 
     for trace, ja, jb in client.map(both, traces):
         claim, completed = labels[trace.run_id]
         calls += ja.model_calls + jb.model_calls
+        t.failed_calls += ja.failed_calls + jb.failed_calls
         t.add(PairedRun(trace.run_id, claim, completed, ja.state, jb.state), gate=gate)
     return t, calls
 

@@ -149,6 +149,7 @@ class Judgement:
     votes: tuple[str, ...]
     state: str
     model_calls: int
+    failed_calls: int = 0  # calls with no usable answer: their votes are `unknown`, never cached
 
 
 @dataclass
@@ -165,7 +166,7 @@ class TraceJudge:
         """Ask (or read from cache) `votes` answers for one trace and take the majority."""
         inp = judge_input(trace, self.judge)
         model = self.client.config.model
-        states, calls = [], 0
+        states, calls, failed = [], 0, 0
         for v in range(self.votes):
             key = JudgeCache.key(self.judge, model, inp, v)
             state = self.cache.get(key)
@@ -175,8 +176,10 @@ class TraceJudge:
                 state = parse_state(res.data) if res.ok else "unknown"
                 if res.ok:  # a failed call is not cached: the next run asks again
                     self.cache.put(key, state, trace.run_id)
+                else:
+                    failed += 1
             states.append(state)
-        return Judgement(trace.run_id, self.judge, tuple(states), vote(states, self.k), calls)
+        return Judgement(trace.run_id, self.judge, tuple(states), vote(states, self.k), calls, failed)
 
     def judge_all(self, traces: Iterable) -> Iterator[Judgement]:
         """Judge traces with the client's bounded concurrency, in input order."""

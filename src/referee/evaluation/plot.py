@@ -54,14 +54,23 @@ def _err(v: float, ci: tuple[float | None, float | None]) -> tuple[float, float]
     return (max(0.0, v - lo) if lo is not None else 0.0, max(0.0, hi - v) if hi is not None else 0.0)
 
 
+PLOT_FORMATS = ("png", "pdf", "svg")  # what matplotlib writes without another package
+
+
 def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> list[str]:
-    """Draw the trade-off as a PNG at `path` (written atomically); returns names left out as undefined.
+    """Draw the trade-off at `path` (written atomically), as PNG, PDF or SVG by its suffix; returns names left out
+    as undefined.
 
     Names go in a legend beside the axes, never on the plane, so no two labels overlap; methods that
     coincide are one point whose legend entry names them all.
     """
-    from referee.errors import require
+    from referee.errors import UsageError, require
     from referee.fsutil import atomic_write_bytes
+
+    fmt = Path(path).suffix.lower().lstrip(".") or "png"
+    if fmt not in PLOT_FORMATS:
+        raise UsageError(f"--plot {path}: a plot is written as {', '.join('.' + f for f in PLOT_FORMATS)}",
+                         fix="name the file .png, .pdf or .svg")
 
     mpl = require("matplotlib", "plot")
     mpl.use("Agg", force=True)
@@ -96,7 +105,7 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
             ax.text(0.01, 0.01, "undefined, not drawn: " + ", ".join(skipped), transform=ax.transAxes, fontsize=7)
         buf = io.BytesIO()
         fig.tight_layout()
-        fig.savefig(buf, format="png")
+        fig.savefig(buf, format=fmt)
     finally:
         plt.close(fig)
     atomic_write_bytes(Path(path), buf.getvalue())

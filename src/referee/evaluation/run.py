@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from referee.errors import GoldError, UsageError
+from referee.errors import BackendError, GoldError, UsageError
 from referee.evaluation.baselines import (RECORD_BASELINES, Method, auditor_method, baselines, load_predictions,
                                           predictions_method)
 from referee.evaluation.bootstrap import BootstrapSpec
@@ -62,14 +62,21 @@ def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
     with LLMClient(LLMConfig.from_env(opts.base_url, opts.model, concurrency=opts.concurrency)) as client:
         for name in opts.judges:
             judge = TraceJudge(client, name, votes=opts.votes, k=k, cache=cache)
-            states = {j.run_id: j.state for j in judge.judge_all(iter_traces(opts.traces, opts.trace_format, wanted))}
+            judged = list(judge.judge_all(iter_traces(opts.traces, opts.trace_format, wanted)))
+            calls, failed = sum(j.model_calls for j in judged), sum(j.failed_calls for j in judged)
+            if calls and failed == calls:
+                raise BackendError(f"--judge {name}: no judge call was answered ({calls} made): nothing to measure",
+                                   fix="check --base-url, --model and the server; failures are asked again")
+            states = {j.run_id: j.state for j in judged}
 
             def decide(rec, states=states):
                 return gate(rec.claim.label, states.get(rec.run_id, "unknown"))
 
             what = "task + trace + report" if name == "claim-aware" else "task + trace, report withheld"
+            unanswered = f"; {failed} of {calls} calls got no usable answer (unknown votes)" if failed else ""
             out.append(Method(name, "judge", decide,
-                              f"LLM judge ({what}), {opts.votes} votes, {k}-of-{opts.votes}, same claim gate"))
+                              f"LLM judge ({what}), {opts.votes} votes, {k}-of-{opts.votes}, same claim gate"
+                              + unanswered))
     return out
 
 
@@ -209,7 +216,14 @@ def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: s
     with LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency)) as client:
         t, calls = run_intervention(traces_iter(), labels, client, votes=votes, k=k, cache=cache, gate=gate)
         model_name = client.config.model
+    if calls and t.failed_calls == calls:
+        raise BackendError(f"no judge call was answered ({calls} made): nothing to measure",
+                           fix="check --base-url, --model and the server; answers that come are cached, failures "
+                               "are asked again")
+    if t.failed_calls:
+        notes.append(f"{t.failed_calls} of {calls} judge calls got no usable answer: read as unknown votes "
+                     "(not cached: a rerun asks them again)")
     missing = [rid for rid in labels if rid not in seen]
     if missing:
         notes.append(f"{len(missing)} labelled run(s) have no trace in {traces}: {', '.join(missing[:5])}")
-    return summarize(t, spec or BootstrapSpec(), model=model_name, votes=votes, k=k, model_calls=calls, notes=notes)
+    return summarize(t, spec, model=model_name, votes=votes, k=k, model_calls=calls, notes=notes)

@@ -68,6 +68,8 @@ def parse_fields(data: dict | None) -> dict[str, Finding]:
 
     >>> parse_fields({"action": {"value": "yes", "support": [1]}, "committed": "maybe"})["committed"].value
     'unknown'
+    >>> [parse_fields({"action": {"value": "yes", "support": s}})["action"].value for s in ("10", [True], [0.9], 2)]
+    ['unknown', 'unknown', 'unknown', 'yes']
     """
     out: dict[str, Finding] = {}
     for f in ALL_FIELDS:
@@ -81,14 +83,13 @@ def parse_fields(data: dict | None) -> dict[str, Finding]:
             out[f] = Finding(value="unknown", note="missing or malformed in the model answer")
             continue
         sup = raw.get("support") or []
-        if isinstance(sup, int):
+        if type(sup) is int:
             sup = [sup]
-        try:
-            support = [int(x) for x in sup]
-        except (TypeError, ValueError):
+        # step indices are JSON integers: a string ("10" is no steps 1 and 0), a float or a boolean is no citation
+        if not isinstance(sup, list) or not all(type(x) is int for x in sup):
             out[f] = Finding(value="unknown", note="non-integer citation")
             continue
-        out[f] = Finding(value=raw["value"], support=support)
+        out[f] = Finding(value=raw["value"], support=list(sup))
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from referee.audit.facts import ViewFacts
 from referee.audit.records import FINDING_FIELDS, Finding
 from referee.audit.view import freeze_view, unpack_parts
-from referee.errors import BackendError, exc_brief
+from referee.errors import BackendError, exc_brief, plugin_failure
 
 Extracted = tuple  # per view: (ViewFacts or None, [(findings JSON, cacheable)] per sample, errors, view error or None)
 
@@ -40,6 +40,10 @@ def extract_sample(extractor: Any, view: Any, sample: int, errors: list[str]) ->
     except BackendError as exc:
         errors.append(f"extraction sample {sample}: {exc.message}"[:300])
         return {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}, False
+    except Exception as exc:
+        if (failed := plugin_failure(extractor, "extractor", exc)) is None:
+            raise
+        raise failed from exc
 
 
 def extract_views(extractor: Any, packed: bytes, samples: int,
