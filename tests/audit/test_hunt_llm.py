@@ -284,3 +284,21 @@ def test_eval_plot_named_pdf_is_not_a_png_in_disguise(tmp_path):
     else:
         assert run.returncode == 0, run.stderr
         assert plot.read_bytes()[:5] == b"%PDF-", plot.read_bytes()[:8]
+
+
+def test_eval_split_by_task_with_no_task_text_does_not_claim_a_task_check(tmp_path):
+    (tmp_path / "sp.csv").write_text("run_id,split\na,dev\nb,test\n")
+    run = cli("eval", "split", "sp.csv", "--by-task", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "no run_id or task in two splits" not in run.stdout and "tasks not checked" in run.stdout, run.stdout
+
+
+def test_a_predictions_file_with_a_run_twice_or_none_is_one_line(tmp_path):
+    audit, gold = _audit_examples(tmp_path)
+    (tmp_path / "p.jsonl").write_text('{"run_id": "del-ok", "disposition": "pass"}\n'
+                                      '{"run_id": "del-ok", "disposition": "flag"}\n')
+    (tmp_path / "e.jsonl").write_text("")
+    for name, words in (("p.jsonl", "has a second prediction"), ("e.jsonl", "no prediction in the file")):
+        run = cli("eval", str(audit), "--gold", str(gold), "--no-plot", "--resamples", "0",
+                  "--predictions", f"other={tmp_path / name}", cwd=tmp_path)
+        assert run.returncode == 2 and words in run.stderr, run.stderr

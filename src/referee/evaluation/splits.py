@@ -150,6 +150,12 @@ def split_lines(rep: SplitReport) -> list[str]:
         lines.append(f"  LEAK: task in splits {', '.join(ss)}: {short}")
     if rep.tasks_checked and rep.tasks_unknown:
         lines.append(f"  {rep.tasks_unknown} run(s) have no task text (add a task column or pass --audit)")
-    lines.append("ok: no run_id" + (" or task" if rep.tasks_checked else "") + " in two splits" if rep.ok
-                 else "not ok: runs or tasks cross splits")
+    # tasks were looked at only where a run had one: with none known, "no task in two splits" would claim a check
+    tasks_seen = rep.tasks_checked and rep.tasks_unknown < sum(rep.totals().values())
+    if rep.ok:
+        lines.append("ok: no run_id" + (" or task" if tasks_seen else "") + " in two splits"
+                     + (" (tasks not checked: no run has a task text)" if rep.tasks_checked and not tasks_seen
+                        else ""))
+    else:
+        lines.append("not ok: runs or tasks cross splits")
     return lines
