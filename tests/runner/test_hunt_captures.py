@@ -338,6 +338,20 @@ def test_sql_capture_of_an_infinite_timestamp(tmp_path, cli_env, pg_url):
     assert step["verdict"] == "PASS", _reasons(step)
 
 
+def test_sql_capture_that_never_returns_ends(tmp_path, cli_env, pg_url):
+    """A SQL capture has no timeout: a query that does not return (here `pg_sleep`; an agent with the
+    database on loopback can make the plan's table a view that sleeps) held `referee run` for as long as
+    the server took, with no way out but Ctrl-C. http and command captures give up after `timeout_s`
+    (15 s and 60 s by default); a SQL capture must give up too, as a failed capture (ERROR)."""
+    plan = {"name": "sqlhang", "steps": [
+        {"id": "s1", "do": "x",
+         "validators": [{"kind": "sql_row_present", "url": pg_url, "query": "select 1 from pg_sleep(3600)"}]}]}
+    t0 = time.monotonic()
+    rc, so, se, rd = _run(tmp_path, plan, cli_env, agent=_agent(tmp_path), timeout=200)
+    assert rd is not None, se
+    assert _steps(rd)["s1"]["verdict"] == "ERROR", f"took {time.monotonic() - t0:.0f}s"
+
+
 # ---------------------------------------------------------------- DynamoDB
 
 
