@@ -109,5 +109,5 @@ def short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_bytes", "evidence_json", "capture_record",
-           "parse_json_path", "json_path_get", "short", "NotJson", "NoContent", "EvidenceError"]
+__all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_bytes", "evidence_json",
+           "capture_record", "parse_json_path", "json_path_get", "short", "NotJson", "NoContent", "EvidenceError"]
