@@ -248,6 +248,8 @@ class FileRecord(_Record):
     exists: bool
     size: int = 0
     copy_: str | None = Field(default=None, alias="copy")
+    # what stands at the path when it is no regular file ("a FIFO", "a folder", ...): `exists` is False then
+    not_regular: str | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -76,6 +76,16 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     return res
 
 
+def tampered(res: StepResult, changes: list[str]) -> StepResult:
+    """A step whose listed evidence changed after the run is ERROR, naming each file, whatever its validators saw:
+    the evidence is no longer the one the runner signed."""
+    if res.verdict == "ERROR" and all(c in res.reason for c in changes):
+        return res  # its validators read the changed files and said so already
+    reason = "; ".join(changes) + (f"; {res.reason}" if res.reason else "")
+    claimed_pass = res.claim is not None and res.claim.get("pass") is True
+    return res.model_copy(update={"verdict": "ERROR", "reason": reason, "overclaim": claimed_pass})
+
+
 def refused(run: OpenedRun) -> RunResults:
     """Every step ERROR: the seal (or the manifest's paths) did not hold, so no evidence of this run is read."""
     if run.plan is not None:
@@ -111,6 +121,8 @@ def grade_opened(run: OpenedRun, *, save_caches: bool = True) -> RunResults:
     manifest, plan = run.manifest, run.plan
     ev = RunEvidence(run.run_dir, manifest, key=run.key, signed=run.integrity.status == "verified")
     steps = [grade_step(plan, s.id, manifest, ev, run.claims.get(s.id)) for s in plan.plan.steps]
+    changed = ev.changed()
+    steps = [tampered(s, changed[s.id]) if s.id in changed else s for s in steps]
     if save_caches:
         ev.save_caches()
     return RunResults(plan=manifest.plan, steps=steps, summary=summarize(steps), integrity=run.integrity)
