@@ -12,6 +12,7 @@ from referee.grader.verify import OpenedRun, open_run
 from referee.plan.loader import LoadedPlan, TypedValidator
 from referee.rundir import Claim, Manifest
 from referee.validators import Outcome, checker
+from referee.validators.common import NoContent
 
 
 def _run_check(tv: TypedValidator, view) -> Outcome:
@@ -19,6 +20,8 @@ def _run_check(tv: TypedValidator, view) -> Outcome:
         return checker(tv.params.kind).check(tv.params, view, tv.index)
     except EvidenceError as exc:
         return Outcome.error(str(exc))
+    except NoContent as exc:  # a file capture with nothing to read (no such file): whatever the check, no PASS
+        return Outcome.fail(str(exc))
     except Exception as exc:  # a crashing validator means the grader could not look: ERROR, never PASS
         return Outcome.error(f"validator crashed: {type(exc).__name__}: {exc}")
 

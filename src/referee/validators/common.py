@@ -53,6 +53,11 @@ def evidence_json(view, ref: str) -> Any:
             return json.loads(record.body if isinstance(record, HttpRecord) else record.stdout)
         except ValueError as exc:
             raise NotJson(f"the {record.kind} capture '{ref}' is not JSON ({exc})") from None
+    if isinstance(record, FileRecord):  # the copied file's JSON, never its record (which holds the path)
+        try:
+            return json.loads(evidence_bytes(view, ref))
+        except ValueError as exc:
+            raise NotJson(f"the file of capture '{ref}' is not JSON ({exc})") from None
     if record is not None:
         return record.document()
     try:
