@@ -236,7 +236,10 @@ class SqlRecord(_Record):
 
 
 class DdbRecord(_Record):
-    """`<name>.json` of a ddb capture: the item found by `key`, as a list of none or one."""
+    """`<name>.json` of a ddb capture: the item found by `key`, as a list of none or one.
+
+    A Binary (`B`, `BS`) value is written as its base64 text; numbers as int or float.
+    """
 
     kind: Literal["ddb"] = "ddb"
     table: str

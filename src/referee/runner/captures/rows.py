@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from decimal import Decimal
 from typing import Any
@@ -136,13 +137,48 @@ class DdbCapture(CaptureKind):
                     # a local endpoint (moto, DynamoDB Local) accepts any credentials
                     kwargs.update(aws_access_key_id="local", aws_secret_access_key="local")
             table = boto3.resource("dynamodb", **kwargs).Table(params.table)
-            item = table.get_item(Key=params.key, ConsistentRead=True).get("Item")
-            record.items = [_plain(item)] if item else []
+            item = table.get_item(Key=_ddb_key(params.key), ConsistentRead=True).get("Item")
+            record.items = [_plain(_ddb_binary(item))] if item else []
         except Exception as exc:
             raise CaptureFailed(ctx.scrub(f"{type(exc).__name__}: {exc}"), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "ddb")
         atomic_write_text(path, dump_record(record))
         return [path]
+
+
+def _ddb_key(value: Any) -> Any:
+    """A plan's key as boto3 takes it: numbers that are not whole as Decimal (boto3 refuses floats).
+
+    >>> _ddb_key({"pk": "a", "sk": 1.5, "n": 2})
+    {'pk': 'a', 'sk': Decimal('1.5'), 'n': 2}
+    """
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _ddb_key(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ddb_key(v) for v in value]
+    return value
+
+
+def _ddb_binary(value: Any) -> Any:
+    """An item with each Binary (`B`) value as its base64 text (boto3's Binary is not JSON, nor a str).
+
+    >>> from boto3.dynamodb.types import Binary
+    >>> _ddb_binary({"blob": Binary(b"\\xff\\x00hi"), "n": [Binary(b"a")]})
+    {'blob': '/wBoaQ==', 'n': ['YQ==']}
+    """
+    from boto3.dynamodb.types import Binary
+
+    if isinstance(value, Binary):
+        return base64.b64encode(value.value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _ddb_binary(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):  # a Binary Set (`BS`)
+        return {_ddb_binary(v) for v in value}
+    if isinstance(value, list):
+        return [_ddb_binary(v) for v in value]
+    return value
 
 
 def _what(record) -> dict[str, Any]:
