@@ -215,16 +215,17 @@ def test_runner_captures_are_the_observations_and_agent_files_are_not(tmp_path, 
     assert "hello-from-runner" in view and '"exit_code": 0' in view
     assert "AGENT-OWN-WORDS" not in view and "mine.txt" not in view and "Wrote the note" not in view
     assert tr.report == "The step is done. Wrote the note." and "mine.txt" in tr.steps[-1].narration
-    # a capture modified after the run is an error observation, not evidence
-    cap = run_dir / "evidence" / "write_note" / "after" / "listing.json"
-    cap.write_text(cap.read_text().replace("hello-from-runner", "forged"))
-    (item,) = list(read_traces(run_dir))
-    obs = item.trace.steps[-1].observation
-    assert obs.error and "modified after capture" in obs.text and "forged" not in obs.text
     out = tmp_path / "audit.jsonl"
     rc, printed, _ = audit(capsys, str(run_dir), "--out", str(out))
     assert rc == 0 and [r["run_id"] for r in records(out)] == [tr.run_id]
     assert "1 PASS, 0 FAIL, 1 SKIPPED, 0 ERROR" in printed
+    # a capture modified after the run: graded again, the step is ERROR (every file the manifest lists is checked,
+    # read by a validator or not), and an ERROR stands as graded: no advisory trace is made of its forged evidence
+    cap = run_dir / "evidence" / "write_note" / "after" / "listing.json"
+    cap.write_text(cap.read_text().replace("hello-from-runner", "forged"))
+    assert list(read_traces(run_dir)) == []
+    rc, printed, _ = audit(capsys, str(run_dir), "--out", str(tmp_path / "again.jsonl"))
+    assert rc == 0 and "nothing to audit" in printed and not (tmp_path / "again.jsonl").exists()
 
 
 ALL_VALIDATED = """name: mini
