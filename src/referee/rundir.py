@@ -208,7 +208,8 @@ class CommandRecord(_Record):
     stderr: str = ""
     timed_out: bool = False
     stdout_file: str | None = None
-    stdout_base64: str | None = None  # stdout that is not UTF-8
+    stdout_base64: str | None = None  # the exact bytes of a kept stdout that is not UTF-8 (`stdout` has U+FFFD)
+    stdout_bytes: int | None = None  # the whole size of stdout; more than what is kept: it was cut
 
     def text(self) -> str:
         return self.stdout + ("\n" + self.stderr if self.stderr else "")
