@@ -77,13 +77,15 @@ def run_bounded(cmd: str, *, timeout_s: float, keep: int, cwd=None, env=None, st
     """
     proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
-    kept = {proc.stdout: _Kept(keep, stdout_head), proc.stderr: _Kept(keep, False)}
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Kept(keep, stdout_head), _Kept(keep, False)
+    kept = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     deadline = time.monotonic() + timeout_s
     code: int | None = None
     try:
         with selectors.DefaultSelector() as sel:
-            for stream in kept:
-                sel.register(stream, selectors.EVENT_READ)
+            for fd in kept:
+                sel.register(fd, selectors.EVENT_READ)
             while sel.get_map():
                 now = time.monotonic()
                 if code is None:
@@ -95,7 +97,7 @@ def run_bounded(cmd: str, *, timeout_s: float, keep: int, cwd=None, env=None, st
                 for key, _ in sel.select(timeout=min(0.05, deadline - now)):
                     chunk = os.read(key.fd, 1 << 16)
                     if chunk:
-                        kept[key.fileobj].add(chunk)
+                        kept[key.fd].add(chunk)
                     else:
                         sel.unregister(key.fileobj)
         if code is None:
@@ -112,7 +114,6 @@ def run_bounded(cmd: str, *, timeout_s: float, keep: int, cwd=None, env=None, st
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait()
-        for stream in kept:
-            stream.close()
-    out, err = kept[proc.stdout], kept[proc.stderr]
+        proc.stdout.close()
+        proc.stderr.close()
     return Ran(code, code is None, out.value(), err.value(), out.size, err.size)
