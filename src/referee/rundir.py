@@ -191,7 +191,8 @@ class HttpRecord(_Record):
     status: int | None = None
     headers: dict[str, str] = Field(default_factory=dict)  # Authorization, Cookie, Set-Cookie redacted
     body: str = ""
-    body_base64: str | None = None  # a body that is not text
+    body_base64: str | None = None  # the exact bytes of a body that is not text (`body` has U+FFFD)
+    body_truncated: bool = False  # the body was cut at the runner's limit (32 MiB decoded)
     error: str | None = None
 
     def text(self) -> str:
