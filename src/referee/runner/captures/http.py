@@ -48,6 +48,7 @@ class _Answer:
     body: bytearray = field(default_factory=bytearray)
     truncated: bool = False
     error: str | None = None
+    raised: BaseException | None = None  # not an answer (a malformed URL): the capture fails, in the caller
 
 
 def _fetch(method: str, url: str, headers: dict[str, str], json_body: Any, timeout_s: float,
@@ -70,6 +71,8 @@ def _fetch(method: str, url: str, headers: dict[str, str], json_body: Any, timeo
                 answer.status = resp.status_code
     except httpx.HTTPError as exc:
         answer.error = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - handed to the capture's own thread, never printed here
+        answer.raised = exc
 
 
 @register("http")
@@ -91,6 +94,8 @@ class HttpCapture(CaptureKind):
             stop.set()
             # the app did not answer in time: an observation (FAIL for the validators), not a grader error
             record.error = f"ReadTimeout: no whole answer within timeout_s ({params.timeout_s:g} s)"
+        elif answer.raised is not None:
+            raise answer.raised
         elif answer.status is None:
             record.error = ctx.scrub(answer.error or "request failed")
         else:
