@@ -216,21 +216,32 @@ class CommandRecord(_Record):
         return self.stdout + ("\n" + self.stderr if self.stderr else "")
 
 
+SQL_KEPT_ROWS = 1000  # the rows a sql capture keeps in its record
+
+
 class SqlRecord(_Record):
-    """`<name>.json` of a sql capture: the query (passwords masked in `url`) and up to 1000 rows."""
+    """`<name>.json` of a sql capture: the query (passwords masked in `url`) and up to 1000 rows.
+
+    `total_rows` is how many rows the query returned in all (more than `rows` holds when they were cut);
+    None when not counted (past a million rows, or a record written before it was kept).
+    """
 
     kind: Literal["sql"] = "sql"
     url: str
     query: str | None = None
     columns: list[str] = Field(default_factory=list)
     rows: list[dict[str, Any]] = Field(default_factory=list)
+    total_rows: int | None = None
 
     def text(self) -> str:
         return json.dumps(self.rows, ensure_ascii=False, default=str)
 
 
 class DdbRecord(_Record):
-    """`<name>.json` of a ddb capture: the item found by `key`, as a list of none or one."""
+    """`<name>.json` of a ddb capture: the item found by `key`, as a list of none or one.
+
+    A Binary (`B`, `BS`) value is written as its base64 text; numbers as int or float.
+    """
 
     kind: Literal["ddb"] = "ddb"
     table: str
@@ -250,6 +261,8 @@ class FileRecord(_Record):
     exists: bool
     size: int = 0
     copy_: str | None = Field(default=None, alias="copy")
+    # what stands at the path when it is no regular file ("a FIFO", "a folder", ...): `exists` is False then
+    not_regular: str | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -101,6 +101,20 @@ class RunEvidence:
             return EvidenceError(f"evidence file {entry.path}: {exc.message}")
         return EvidenceError(f"evidence file {entry.path} is unreadable: {exc}")
 
+    def changed(self) -> dict[str, list[str]]:
+        """Every listed file that no longer matches the manifest (missing, edited, swapped for a link), by step.
+
+        Validators check only what they read; this checks the rest too (the agent's other files, every capture,
+        claim.json), so no listed file changes unnoticed.
+        """
+        out: dict[str, list[str]] = {}
+        for entry in self.manifest.files:
+            try:
+                self._checked(entry)
+            except EvidenceError as exc:
+                out.setdefault(entry.step, []).append(exc.message)
+        return out
+
     def _checked(self, entry: FileEntry) -> Path:
         """The entry's file, inside the run directory and still hashing to what the manifest recorded."""
         path = safe_join(self.run_dir, entry.path)

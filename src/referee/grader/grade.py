@@ -12,6 +12,7 @@ from referee.grader.verify import OpenedRun, open_run
 from referee.plan.loader import LoadedPlan, TypedValidator
 from referee.rundir import Claim, Manifest
 from referee.validators import Outcome, checker
+from referee.validators.common import NoContent
 
 
 def _run_check(tv: TypedValidator, view) -> Outcome:
@@ -19,6 +20,8 @@ def _run_check(tv: TypedValidator, view) -> Outcome:
         return checker(tv.params.kind).check(tv.params, view, tv.index)
     except EvidenceError as exc:
         return Outcome.error(str(exc))
+    except NoContent as exc:  # a file capture with nothing to read (no such file): whatever the check, no PASS
+        return Outcome.fail(str(exc))
     except Exception as exc:  # a crashing validator means the grader could not look: ERROR, never PASS
         return Outcome.error(f"validator crashed: {type(exc).__name__}: {exc}")
 
@@ -76,6 +79,16 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     return res
 
 
+def tampered(res: StepResult, changes: list[str]) -> StepResult:
+    """A step whose listed evidence changed after the run is ERROR, naming each file, whatever its validators saw:
+    the evidence is no longer the one the runner signed."""
+    if res.verdict == "ERROR" and all(c in res.reason for c in changes):
+        return res  # its validators read the changed files and said so already
+    reason = "; ".join(changes) + (f"; {res.reason}" if res.reason else "")
+    claimed_pass = res.claim is not None and res.claim.get("pass") is True
+    return res.model_copy(update={"verdict": "ERROR", "reason": reason, "overclaim": claimed_pass})
+
+
 def refused(run: OpenedRun) -> RunResults:
     """Every step ERROR: the seal (or the manifest's paths) did not hold, so no evidence of this run is read."""
     if run.plan is not None:
@@ -111,6 +124,8 @@ def grade_opened(run: OpenedRun, *, save_caches: bool = True) -> RunResults:
     manifest, plan = run.manifest, run.plan
     ev = RunEvidence(run.run_dir, manifest, key=run.key, signed=run.integrity.status == "verified")
     steps = [grade_step(plan, s.id, manifest, ev, run.claims.get(s.id)) for s in plan.plan.steps]
+    changed = ev.changed()
+    steps = [tampered(s, changed[s.id]) if s.id in changed else s for s in steps]
     if save_caches:
         ev.save_caches()
     return RunResults(plan=manifest.plan, steps=steps, summary=summarize(steps), integrity=run.integrity)

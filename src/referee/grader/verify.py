@@ -98,6 +98,16 @@ def _best_effort(run_dir: Path, manifest_bytes: bytes, plan_bytes: bytes | None)
     return manifest, plan
 
 
+def _refused_manifest(run_dir: Path, exc: EvidenceError, plan_bytes: bytes | None,
+                      integrity: Integrity | None = None) -> OpenedRun:
+    """A run whose manifest.json cannot be read or parsed: every step ERROR (the outputs say so), never a crash
+    that leaves the last grade's results.json and report.html standing."""
+    _, plan = _best_effort(run_dir, b"", plan_bytes)
+    why = exc.message if exc.message.startswith("manifest.json") else f"manifest.json: {exc.message}"
+    base = integrity or Integrity(status="failed")
+    return OpenedRun(run_dir, base.model_copy(update={"status": "failed", "reason": why}), None, plan, Claims({}), None)
+
+
 def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
     """Check a run directory's seal and read what it covers (see the module docstring).
 
@@ -107,8 +117,11 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UsageError("not a directory", file=str(run_dir), fix="pass the run directory `referee run` printed")
-    manifest_bytes = read_manifest_bytes(run_dir)
     plan_bytes, plan_problem = _read_optional(run_dir / "plan.yaml", MAX_PLAN_BYTES)
+    try:
+        manifest_bytes = read_manifest_bytes(run_dir)  # missing: UsageError, not a run directory
+    except EvidenceError as exc:  # a link, a FIFO, unreadable: refused like a seal that does not hold
+        return _refused_manifest(run_dir, exc, plan_bytes)
     claims_bytes, claims_problem = _read_optional(run_dir / "claims.json", MAX_CLAIMS_BYTES)
     key, key_problem = _key()
     chk = check_seal(run_dir, key, manifest=manifest_bytes, plan=plan_bytes, claims=claims_bytes,
@@ -127,7 +140,10 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
         manifest, plan = _best_effort(run_dir, manifest_bytes, plan_bytes)
         failed = Integrity(status="failed", reason=chk.reason + fix, key_id=key_id, run_id=run_id)
         return OpenedRun(run_dir, failed, manifest, plan, Claims({}), None)
-    manifest = parse_manifest(manifest_bytes, str(run_dir / "manifest.json"))
+    try:
+        manifest = parse_manifest(manifest_bytes, str(run_dir / "manifest.json"))
+    except EvidenceError as exc:  # only with --allow-unsigned: a signed manifest parsed when it was sealed
+        return _refused_manifest(run_dir, exc, plan_bytes, integrity)
     problems = manifest_problems(run_dir, manifest)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

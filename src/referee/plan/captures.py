@@ -121,6 +121,7 @@ class SqlParams(CaptureParams):
     params: dict[str, Any] = {}
     table: str | None = None
     where: dict[str, Any] = {}
+    timeout_s: Seconds = 30.0  # the database cancels the query after this (PostgreSQL, SQLite)
 
     @model_validator(mode="after")
     def _shape(self):

@@ -299,6 +299,7 @@ class SqlRowPresentSpec(ValidatorSpec):
         where: dict[str, Any] = {}
         evidence: str | None = None
         min_rows: int = 1
+        timeout_s: Seconds = 30.0
 
         @model_validator(mode="after")
         def _shape(self) -> SqlRowPresentSpec.Params:
@@ -313,7 +314,7 @@ class SqlRowPresentSpec(ValidatorSpec):
         if params.evidence is not None:
             return []
         spec = {"url": params.url, "query": params.query, "params": params.params, "table": params.table,
-                "where": params.where}
+                "where": params.where, "timeout_s": params.timeout_s}
         return [CaptureRequest("sql", implicit_name(params.kind, index), {k: v for k, v in spec.items() if v})]
 
 

@@ -234,7 +234,9 @@ def render_report(run_dir: str | Path, results_model: RunResults | None = None) 
         results = results_model.model_dump(mode="json")
     else:
         results = _read_json(run_dir / "results.json", MAX_RESULTS_BYTES)
-    manifest = _read_json(run_dir / "manifest.json", MAX_MANIFEST_BYTES)
+    failed = isinstance(results, dict) and (results.get("integrity") or {}).get("status") == "failed"
+    # a refused run (an empty or linked manifest.json among the reasons) is reported from its results alone
+    manifest = {} if failed else _read_json(run_dir / "manifest.json", MAX_MANIFEST_BYTES)
     if not isinstance(results, dict) or not isinstance(manifest, dict):
         raise EvidenceError("results.json or manifest.json is not a JSON object", file=str(run_dir),
                             fix="run `referee grade RUN_DIR` again")

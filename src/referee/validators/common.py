@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from referee.errors import EvidenceError
 from referee.plan.validators import SourceParams, http_capture, implicit_name, parse_json_path
-from referee.rundir import CommandRecord, HttpRecord
+from referee.rundir import CommandRecord, FileRecord, HttpRecord
 
 R = TypeVar("R")
 
@@ -18,8 +18,31 @@ def evidence_text(view, ref: str) -> str:
     http -> body; command -> stdout (stderr after it); sql/ddb -> rows as JSON; any other file -> its text.
     """
     record = view.record(ref)
+    if isinstance(record, FileRecord):  # the copied file's text, never its record (which holds the path)
+        return evidence_bytes(view, ref).decode("utf-8", errors="replace")
     text = record.text() if record is not None else None
     return text if text is not None else view.read_text(ref)
+
+
+def evidence_bytes(view, ref: str) -> bytes:
+    """The bytes of an evidence file; for a file capture, of the copy the runner made (NoContent: none was).
+
+    An image behind a `file` capture is OCR'd from its copy, a text file searched in it.
+    """
+    record = view.record(ref)
+    if not isinstance(record, FileRecord):
+        return view.read_bytes(ref)
+    path = record.resolved or record.path
+    if not record.exists:
+        what = f"is not a regular file ({record.not_regular})" if record.not_regular else "does not exist"
+        raise NoContent(f"{path} {what} after the step: no text to read")
+    if record.copy_ is None:
+        raise NoContent(f"{path} ({record.size} bytes) was too big to copy: no text to read")
+    return view.read_bytes(record.copy_)
+
+
+class NoContent(Exception):
+    """A file capture with no copy to read (no such file, no regular file, too big): a FAIL, not an ERROR."""
 
 
 def evidence_json(view, ref: str) -> Any:
@@ -30,6 +53,11 @@ def evidence_json(view, ref: str) -> Any:
             return json.loads(record.body if isinstance(record, HttpRecord) else record.stdout)
         except ValueError as exc:
             raise NotJson(f"the {record.kind} capture '{ref}' is not JSON ({exc})") from None
+    if isinstance(record, FileRecord):  # the copied file's JSON, never its record (which holds the path)
+        try:
+            return json.loads(evidence_bytes(view, ref))
+        except ValueError as exc:
+            raise NotJson(f"the file of capture '{ref}' is not JSON ({exc})") from None
     if record is not None:
         return record.document()
     try:
@@ -86,5 +114,5 @@ def short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_json", "capture_record",
-           "parse_json_path", "json_path_get", "short", "NotJson", "EvidenceError"]
+__all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_bytes", "evidence_json",
+           "capture_record", "parse_json_path", "json_path_get", "short", "NotJson", "NoContent", "EvidenceError"]

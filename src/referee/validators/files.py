@@ -13,6 +13,8 @@ class FileExists(FileExistsSpec, ValidatorKind):
     def check(self, params: FileExistsSpec.Params, ev, index: int) -> Outcome:
         rec = capture_record(ev, implicit_name(params.kind, index), FileRecord, "a file capture")
         path = rec.resolved or params.path
+        if not rec.exists and rec.not_regular:
+            return Outcome.fail(f"{path} is not a regular file ({rec.not_regular}) after the step")
         if not rec.exists:
             return Outcome.fail(f"{path} does not exist after the step")
         size = rec.size

@@ -5,12 +5,13 @@ from __future__ import annotations
 from referee.ocr import find, get_engine, ocr_cached
 from referee.ocr.text import excerpt
 from referee.plan.validators import OcrContainsSpec, OcrNotContainsSpec, OcrParams
+from referee.validators.common import NoContent, evidence_bytes
 from referee.validators.base import Outcome, ValidatorKind, register
 
 
 def _read(params: OcrParams, ev, ref: str):
     """OCR one evidence file through the run's cache: (kept lines, all lines)."""
-    result = ocr_cached(ev.read_bytes(ref), params.engine, ev.cached, ref)
+    result = ocr_cached(evidence_bytes(ev, ref), params.engine, ev.cached, ref)
     return [ln.text for ln in result.kept(params.min_confidence)], result
 
 
@@ -38,7 +39,10 @@ class OcrContains(OcrContainsSpec, ValidatorKind):
     def check(self, params: OcrParams, ev, index: int) -> Outcome:
         found = []
         for ref in params.refs():
-            m, why = _look(params, ev, ref)
+            try:
+                m, why = _look(params, ev, ref)
+            except NoContent as exc:
+                return Outcome.fail(f"{params.text!r} not read in {ref} ({exc})")
             if m is None:
                 return Outcome.fail(f"{params.text!r} not read in {ref} ({why})")
             found.append((ref, m))
@@ -50,7 +54,10 @@ class OcrContains(OcrContainsSpec, ValidatorKind):
 class OcrNotContains(OcrNotContainsSpec, ValidatorKind):
     def check(self, params: OcrParams, ev, index: int) -> Outcome:
         for ref in params.refs():
-            m, _ = _look(params, ev, ref)
+            try:
+                m, _ = _look(params, ev, ref)
+            except NoContent as exc:  # nothing to read shows nothing, but the check could not look: no PASS
+                return Outcome.fail(f"nothing to read in {ref} ({exc})")
             if m is not None:
                 return Outcome.fail(f"{params.text!r} read in {ref} line {m.line_no}: {excerpt(m.line, 80)!r}")
         n = len(params.refs())

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from referee.plan.validators import DdbRowPresentSpec, SqlRowPresentSpec
-from referee.rundir import DdbRecord, SqlRecord
+from referee.rundir import SQL_KEPT_ROWS, DdbRecord, SqlRecord
 from referee.validators.base import Outcome, ValidatorKind, register
 from referee.validators.common import capture_record, short
 
 
-def _rows_outcome(rows: list, what: str, min_rows: int) -> Outcome:
-    if len(rows) >= min_rows:
-        return Outcome.hold(f"{len(rows)} {what} found", matched=short(rows[0]) if rows else None)
-    return Outcome.fail(f"{len(rows)} {what} found, expected at least {min_rows}")
+def _rows_outcome(rows: list, what: str, min_rows: int, total: int | None = None) -> Outcome:
+    n = len(rows) if total is None else total
+    found = f"{n} {what} found" + ("" if total is None else f" (the first {len(rows)} kept)")
+    if n >= min_rows:
+        return Outcome.hold(found, matched=short(rows[0]) if rows else None)
+    return Outcome.fail(f"{found}, expected at least {min_rows}")
 
 
 @register("sql_row_present")
 class SqlRowPresent(SqlRowPresentSpec, ValidatorKind):
     def check(self, params: SqlRowPresentSpec.Params, ev, index: int) -> Outcome:
         rec = capture_record(ev, self.evidence_refs(params, index)[0], SqlRecord, "a sql capture")
+        kept = len(rec.rows)
+        if rec.total_rows is None and kept >= SQL_KEPT_ROWS and params.min_rows > kept:
+            # the rows were cut and not counted (or the record predates the count): no true count to judge
+            return Outcome.error(f"the capture kept the first {kept} rows and did not count the rest; "
+                                 f"cannot tell whether there are at least {params.min_rows}")
+        if rec.total_rows is not None and rec.total_rows > kept:
+            return _rows_outcome(rec.rows, "row(s)", params.min_rows, total=rec.total_rows)
         return _rows_outcome(rec.rows, "row(s)", params.min_rows)
 
 

@@ -6,7 +6,7 @@ import re
 
 from referee.plan.validators import RegexMatchSpec, TextContainsSpec
 from referee.validators.base import Outcome, ValidatorKind, register
-from referee.validators.common import evidence_text, short
+from referee.validators.common import NoContent, evidence_text, short
 
 
 @register("text_contains")
@@ -14,7 +14,10 @@ class TextContains(TextContainsSpec, ValidatorKind):
     def check(self, params: TextContainsSpec.Params, ev, index: int) -> Outcome:
         needle = params.text.lower() if params.ignore_case else params.text
         for ref in params.refs():
-            body = evidence_text(ev, ref)
+            try:
+                body = evidence_text(ev, ref)
+            except NoContent as exc:
+                return Outcome.fail(f"{ref}: {exc}")
             hay = body.lower() if params.ignore_case else body
             if needle not in hay:
                 return Outcome.fail(f"{ref} does not contain {params.text!r} ({short(body, 80)})")
@@ -27,7 +30,10 @@ class RegexMatch(RegexMatchSpec, ValidatorKind):
         rx = re.compile(params.pattern, re.IGNORECASE if params.ignore_case else 0)
         matched = None
         for ref in params.refs():
-            body = evidence_text(ev, ref)
+            try:
+                body = evidence_text(ev, ref)
+            except NoContent as exc:
+                return Outcome.fail(f"{ref}: {exc}")
             m = rx.search(body)
             if not m:
                 return Outcome.fail(f"{ref} does not match /{params.pattern}/ ({short(body, 80)})")

@@ -37,9 +37,24 @@ class FileCapture(CaptureKind):
                     _copy(fh, copy, stat.S_IMODE(st.st_mode))
                     files.append(copy)
                     record.copy_ = f"{params.name}.data/{name}"
+        else:
+            record.not_regular = _what_is(src)
         meta = ctx.out_dir / record_file(params.name, "file")
         atomic_write_text(meta, dump_record(record))
         return [meta] + files
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+
+
+def _what_is(path) -> str | None:
+    """What stands at `path` when no regular file does ("a FIFO"); None when nothing is there."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
 def _copy(fh, copy, mode: int) -> None:

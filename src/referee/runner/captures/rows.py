@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from decimal import Decimal
 from typing import Any
 
 from referee.errors import require
 from referee.fsutil import atomic_write_text
-from referee.rundir import DdbRecord, SqlRecord, dump_record, record_file
+from referee.rundir import SQL_KEPT_ROWS, DdbRecord, SqlRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.captures.sources import refuse_links, source_path
+from referee.runner.captures.sqldb import guard_connection, guard_sqlite, is_timeout
 from referee.runner.envsubst import redact_url
 
-MAX_ROWS = 1000
+MAX_ROWS = SQL_KEPT_ROWS
+MAX_COUNTED = 1_000_000  # rows counted past the kept ones (for `min_rows`) before the count gives up
 
 
 def _plain(value: Any) -> Any:
@@ -43,21 +46,23 @@ class SqlCapture(CaptureKind):
 
             password = sa.engine.make_url(url).password
             ctx.secrets.add(str(password) if password else None, "***")  # a driver's error may quote the URL
-            engine = _engine(sa, url, ctx)
+            engine = _engine(sa, url, ctx, params.timeout_s)
             try:
                 with engine.connect() as conn:
+                    guard_connection(conn, engine.dialect.name, params.timeout_s)
                     if params.table is not None:
                         table = sa.Table(params.table, sa.MetaData(), autoload_with=conn)
                         stmt = sa.select(table)
                         for col, val in params.where.items():
                             stmt = stmt.where(table.c[col] == val)
                         record.query = str(stmt.compile(compile_kwargs={"literal_binds": True}))
-                        result = conn.execute(stmt.limit(MAX_ROWS))
+                        result = conn.execute(stmt)
                     else:
                         result = conn.execute(sa.text(params.query), params.params)
                     if result.returns_rows:
                         record.columns = list(result.keys())
                         record.rows = [_plain(dict(r._mapping)) for r in result.fetchmany(MAX_ROWS)]
+                        record.total_rows = _count_rest(result, len(record.rows))
             finally:
                 engine.dispose()
         except ModuleNotFoundError as exc:
@@ -68,17 +73,35 @@ class SqlCapture(CaptureKind):
             raise
         except Exception as exc:  # a DB that refuses us is recorded, so the grader can say why
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if is_timeout(exc):
+                why = f"the query did not return within {params.timeout_s:g} s (timeout_s); the database " \
+                      f"cancelled it ({why})"
             raise CaptureFailed(ctx.scrub(why), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "sql")
         atomic_write_text(path, dump_record(record))
         return [path]
 
 
-def _engine(sa, url: str, ctx):
+def _count_rest(result, kept: int) -> int | None:
+    """How many rows `result` gave in all (`kept` already read), or None past MAX_COUNTED."""
+    total = kept
+    while total <= MAX_COUNTED:
+        chunk = result.fetchmany(10_000)
+        if not chunk:
+            return total
+        total += len(chunk)
+    result.close()
+    return None
+
+
+def _engine(sa, url: str, ctx, timeout_s: float):
     """An engine for `url`; a SQLite file is opened read-only, and a missing one is never created."""
     u = sa.engine.make_url(url)
     if u.get_backend_name() != "sqlite" or (u.database or ":memory:") == ":memory:":
-        return sa.create_engine(u, poolclass=sa.pool.NullPool)
+        args = {}
+        if u.get_backend_name() == "postgresql" and u.get_driver_name() in ("psycopg", "psycopg2"):
+            args["connect_timeout"] = max(2, int(timeout_s))  # a server that never answers the connect
+        return sa.create_engine(u, poolclass=sa.pool.NullPool, connect_args=args)
     if str(u.query.get("uri", "")).lower() in ("true", "1"):  # a `file:` URI the plan wrote itself: add mode=ro
         return sa.create_engine(u.update_query_dict({"mode": "ro"}), poolclass=sa.pool.NullPool)
     db = source_path(u.database, ctx.cwd)
@@ -91,8 +114,13 @@ def _engine(sa, url: str, ctx):
     import sqlite3
 
     uri = db.absolute().as_uri() + "?mode=ro"
-    return sa.create_engine("sqlite://", poolclass=sa.pool.NullPool,
-                            creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
+        guard_sqlite(conn, timeout_s)
+        return conn
+
+    return sa.create_engine("sqlite://", poolclass=sa.pool.NullPool, creator=connect)
 
 
 @register("ddb")
@@ -109,8 +137,8 @@ class DdbCapture(CaptureKind):
                     # a local endpoint (moto, DynamoDB Local) accepts any credentials
                     kwargs.update(aws_access_key_id="local", aws_secret_access_key="local")
             table = boto3.resource("dynamodb", **kwargs).Table(params.table)
-            item = table.get_item(Key=params.key, ConsistentRead=True).get("Item")
-            record.items = [_plain(item)] if item else []
+            item = table.get_item(Key=_ddb_key(params.key), ConsistentRead=True).get("Item")
+            record.items = [_plain(_ddb_binary(item))] if item else []
         except Exception as exc:
             raise CaptureFailed(ctx.scrub(f"{type(exc).__name__}: {exc}"), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "ddb")
@@ -118,6 +146,41 @@ class DdbCapture(CaptureKind):
         return [path]
 
 
+def _ddb_key(value: Any) -> Any:
+    """A plan's key as boto3 takes it: numbers that are not whole as Decimal (boto3 refuses floats).
+
+    >>> _ddb_key({"pk": "a", "sk": 1.5, "n": 2})
+    {'pk': 'a', 'sk': Decimal('1.5'), 'n': 2}
+    """
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _ddb_key(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ddb_key(v) for v in value]
+    return value
+
+
+def _ddb_binary(value: Any) -> Any:
+    """An item with each Binary (`B`) value as its base64 text (boto3's Binary is not JSON, nor a str).
+
+    >>> from boto3.dynamodb.types import Binary
+    >>> _ddb_binary({"blob": Binary(b"\\xff\\x00hi"), "n": [Binary(b"a")]})
+    {'blob': '/wBoaQ==', 'n': ['YQ==']}
+    """
+    from boto3.dynamodb.types import Binary
+
+    if isinstance(value, Binary):
+        return base64.b64encode(value.value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _ddb_binary(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):  # a Binary Set (`BS`)
+        return {_ddb_binary(v) for v in value}
+    if isinstance(value, list):
+        return [_ddb_binary(v) for v in value]
+    return value
+
+
 def _what(record) -> dict[str, Any]:
     """What a failed row capture knew: its record so far, without the (empty) results."""
-    return record.model_dump(mode="json", exclude={"record_version", "kind", "columns", "rows", "items"})
+    return record.model_dump(mode="json", exclude={"record_version", "kind", "columns", "rows", "total_rows", "items"})

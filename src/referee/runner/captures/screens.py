@@ -8,6 +8,8 @@ from referee.fsutil import atomic_write_bytes, atomic_write_text
 from referee.rundir import AriaRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 
+# what page.content() gives: the doctype, then the root element's HTML
+_WHOLE_PAGE = "e => (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '') + e.outerHTML"
 NO_PAGE = "no browser page: screen captures need `actor: {kind: browser}`"
 
 
@@ -84,10 +86,9 @@ class DomCapture(PageCapture):
     what = "DOM capture"
 
     def take_from(self, page, params, ctx):
-        if params.selector:
-            html = page.locator(params.selector).first.evaluate("e => e.outerHTML", timeout=ctx.timeout_s * 1000)
-        else:
-            html = page.content()
+        # page.content() takes no timeout and waits for a page still loading forever: a locator gives up
+        html = page.locator(params.selector or ":root").first.evaluate(
+            "e => e.outerHTML" if params.selector else _WHOLE_PAGE, timeout=ctx.timeout_s * 1000)
         path = ctx.out_dir / f"{params.name}.html"
         atomic_write_text(path, f"<!-- url: {page.url} -->\n" + html)
         return [path]

@@ -1,0 +1,89 @@
+"""What a SQL capture asks of the database itself: give up after `timeout_s`, read odd values as text.
+
+A query that does not return (a `pg_sleep`, a view the agent made slow) must not hold the run: the
+database cancels it (PostgreSQL `statement_timeout`, SQLite through a progress handler), and the
+capture fails with a clear reason. One value the driver cannot turn into Python (a PostgreSQL
+`timestamptz 'infinity'`, SQLite text that is not UTF-8) is read as text, so it does not fail the
+whole capture.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+# PostgreSQL types whose text form a driver may fail to load (infinity, years past 9999, BC dates)
+_PG_LENIENT_TYPES = ("date", "timestamp", "timestamptz", "interval")
+
+
+def sqlite_text(data: bytes) -> str:
+    """SQLite text as str; bytes that are not UTF-8 become U+FFFD instead of failing the capture.
+
+    >>> sqlite_text(b"caf\\xe9"), sqlite_text("café".encode())
+    ('caf\ufffd', 'café')
+    """
+    return data.decode("utf-8", "replace")
+
+
+def guard_sqlite(conn: sqlite3.Connection, timeout_s: float) -> None:
+    """Make `conn` interrupt any statement running past `timeout_s` from now, and read text leniently."""
+    deadline = time.monotonic() + timeout_s
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+    conn.text_factory = sqlite_text
+
+
+def _lenient_loader(base: Any) -> Any:
+    """A psycopg 3 loader that loads like `base` and falls back to the value's text (`base` may be C code,
+    which cannot be subclassed, so it is wrapped)."""
+    from psycopg.adapt import Loader
+
+    class Lenient(Loader):
+        def __init__(self, oid: int, context: Any = None) -> None:
+            super().__init__(oid, context)
+            self._inner = base(oid, context)
+
+        def load(self, data: Any) -> Any:
+            try:
+                return self._inner.load(data)
+            except Exception:  # DataError: 'infinity', year 10000+, ...: keep what the database said
+                return bytes(data).decode("utf-8", "replace")
+
+    return Lenient
+
+
+def _lenient_psycopg(conn: Any) -> None:
+    """Register, on a psycopg 3 connection, loaders that fall back to the text form of a value."""
+    from psycopg.pq import Format
+
+    for name in _PG_LENIENT_TYPES:
+        info = conn.adapters.types.get(name)
+        base = None if info is None else conn.adapters.get_loader(info.oid, Format.TEXT)
+        if base is not None:
+            conn.adapters.register_loader(info.oid, _lenient_loader(base))
+
+
+def guard_connection(sa_conn: Any, backend: str, timeout_s: float) -> None:
+    """Bound every statement on `sa_conn` (a SQLAlchemy Connection) to `timeout_s`, where the database can.
+
+    PostgreSQL: `statement_timeout` for this session; SQLite: a progress handler that interrupts.
+    Other databases get no server-side bound (the plan's timeout is not enforced there).
+    """
+    raw = sa_conn.connection.driver_connection
+    if backend == "postgresql":
+        sa_conn.exec_driver_sql(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
+        if type(raw).__module__.split(".")[0] == "psycopg":
+            _lenient_psycopg(raw)
+    elif isinstance(raw, sqlite3.Connection):
+        guard_sqlite(raw, timeout_s)
+
+
+def is_timeout(exc: Exception) -> bool:
+    """Whether `exc` is the database cancelling a statement for running too long (or SQLite's interrupt).
+
+    >>> is_timeout(sqlite3.OperationalError("interrupted")), is_timeout(ValueError("x"))
+    (True, False)
+    """
+    text = str(exc).lower()
+    return "statement timeout" in text or "querycanceled" in type(exc).__name__.lower() \
+        or (isinstance(getattr(exc, "orig", exc), sqlite3.OperationalError) and "interrupted" in text)
