@@ -191,7 +191,8 @@ class HttpRecord(_Record):
     status: int | None = None
     headers: dict[str, str] = Field(default_factory=dict)  # Authorization, Cookie, Set-Cookie redacted
     body: str = ""
-    body_base64: str | None = None  # a body that is not text
+    body_base64: str | None = None  # the exact bytes of a body that is not text (`body` has U+FFFD)
+    body_truncated: bool = False  # the body was cut at the runner's limit (32 MiB decoded)
     error: str | None = None
 
     def text(self) -> str:
@@ -208,7 +209,8 @@ class CommandRecord(_Record):
     stderr: str = ""
     timed_out: bool = False
     stdout_file: str | None = None
-    stdout_base64: str | None = None  # stdout that is not UTF-8
+    stdout_base64: str | None = None  # the exact bytes of a kept stdout that is not UTF-8 (`stdout` has U+FFFD)
+    stdout_bytes: int | None = None  # the whole size of stdout; more than what is kept: it was cut
 
     def text(self) -> str:
         return self.stdout + ("\n" + self.stderr if self.stderr else "")

@@ -1,10 +1,13 @@
-"""Child processes of the runner (the app, the agent): started in their own group, stopped as a group."""
+"""Child processes of the runner (the app, the agent, capture commands): own group, stopped as a group."""
 
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
+import time
+from dataclasses import dataclass
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
@@ -27,3 +30,90 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What `run_bounded` saw: exit code (None: timed out), the kept part of each stream, their whole sizes."""
+
+    exit_code: int | None
+    timed_out: bool
+    stdout: bytes
+    stderr: bytes
+    stdout_bytes: int
+    stderr_bytes: int
+
+
+class _Kept:
+    """At most `limit` bytes of a stream: its last bytes (a tail) or, with `head`, its first ones."""
+
+    def __init__(self, limit: int, head: bool) -> None:
+        self.limit, self.head, self.size = limit, head, 0
+        self.buf = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.head:
+            self.buf += chunk[: max(0, self.limit - len(self.buf))]
+        else:
+            self.buf += chunk
+            if len(self.buf) > 2 * self.limit:  # trim now and then, not on every chunk
+                del self.buf[: len(self.buf) - self.limit]
+
+    def value(self) -> bytes:
+        return bytes(self.buf[: self.limit] if self.head else self.buf[-self.limit:])
+
+
+def run_bounded(cmd: str, *, timeout_s: float, keep: int, cwd=None, env=None, stdout_head: bool = False,
+                drain_s: float = 1.0) -> Ran:
+    """Run a shell command in its own session; keep the last `keep` bytes of stdout and stderr.
+
+    The shell's exit code is what counts: once it has exited, what is already written is read for at most
+    `drain_s` more (a daemon it left behind may hold the pipes open forever), then its whole process group
+    is killed, as it is when `timeout_s` runs out. `stdout_head` keeps the first bytes instead (a file).
+
+    >>> r = run_bounded("echo hi; sleep 30 & exit 3", timeout_s=5, keep=10); (r.exit_code, r.stdout, r.timed_out)
+    (3, b'hi\\n', False)
+    """
+    proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Kept(keep, stdout_head), _Kept(keep, False)
+    kept = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    deadline = time.monotonic() + timeout_s
+    code: int | None = None
+    try:
+        with selectors.DefaultSelector() as sel:
+            for fd in kept:
+                sel.register(fd, selectors.EVENT_READ)
+            while sel.get_map():
+                now = time.monotonic()
+                if code is None:
+                    code = proc.poll()
+                    if code is not None:
+                        deadline = min(deadline, now + drain_s)
+                if now >= deadline:
+                    break
+                for key, _ in sel.select(timeout=min(0.05, deadline - now)):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if chunk:
+                        kept[key.fd].add(chunk)
+                    else:
+                        sel.unregister(key.fileobj)
+        if code is None:
+            code = proc.poll()
+            if code is None:  # pipes closed, shell not yet reaped: wait for it within the deadline
+                try:
+                    code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    code = None
+    finally:
+        # the group outlives its leader while a member is left, and its id is not reused meanwhile
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    return Ran(code, code is None, out.value(), err.value(), out.size, err.size)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import base64
+import threading
+from dataclasses import dataclass, field
+from typing import Any
 
 from referee.fsutil import atomic_write_text
 from referee.rundir import HttpRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register
 
 REDACTED = "[redacted]"
+MAX_BODY = 32 << 20  # decoded bytes of a body kept in the record; past it the body is cut (`body_truncated`)
 SECRET_HEADERS = {"authorization", "cookie", "set-cookie", "proxy-authorization", "x-api-key"}
 
 
@@ -24,29 +28,84 @@ def redact_headers(headers) -> dict[str, str]:
     return out
 
 
+def _decoded(data: bytes, encoding: str | None) -> tuple[str, str | None]:
+    """A body as searchable text, plus its exact base64 when it is not text in its declared charset.
+
+    >>> _decoded("caf\xe9 Saved".encode("latin-1"), "utf-8")
+    ('caf\ufffd Saved', 'Y2Fm6SBTYXZlZA==')
+    """
+    try:
+        return data.decode(encoding or "utf-8"), None
+    except (UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", errors="replace"), base64.b64encode(data).decode("ascii")
+
+
+@dataclass
+class _Answer:
+    status: int | None = None
+    headers: Any = None
+    encoding: str | None = None
+    body: bytearray = field(default_factory=bytearray)
+    truncated: bool = False
+    error: str | None = None
+    raised: BaseException | None = None  # not an answer (a malformed URL): the capture fails, in the caller
+
+
+def _fetch(method: str, url: str, headers: dict[str, str], json_body: Any, timeout_s: float,
+           stop: threading.Event, answer: _Answer) -> None:
+    """Make the request; keep at most MAX_BODY bytes of the decoded body; give up once `stop` is set."""
+    import httpx
+
+    try:
+        with httpx.Client(timeout=timeout_s, follow_redirects=True, trust_env=False) as client:
+            with client.stream(method, url, headers=headers, json=json_body) as resp:
+                answer.headers, answer.encoding = resp.headers, resp.encoding
+                # decoded bytes: a small gzip answer may decode to gigabytes; stop reading past the limit
+                for chunk in resp.iter_bytes(1 << 16):
+                    if stop.is_set():
+                        return
+                    answer.body += chunk[: MAX_BODY - len(answer.body)]
+                    if len(answer.body) >= MAX_BODY:
+                        answer.truncated = True
+                        break
+                answer.status = resp.status_code
+    except httpx.HTTPError as exc:
+        answer.error = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - handed to the capture's own thread, never printed here
+        answer.raised = exc
+
+
 @register("http")
 class HttpCapture(CaptureKind):
     def take(self, params, ctx):
-        import httpx
-
         url = ctx.join_url(ctx.expand(params.url))
         headers = {k: ctx.expand(v) for k, v in params.headers.items()}
         # the record shows the URL as the plan wrote it: a `${TOKEN}` in it is never written out
         record = HttpRecord(url=ctx.join_url(ctx.shown(params.url)), method=params.method)
-        try:
-            with httpx.Client(timeout=params.timeout_s, follow_redirects=True, trust_env=False) as client:
-                resp = client.request(params.method, url, headers=headers,
-                                      json=params.json_body if params.json_body is not None else None)
-            record.status = resp.status_code
+        answer, stop = _Answer(), threading.Event()
+        # timeout_s bounds the whole answer, connect to last byte, not each read: a server that trickles
+        # a byte at a time must not hold the run; the worker gives up at its next chunk or read timeout
+        worker = threading.Thread(target=_fetch, daemon=True, name=f"http-capture-{params.name}",
+                                  args=(params.method, url, headers, params.json_body, params.timeout_s, stop,
+                                        answer))
+        worker.start()
+        worker.join(params.timeout_s)
+        if worker.is_alive():
+            stop.set()
+            # the app did not answer in time: an observation (FAIL for the validators), not a grader error
+            record.error = f"ReadTimeout: no whole answer within timeout_s ({params.timeout_s:g} s)"
+        elif answer.raised is not None:
+            raise answer.raised
+        elif answer.status is None:
+            record.error = ctx.scrub(answer.error or "request failed")
+        else:
+            record.status = answer.status
             # a Location header or an error page may echo the URL it was asked for
-            record.headers = {k: ctx.scrub(v) for k, v in redact_headers(resp.headers).items()}
-            try:
-                record.body = ctx.scrub(resp.content.decode(resp.encoding or "utf-8"))
-            except (UnicodeDecodeError, LookupError):
-                record.body_base64 = base64.b64encode(resp.content).decode("ascii")
-        except httpx.HTTPError as exc:
-            # the app did not answer: an observation (FAIL for the validators), not a grader error
-            record.error = ctx.scrub(f"{type(exc).__name__}: {exc}")
+            record.headers = {k: ctx.scrub(v) for k, v in redact_headers(answer.headers).items()}
+            text, exact = _decoded(bytes(answer.body), answer.encoding)
+            # the text is what validators search; the exact bytes stay beside it when they are not text
+            record.body, record.body_base64 = ctx.scrub(text), exact
+            record.body_truncated = answer.truncated
         path = ctx.out_dir / record_file(params.name, "http")
         atomic_write_text(path, dump_record(record))
         return [path]
