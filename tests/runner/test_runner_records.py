@@ -286,11 +286,17 @@ def test_an_old_error_json_the_manifest_does_not_flag_is_still_a_failed_capture(
 def test_a_record_edited_after_capture_is_refused_by_the_grader_and_the_auditor(old_run):
     rec = old_run / "evidence" / "tidy" / "after" / "listing.json"
     rec.write_text(rec.read_text().replace("a.txt", "forged.txt"))
+    # graded again, the step whose listed file changed is ERROR (every listed file is checked, read by a validator or
+    # not), so the auditor, which reads SKIPPED steps only, makes no advisory trace of the forged record
+    from referee.grader.grade import grade
+
     with allowing_unsigned():
-        (item,) = list(read_traces(old_run))
-    obs = item.trace.steps[-1].observation
-    assert obs.error and "was modified after capture: 113 bytes, not the 108 of the manifest" in obs.text
-    assert "forged" not in obs.text
+        assert list(read_traces(old_run)) == []
+    results = grade(old_run, allow_unsigned=True)
+    (step,) = [s for s in results.steps if s.id == "tidy"]
+    assert step.verdict == "ERROR"
+    assert "was modified after capture: 113 bytes, not the 108 of the manifest" in step.reason, step.reason
+    assert "forged" not in step.reason
 
 
 @pytest.mark.parametrize("name", ["referee.rundir", "referee.plan.script", "referee.audit.readers.referee_run",
