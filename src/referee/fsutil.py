@@ -120,13 +120,18 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _DIR_FD = os.open in os.supports_dir_fd and bool(_NOFOLLOW and _DIRECTORY)
 
 
-def _what(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a `st_mode` that is no regular file stands for ("a FIFO", "a folder", ...).
+
+    >>> import stat; file_kind(stat.S_IFIFO), file_kind(stat.S_IFDIR)
+    ('a FIFO', 'a folder')
+    """
     return next((name for test, name in _KINDS if test(mode)), "not a plain file")
 
 
 def not_regular(path: Path, mode: int, error: type[RefereeError] = EvidenceError) -> RefereeError:
     """The one-line error for a path that is not a regular file (its `st_mode` says what it is)."""
-    return error(f"not a regular file ({_what(mode)}); only regular files are read", file=str(path),
+    return error(f"not a regular file ({file_kind(mode)}); only regular files are read", file=str(path),
                  fix="replace it with the file itself")
 
 
@@ -291,7 +296,7 @@ def own_dir(root: Path, *parts: str) -> tuple[Path, list[str]]:
             st = None
         if st is not None and not stat.S_ISDIR(st.st_mode):
             os.unlink(cur)  # unlink removes a link itself, never what it points to
-            removed.append(f"{'/'.join(parts[:i + 1])} was {_what(st.st_mode)}, not a folder; removed")
+            removed.append(f"{'/'.join(parts[:i + 1])} was {file_kind(st.st_mode)}, not a folder; removed")
             st = None
         if st is None:
             try:

@@ -79,13 +79,15 @@ def _temperature(ctx, param, value):
     return t
 
 
-DAY_S = 86400.0
-
-
 def _seconds(ctx, param, value):
-    """A time limit: more than 0 seconds and at most a day (a NaN or an infinity is no limit a request can keep)."""
-    if value is not None and not (math.isfinite(value) and 0 < value <= DAY_S):
-        raise click.BadParameter(f"{value!r}: give a number of seconds above 0 and at most {DAY_S:.0f}")
+    """A time limit, held to what a plan's timeouts are held to (more than 0 seconds, at most a day)."""
+    from referee.plan.model import check_seconds
+
+    if value is not None:
+        try:
+            check_seconds(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
     return value
 
 
@@ -241,12 +243,6 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     def on_ignored(file, fields):
         _warn(f"{file}: ignored fields trace v1 does not define: {', '.join(fields)} (they are not evidence)")
 
-    def on_dup(err):
-        _warn(err)
-
-    def on_note(note):
-        _warn(note)
-
     t0 = time.perf_counter()
     with _progress(progress) as bar:
         task = bar.add_task("auditing", total=None, rate="")
@@ -258,8 +254,8 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
         try:
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
-                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=on_dup,
-                                on_ignored=on_ignored, on_note=on_note, inputs=inputs, reaudit_changed=reaudit_changed,
+                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=_warn,
+                                on_ignored=on_ignored, on_note=_warn, inputs=inputs, reaudit_changed=reaudit_changed,
                                 gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None,
                                 executor=executor)
         finally:

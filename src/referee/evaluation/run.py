@@ -63,21 +63,33 @@ def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
         for name in opts.judges:
             judge = TraceJudge(client, name, votes=opts.votes, k=k, cache=cache)
             judged = list(judge.judge_all(iter_traces(opts.traces, opts.trace_format, wanted)))
-            calls, failed = sum(j.model_calls for j in judged), sum(j.failed_calls for j in judged)
-            if calls and failed == calls:
-                raise BackendError(f"--judge {name}: no judge call was answered ({calls} made): nothing to measure",
-                                   fix="check --base-url, --model and the server; failures are asked again")
+            unanswered = _unanswered(sum(j.model_calls for j in judged), sum(j.failed_calls for j in judged),
+                                     f"--judge {name}: ")
             states = {j.run_id: j.state for j in judged}
 
             def decide(rec, states=states):
                 return gate(rec.claim.label, states.get(rec.run_id, "unknown"))
 
             what = "task + trace + report" if name == "claim-aware" else "task + trace, report withheld"
-            unanswered = f"; {failed} of {calls} calls got no usable answer (unknown votes)" if failed else ""
             out.append(Method(name, "judge", decide,
                               f"LLM judge ({what}), {opts.votes} votes, {k}-of-{opts.votes}, same claim gate"
-                              + unanswered))
+                              + (f"; {unanswered}" if unanswered else "")))
     return out
+
+
+def _unanswered(calls: int, failed: int, who: str = "") -> str:
+    """A note of the judge calls that got no usable answer ('' when all were answered); BackendError when none
+    was, since there is nothing to measure then.
+
+    >>> _unanswered(10, 0), _unanswered(10, 3)
+    ('', '3 of 10 judge calls got no usable answer: read as unknown votes (not cached: a rerun asks them again)')
+    """
+    if calls and failed == calls:
+        raise BackendError(f"{who}no judge call was answered ({calls} made): nothing to measure",
+                           fix="check --base-url, --model and the server; answers that come are cached, failures "
+                               "are asked again")
+    return f"{failed} of {calls} judge calls got no usable answer: read as unknown votes (not cached: a rerun " \
+           "asks them again)" if failed else ""
 
 
 def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Method]:
@@ -216,13 +228,8 @@ def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: s
     with LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency)) as client:
         t, calls = run_intervention(traces_iter(), labels, client, votes=votes, k=k, cache=cache, gate=gate)
         model_name = client.config.model
-    if calls and t.failed_calls == calls:
-        raise BackendError(f"no judge call was answered ({calls} made): nothing to measure",
-                           fix="check --base-url, --model and the server; answers that come are cached, failures "
-                               "are asked again")
-    if t.failed_calls:
-        notes.append(f"{t.failed_calls} of {calls} judge calls got no usable answer: read as unknown votes "
-                     "(not cached: a rerun asks them again)")
+    if unanswered := _unanswered(calls, t.failed_calls):
+        notes.append(unanswered)
     missing = [rid for rid in labels if rid not in seen]
     if missing:
         notes.append(f"{len(missing)} labelled run(s) have no trace in {traces}: {', '.join(missing[:5])}")

@@ -34,7 +34,6 @@ from referee.rundir import IsolationRecord
 from referee.runner.reaper import Tracker, new_tracker
 
 AGENT_USER = "referee-agent"
-SEAL_DEPTH = 64  # folders below agent/<step> given back to the runner (the store takes files from 32)
 Requested = str  # "auto" | "user" | "bwrap" | "none" (ActorSpec.isolation)
 
 
@@ -223,8 +222,9 @@ class Sandbox:
             return []
         me_uid, me_gid = os.geteuid(), os.getegid()
         refused: list[str] = []
-        # as deep as the runner takes files (store.MAX_AGENT_DEPTH): below that nothing becomes evidence
-        for folder, dirnames, filenames in walk_tree(agent_dir, max_depth=SEAL_DEPTH):
+        # walk_tree's depth (64) is past what the store takes files from (store.MAX_AGENT_DEPTH, 32): all of that
+        # is sealed, and nothing below it becomes evidence
+        for folder, dirnames, filenames in walk_tree(agent_dir):
             for name in [*dirnames, *filenames]:
                 p = folder / name
                 try:

@@ -262,6 +262,13 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
     an interrupt cancels what has not finished (a worker's processes cannot be signalled from here)."""
     done: dict[int, PlanRun] = {}
     combined = Combined()
+
+    def collect(pool, fn: Callable[[PlanJob], PlanRun]) -> None:
+        for idx, run in _each(pool, fn, jobs):
+            done[idx] = run
+            if on_done:
+                on_done(run)
+
     if options.kind == "dask":
         pool = make_pool(options)
 
@@ -271,10 +278,7 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
 
         try:
             with _stop_on_signals(interrupt):
-                for idx, run in _each(pool, run_plan_process, jobs):
-                    done[idx] = run
-                    if on_done:
-                        on_done(run)
+                collect(pool, run_plan_process)
         except KeyboardInterrupt:
             combined.interrupted = combined.interrupted or "SIGINT"
         finally:
@@ -284,10 +288,7 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
         local = ThreadPool(options.n_workers)
         try:
             with _stop_on_signals(children.stop):
-                for idx, run in _each(local, partial(run_plan_process, children=children), jobs):
-                    done[idx] = run
-                    if on_done:
-                        on_done(run)
+                collect(local, partial(run_plan_process, children=children))
         finally:
             local.close()
             children.close()

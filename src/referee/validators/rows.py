@@ -25,9 +25,8 @@ class SqlRowPresent(SqlRowPresentSpec, ValidatorKind):
             # the rows were cut and not counted (or the record predates the count): no true count to judge
             return Outcome.error(f"the capture kept the first {kept} rows and did not count the rest; "
                                  f"cannot tell whether there are at least {params.min_rows}")
-        if rec.total_rows is not None and rec.total_rows > kept:
-            return _rows_outcome(rec.rows, "row(s)", params.min_rows, total=rec.total_rows)
-        return _rows_outcome(rec.rows, "row(s)", params.min_rows)
+        total = rec.total_rows if rec.total_rows is not None and rec.total_rows > kept else None  # rows were cut
+        return _rows_outcome(rec.rows, "row(s)", params.min_rows, total=total)
 
 
 @register("ddb_row_present")

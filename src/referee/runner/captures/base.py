@@ -6,6 +6,7 @@ A capture's parameters are plan data (`referee.plan.captures`); its records are 
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -15,6 +16,28 @@ from referee.plan.captures import BUILTIN_SPECS, CaptureParams, capture_specs
 from referee.registry import Registry
 from referee.rundir import CaptureFailure, dump_record, record_file
 from referee.runner.envsubst import Secrets, expand, references, shown
+
+
+def searchable(data: bytes, encoding: str | None = None, *, cut: bool = False) -> tuple[str, str | None]:
+    """Output or a body as the text validators search, plus its exact bytes as base64 when they are not text in
+    `encoding` (UTF-8 when None): such bytes are read with U+FFFD, never searched as empty. With `cut`, `data`
+    is a kept tail that may begin inside a character: those continuation bytes are dropped.
+
+    >>> searchable(b"Saved\\xff ok")
+    ('Saved\ufffd ok', 'U2F2ZWT/IG9r')
+    >>> searchable("caf\xe9 Saved".encode("latin-1"), "utf-8")
+    ('caf\ufffd Saved', 'Y2Fm6SBTYXZlZA==')
+    >>> searchable("é ok".encode()[1:], cut=True)
+    (' ok', None)
+    """
+    skip = 0
+    while cut and skip < 3 and skip < len(data) and 0x80 <= data[skip] < 0xC0:
+        skip += 1
+    data = data[skip:]
+    try:
+        return data.decode(encoding or "utf-8"), None
+    except (UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", errors="replace"), base64.b64encode(data).decode("ascii")
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 
-from referee.fsutil import atomic_write_text
+from referee.fsutil import atomic_write_text, file_kind
 from referee.rundir import FileRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register
 from referee.runner.captures.sources import open_source, source_path
@@ -44,17 +44,12 @@ class FileCapture(CaptureKind):
         return [meta] + files
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
-
-
 def _what_is(path) -> str | None:
     """What stands at `path` when no regular file does ("a FIFO"); None when nothing is there."""
     try:
-        mode = os.lstat(path).st_mode
+        return file_kind(os.lstat(path).st_mode)
     except OSError:
         return None
-    return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
 def _copy(fh, copy, mode: int) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from referee.fsutil import atomic_write_text
 from referee.rundir import HttpRecord, dump_record, record_file
-from referee.runner.captures.base import CaptureKind, register
+from referee.runner.captures.base import CaptureKind, register, searchable
 
 REDACTED = "[redacted]"
 MAX_BODY = 32 << 20  # decoded bytes of a body kept in the record; past it the body is cut (`body_truncated`)
@@ -26,18 +25,6 @@ def redact_headers(headers) -> dict[str, str]:
     for k, v in headers.items():
         out[k] = REDACTED if k.lower() in SECRET_HEADERS else v
     return out
-
-
-def _decoded(data: bytes, encoding: str | None) -> tuple[str, str | None]:
-    """A body as searchable text, plus its exact base64 when it is not text in its declared charset.
-
-    >>> _decoded("caf\xe9 Saved".encode("latin-1"), "utf-8")
-    ('caf\ufffd Saved', 'Y2Fm6SBTYXZlZA==')
-    """
-    try:
-        return data.decode(encoding or "utf-8"), None
-    except (UnicodeDecodeError, LookupError):
-        return data.decode("utf-8", errors="replace"), base64.b64encode(data).decode("ascii")
 
 
 @dataclass
@@ -102,7 +89,7 @@ class HttpCapture(CaptureKind):
             record.status = answer.status
             # a Location header or an error page may echo the URL it was asked for
             record.headers = {k: ctx.scrub(v) for k, v in redact_headers(answer.headers).items()}
-            text, exact = _decoded(bytes(answer.body), answer.encoding)
+            text, exact = searchable(bytes(answer.body), answer.encoding)
             # the text is what validators search; the exact bytes stay beside it when they are not text
             record.body, record.body_base64 = ctx.scrub(text), exact
             record.body_truncated = answer.truncated

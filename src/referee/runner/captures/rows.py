@@ -15,7 +15,6 @@ from referee.runner.captures.sources import refuse_links, source_path
 from referee.runner.captures.sqldb import guard_connection, guard_sqlite, is_timeout
 from referee.runner.envsubst import redact_url
 
-MAX_ROWS = SQL_KEPT_ROWS
 MAX_COUNTED = 1_000_000  # rows counted past the kept ones (for `min_rows`) before the count gives up
 
 
@@ -61,7 +60,7 @@ class SqlCapture(CaptureKind):
                         result = conn.execute(sa.text(params.query), params.params)
                     if result.returns_rows:
                         record.columns = list(result.keys())
-                        record.rows = [_plain(dict(r._mapping)) for r in result.fetchmany(MAX_ROWS)]
+                        record.rows = [_plain(dict(r._mapping)) for r in result.fetchmany(SQL_KEPT_ROWS)]
                         record.total_rows = _count_rest(result, len(record.rows))
             finally:
                 engine.dispose()
