@@ -84,30 +84,33 @@ def kill_quietly(pid: int) -> None:
         pass
 
 
-def marked_pids(marker: str | Path) -> list[int]:
+def marked_pids(marker: str | Path, parts: tuple[str, ...] = ("environ",)) -> list[int]:
     """Live processes whose environment holds `marker` (a test's tmp_path: every agent's REFEREE_AGENT_DIR
-    names it). Found from outside, so this sees an agent in its own pid namespace (bwrap), where the pid
+    names it), or whichever of /proc/PID's `parts` is given (`cmdline` too: a runner or an app named by its
+    paths). Found from outside, so this sees an agent in its own pid namespace (bwrap), where the pid
     it writes down means nothing out here, and a daemon that left its session."""
     m = str(marker).encode()
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
             continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
+        data = b""
+        for part in parts:
+            try:
+                with open(f"/proc/{name}/{part}", "rb") as fh:
+                    data += fh.read()
+            except OSError:
+                pass
         if m in data and pid_alive(int(name)):
             out.append(int(name))
     return out
 
 
-def wait_unmarked(marker: str | Path, timeout: float = 10) -> list[int]:
-    """Wait until no process holds `marker` in its environment; the survivors (empty: all gone)."""
+def wait_unmarked(marker: str | Path, timeout: float = 10, parts: tuple[str, ...] = ("environ",)) -> list[int]:
+    """Wait until no process holds `marker` (in its environment, or the `parts` given); the survivors."""
     deadline = time.monotonic() + timeout
     while True:
-        left = marked_pids(marker)
+        left = marked_pids(marker, parts)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)

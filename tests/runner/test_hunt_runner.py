@@ -21,8 +21,9 @@ from tests.runner.runner_helpers import (
     app_block,
     find_run_dirs,
     kill_quietly,
-    pid_alive,
+    marked_pids,
     wait_dead,
+    wait_unmarked,
     write_plan,
 )
 
@@ -49,32 +50,7 @@ def _steps(run_dir: Path) -> dict[str, dict]:
     return {s["id"]: s for s in json.loads((run_dir / "results.json").read_text())["steps"]}
 
 
-def _procs_naming(marker: str) -> list[int]:
-    """Live processes whose command line or environment names `marker` (the test's folder)."""
-    m = marker.encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        blob = b""
-        for part in ("cmdline", "environ"):
-            try:
-                with open(f"/proc/{name}/{part}", "rb") as fh:
-                    blob += fh.read()
-            except OSError:
-                pass
-        if m in blob and pid_alive(int(name)):
-            found.append(int(name))
-    return found
-
-
-def _wait_gone(marker: str, timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = _procs_naming(marker)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
+_NAMED = ("cmdline", "environ")  # a runner, an app or an agent names the test's folder in one or the other
 
 
 # ------------------------------------------------------------------ -j N: one plan's agent and the other plans
@@ -336,7 +312,7 @@ def _wait_apps(pidfiles: list[Path], timeout: float = 30) -> list[int]:
 
 def _cleanup(proc: subprocess.Popen, tmp_path: Path) -> None:
     kill_quietly(proc.pid)
-    for pid in _procs_naming(str(tmp_path)):
+    for pid in marked_pids(tmp_path, _NAMED):
         kill_quietly(pid)
 
 
@@ -350,7 +326,7 @@ def test_sigterm_to_minus_j_stops_every_plans_runner_app_and_agent(tmp_path, cli
         app_pids = _wait_apps(pidfiles)
         os.kill(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=60)
-        left = _wait_gone(str(tmp_path), timeout=15)
+        left = wait_unmarked(tmp_path, 15, _NAMED)
         assert all(wait_dead(pid, 1) for pid in app_pids), "a plan's app outlived `referee run -j 2` on SIGTERM"
         assert left == [], f"processes of the run outlived it: {left}"
     finally:
@@ -372,6 +348,6 @@ def test_sigint_to_minus_j_interrupts_the_plans_instead_of_waiting_for_them(tmp_
         except subprocess.TimeoutExpired:
             pytest.fail(f"`referee run -j 2` was still running {time.monotonic() - t0:.0f}s after SIGINT")
         assert proc.returncode == 130
-        assert _wait_gone(str(tmp_path), timeout=10) == []
+        assert wait_unmarked(tmp_path, 10, _NAMED) == []
     finally:
         _cleanup(proc, tmp_path)
