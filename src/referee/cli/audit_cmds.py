@@ -81,7 +81,7 @@ def _temperature(ctx, param, value):
 
 def _seconds(ctx, param, value):
     """A time limit, held to what a plan's timeouts are held to (more than 0 seconds, at most a day)."""
-    from referee.plan.model import check_seconds
+    from referee.timeouts import check_seconds
 
     if value is not None:
         try:

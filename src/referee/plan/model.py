@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from referee.timeouts import MAX_TIMEOUT_S, check_seconds
 
 NAME_MAX = 100
 NAME_RE = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}")
@@ -37,26 +38,6 @@ def check_name(v: str, what: str, info: ValidationInfo | None = None) -> str:
     if not NAME_RE.fullmatch(v):
         shown = v if len(v) <= 40 else v[:37] + "..."
         raise ValueError(f"{what} must be {NAME_RULE}; got {shown!r}")
-    return v
-
-
-MAX_TIMEOUT_S = 86_400.0  # a day: longer than any step should take, and far below what a clock overflows on
-
-
-def check_seconds(v: float) -> float:
-    """A plan's timeout: a finite number of seconds above 0 and at most a day. 0 or less would kill at once,
-    `.nan` would mean no timeout at all, and `1e308` overflows a clock when the runner waits on it.
-
-    >>> check_seconds(2.5)
-    2.5
-    >>> check_seconds(float("nan"))
-    Traceback (most recent call last):
-    ...
-    ValueError: a timeout must be a number of seconds above 0 and at most 86400 (a day); got nan
-    """
-    if not (math.isfinite(v) and 0 < v <= MAX_TIMEOUT_S):
-        raise ValueError(f"a timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a day); "
-                         f"got {v:g}")
     return v
 
 
