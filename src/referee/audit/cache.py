@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from referee.audit.records import Finding
+from referee.audit.records import Finding, findings_json
 from referee.errors import UsageError
 
 _SCHEMA = """
@@ -202,8 +202,7 @@ class EvidenceCache:
 
     def put_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str, sample: int,
                      fields: dict[str, Finding]) -> None:
-        blob = json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)
-        self.put_evidence_json(backend, model, prompt_version, view_sha256, sample, blob)
+        self.put_evidence_json(backend, model, prompt_version, view_sha256, sample, findings_json(fields))
 
     def put_evidence_json(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
                           sample: int, blob: str) -> None:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from referee.audit.extract.worker import extract_sample, findings_json
+from referee.audit.extract.worker import extract_sample
+from referee.audit.records import findings_json
 from referee.audit.jsonstream import iter_json_slice
 from referee.audit.readers.referee_v1 import referee_items
 from referee.audit.resume import Done, Settings, action

@@ -11,25 +11,14 @@ claim channel is unpacked there.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from referee.audit.facts import ViewFacts
-from referee.audit.records import FINDING_FIELDS, Finding
+from referee.audit.records import FINDING_FIELDS, Finding, findings_json
 from referee.audit.view import freeze_view, unpack_parts
 from referee.errors import BackendError, exc_brief, plugin_failure
 
 Extracted = tuple  # per view: (ViewFacts or None, [(findings JSON, cacheable)] per sample, errors, view error or None)
-
-
-def findings_json(fields: dict) -> str:
-    """Findings as the evidence cache stores them (sorted keys), so the parent stores what comes back as it is.
-
-    >>> from referee.audit.records import Finding
-    >>> findings_json({"action": Finding(value="yes", support=[1])})
-    '{"action": {"note": null, "support": [1], "value": "yes"}}'
-    """
-    return json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)
 
 
 def extract_sample(extractor: Any, view: Any, sample: int, errors: list[str]) -> tuple[dict, bool]:
