@@ -94,9 +94,10 @@ def test_every_cli_option_has_help_text():
         for p in cmd.params:
             if isinstance(p, click.Option) and not p.help and p.name not in ("help", "version"):
                 missing.append(f"{path} {p.opts[0]}")
-        if isinstance(cmd, click.Group):
-            for name, sub in cmd.commands.items():
-                walk(sub, f"{path} {name}")
+        if isinstance(cmd, click.Group):  # the top group loads its commands when asked (cli.main.LazyGroup)
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), f"{path} {name}")
 
     walk(cli, "referee")
     assert missing == []

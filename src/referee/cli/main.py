@@ -14,29 +14,48 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# each command's module, imported when the command is asked for: `referee audit` never loads the runner's
+# commands (and what they import), which was a tenth of its start-up
+LAZY_COMMANDS = {
+    "run": "runner_cmds", "grade": "runner_cmds", "check": "runner_cmds", "kinds": "runner_cmds",
+    "demo": "runner_cmds", "lint": "screens_cmds", "report": "screens_cmds", "audit": "audit_cmds",
+    "replay": "audit_cmds", "show": "audit_cmds", "readers": "audit_cmds", "eval": "eval_cmds",
+    "schema": "schema_cmds",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands come from `LAZY_COMMANDS`, each module imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in LAZY_COMMANDS if self.get_command(ctx, name) is not None)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            modname = f"referee.cli.{LAZY_COMMANDS[cmd_name]}"
+            try:
+                mod = __import__(modname, fromlist=["COMMANDS"])
+            except ModuleNotFoundError as exc:  # a half of the tool not built in this checkout
+                if exc.name != modname:
+                    raise
+                return None
+            for cmd in mod.COMMANDS:
+                self.add_command(cmd)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and name not in LAZY_COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            # click suggests among the commands loaded so far: suggest among all of them
+            raise click.exceptions.NoSuchCommand(name, possibilities=list(LAZY_COMMANDS), ctx=ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="referee")
 def cli() -> None:
     """referee: the agent that does the work never decides whether the work was correct."""
-
-
-def _add_commands() -> None:
-    from referee.cli import runner_cmds
-
-    for cmd in runner_cmds.COMMANDS:
-        cli.add_command(cmd)
-    for modname in ("screens_cmds", "audit_cmds", "eval_cmds", "schema_cmds"):
-        try:
-            mod = __import__(f"referee.cli.{modname}", fromlist=["COMMANDS"])
-        except ModuleNotFoundError as exc:  # a half of the tool not built in this checkout
-            if exc.name != f"referee.cli.{modname}":
-                raise
-            continue
-        for cmd in mod.COMMANDS:
-            cli.add_command(cmd)
-
-
-_add_commands()
 
 
 def main(argv: list[str] | None = None) -> int:
