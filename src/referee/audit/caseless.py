@@ -8,7 +8,7 @@ cues and the atoms of a text (which the extractors also use), so it belongs to n
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Iterator
 
 from referee.audit.prefilter import FastRegex
@@ -69,8 +69,17 @@ class Cue:
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         self.pattern = pattern
-        self._i = FastRegex(re.compile(pattern, flags | re.I))  # for text past ASCII
-        self._low = FastRegex(re.compile(_lower_literals(pattern), flags & ~re.I))
+        self._flags = flags
+
+    # compiled on first use, not at import: a `referee` command that reads no report compiles no cue, and
+    # the re.I pattern is compiled only for a text past ASCII (cached_property: later reads are plain attributes)
+    @cached_property
+    def _i(self) -> FastRegex:
+        return FastRegex(re.compile(self.pattern, self._flags | re.I))
+
+    @cached_property
+    def _low(self) -> FastRegex:
+        return FastRegex(re.compile(_lower_literals(self.pattern), self._flags & ~re.I))
 
     def search(self, text: str) -> re.Match[str] | _Found | None:
         return self._first(text, "search")
