@@ -68,3 +68,46 @@ def test_plain_accessors_of_values_built_in_python_are_thawed_copies():
     s = view.freeze_view(parts).steps[0]
     assert s.plain_args() == {"a": {"1": "a", "b": [1, [2]], "c": {"2": 3}}}
     assert s.observation.plain_data() == {"1": "a", "b": [1, [2]], "c": {"2": 3}}
+
+
+odd_values = st.recursive(scalars | st.tuples(scalars) | st.sets(st.integers(), max_size=2),
+                          lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+                          | st.dictionaries(text | st.integers(), inner, max_size=3), max_leaves=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values | odd_values)
+def test_the_scan_notes_what_freezing_notes(value):
+    scanned: list = []
+    frozen: list = []
+    view._scan(value, scanned)
+    view._freeze(value, frozen)
+    assert scanned == frozen
+
+
+def test_a_view_is_deeply_frozen_when_read_however_late():
+    trace = Trace(run_id="r", task="t", steps=[{"action": {"name": "put", "args": {"ids": [1, {"a": 2}]}},
+                                                "observation": {"data": {"rows": [[1]]}, "ui": {"kids": [{}]}}}])
+    v = view.build_view(trace)
+    s = v.steps[0]
+    assert s.plain_args() == {"ids": [1, {"a": 2}]}  # the plain values first: the frozen ones are made later
+    assert s.observation.plain_data() == {"rows": [[1]]}
+    for attempt in (lambda: setattr(s, "action", "x"), lambda: setattr(s.observation, "text", "x"),
+                    lambda: delattr(s, "index"), lambda: setattr(s, "args", {})):
+        try:
+            attempt()
+        except view.FrozenInstanceError:
+            pass
+        else:
+            raise AssertionError("a view object took a new attribute")
+    for container, key in ((s.args, "ids"), (s.args["ids"][1], "a"), (s.observation.data, "rows"),
+                           (s.observation.ui, "kids")):
+        try:
+            container[key] = 0  # type: ignore[index]
+        except TypeError:
+            pass
+        else:
+            raise AssertionError(f"{container!r} took an item")
+    assert isinstance(s.args["ids"], tuple) and isinstance(s.observation.data["rows"][0], tuple)
+    assert s == view.build_view(trace).steps[0] and v == view.build_view(trace)
+    assert trace.steps[0].action.args == {"ids": [1, {"a": 2}]}  # the trace itself is left as it was

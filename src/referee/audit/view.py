@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -48,6 +48,29 @@ def _json_like(odd: list) -> bool:
     return all(t is float for t in odd)
 
 
+def _scan(value: Any, odd: list) -> None:
+    """Note in `odd` what `_freeze(value, odd)` would note, without making the copy (the view is frozen when
+    first read, and the rules extractor reads the plain values alone)."""
+    t = type(value)
+    if t in _PLAIN:
+        return
+    if t is dict or isinstance(value, dict):
+        if t is not dict or not all(type(k) is str for k in value):
+            odd.append(None if t is dict else t)
+        for v in value.values():
+            if type(v) not in _PLAIN:
+                _scan(v, odd)
+        return
+    if t is list or t is tuple or isinstance(value, (list, tuple)):
+        if t is not list:
+            odd.append(t)
+        for v in value:
+            if type(v) not in _PLAIN:
+                _scan(v, odd)
+        return
+    odd.append(t)
+
+
 def thaw(value: Any) -> Any:
     """A frozen view value back as plain JSON types (for prompts and hashing).
 
@@ -65,61 +88,128 @@ def thaw(value: Any) -> Any:
 _UNSET = object()
 
 
-def _thawed(owner: Any, key: str, frozen: Any) -> Any:
-    """`thaw(frozen)`, kept in a frozen view object's `__dict__` under `key` (or what the view's builder put there:
-    the plain value itself) and made at most once."""
-    got = owner.__dict__.get(key, _UNSET)
-    if got is _UNSET:
-        got = owner.__dict__[key] = thaw(frozen)
-    return got
+class _Frozen:
+    """What a frozen dataclass promises (no attribute is set or deleted), kept by hand: `ui`, `data` and `args`
+    are deeply frozen when first read, from the plain values the view's builder kept, so that a reader of the
+    plain values alone (the rules extractor) never pays for the copy."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def _frozen(self, key: str) -> Any:
+        """The deeply frozen copy of the plain value kept under `"_src" + key`, made once."""
+        d = self.__dict__
+        got = d.get(key, _UNSET)
+        if got is _UNSET:
+            got = d[key] = _freeze(d["_src" + key])
+        return got
+
+    def _thawed(self, key: str, attr: str) -> Any:
+        """`thaw` of the frozen `attr`, kept under `key` (or what the view's builder put there: the plain value
+        itself, when thawing would give it back) and made at most once."""
+        d = self.__dict__
+        got = d.get(key, _UNSET)
+        if got is _UNSET:
+            got = d[key] = thaw(getattr(self, attr))
+        return got
 
 
-@dataclass(frozen=True)
-class ViewObservation:
-    """What the environment showed: text, UI tree, structured data, screenshot path, error flag."""
+class ViewObservation(_Frozen):
+    """What the environment showed: text, UI tree, structured data, screenshot path, error flag (`ui` and `data`
+    deeply frozen)."""
 
-    text: str | None = None
-    ui: Any = None
-    data: Any = None
-    screenshot: str | None = None
-    error: bool = False
+    # a frozen mapping is no key: neither is what holds one
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, text: str | None = None, ui: Any = None, data: Any = None, screenshot: str | None = None,
+                 error: bool = False) -> None:
+        self.__dict__.update(text=text, screenshot=screenshot, error=error, _src_ui=ui, _src_data=data)
+
+    text: str | None
+    screenshot: str | None
+    error: bool
+
+    @property
+    def ui(self) -> Any:
+        return self._frozen("_ui")
+
+    @property
+    def data(self) -> Any:
+        return self._frozen("_data")
+
+    def _key(self) -> tuple:
+        return self.text, self.ui, self.data, self.screenshot, self.error
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, ViewObservation) else NotImplemented
+
+    def __repr__(self) -> str:
+        return (f"ViewObservation(text={self.text!r}, ui={self.ui!r}, data={self.data!r}, "
+                f"screenshot={self.screenshot!r}, error={self.error!r})")
 
     def as_text(self) -> str:
         """Everything the observation shows, as one searchable text: its text, then its data and UI as JSON."""
-        got = self.__dict__.get("_as_text")  # the extractor and grounding both ask: made once (the view is frozen)
+        d = self.__dict__
+        got = d.get("_as_text")  # the extractor and grounding both ask: made once (the view is frozen)
         if got is None:
             parts = [self.text or ""]
-            for v in (self.data, self.ui):
-                if v is not None:
-                    parts.append(canonical_json(self.plain_data() if v is self.data else self.plain_ui(),
-                                                fast=self.__dict__.get("_plain", False)))
-            got = self.__dict__["_as_text"] = "\n".join(parts)
+            if d["_src_data"] is not None:
+                parts.append(canonical_json(self.plain_data(), fast=d.get("_plain", False)))
+            if d["_src_ui"] is not None:
+                parts.append(canonical_json(self.plain_ui(), fast=d.get("_plain", False)))
+            got = d["_as_text"] = "\n".join(parts)
         return got
+
+    def has_ui(self) -> bool:
+        """Whether the observation holds a UI tree (without freezing it)."""
+        return self.__dict__["_src_ui"] is not None
 
     def plain_ui(self) -> Any:
         """`thaw(self.ui)`, made once: shared by every caller, so it must be read, never changed."""
-        return _thawed(self, "_plain_ui", self.ui)
+        return self._thawed("_plain_ui", "ui")
 
     def plain_data(self) -> Any:
         """`thaw(self.data)`, made once: shared by every caller, so it must be read, never changed."""
-        return _thawed(self, "_plain_data", self.data)
+        return self._thawed("_plain_data", "data")
 
     def as_json(self) -> dict:
         return _obs_json(self.text, thaw(self.ui), thaw(self.data), self.screenshot, self.error)
 
 
-@dataclass(frozen=True)
-class ViewStep:
-    """One step as the extractor sees it: index, action name and arguments, observation."""
+class ViewStep(_Frozen):
+    """One step as the extractor sees it: index, action name and arguments (deeply frozen), observation."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, index: int, action: str | None, args: Mapping[str, Any],
+                 observation: ViewObservation | None) -> None:
+        self.__dict__.update(index=index, action=action, _src_args=args, observation=observation)
 
     index: int
     action: str | None
-    args: Mapping[str, Any]
     observation: ViewObservation | None
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        got: Mapping[str, Any] = self._frozen("_args")
+        return got
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ViewStep):
+            return NotImplemented
+        return (self.index, self.action, self.args, self.observation) == \
+            (other.index, other.action, other.args, other.observation)
+
+    def __repr__(self) -> str:
+        return (f"ViewStep(index={self.index!r}, action={self.action!r}, args={self.args!r}, "
+                f"observation={self.observation!r})")
 
     def plain_args(self) -> dict:
         """`thaw(self.args)`, made once: shared by every caller, so it must be read, never changed."""
-        got: dict = _thawed(self, "_plain_args", self.args)
+        got: dict = self._thawed("_plain_args", "args")
         return got
 
     def as_json(self) -> dict:
@@ -157,14 +247,14 @@ def _obs(o: ObsParts | None, odd: list | None = None) -> ViewObservation | None:
     if o is None:
         return None
     text, ui, data, screenshot, error = o
+    got = ViewObservation(text=text, ui=ui, data=data, screenshot=screenshot, error=error)
     if ui is None and data is None:  # text alone (a shell's output, a chat turn): nothing to freeze or note
-        got = ViewObservation(text=text, screenshot=screenshot, error=error)
         got.__dict__.update(_plain=True, _plain_data=None, _plain_ui=None)
         return got
     of_ui: list = []
     of_data: list = []
-    got = ViewObservation(text=text, ui=_freeze(ui, of_ui), data=_freeze(data, of_data), screenshot=screenshot,
-                          error=error)
+    _scan(ui, of_ui)
+    _scan(data, of_data)
     got.__dict__["_plain"] = not of_ui and not of_data  # JSON's types, floats aside: as_text may use orjson
     if _json_like(of_data):
         got.__dict__["_plain_data"] = data  # what thaw would make of the frozen copy: the data itself
@@ -177,10 +267,11 @@ def _obs(o: ObsParts | None, odd: list | None = None) -> ViewObservation | None:
 
 def _step(index: int, name: str | None, args: Mapping[str, Any], o: ObsParts | None, odd: list) -> ViewStep:
     if name is None:
-        return ViewStep(index=index, action=None, args=MappingProxyType({}), observation=_obs(o, odd))
+        return ViewStep(index=index, action=None, args={}, observation=_obs(o, odd))
     plain: dict = dict(args)
     of_args: list = []
-    got = ViewStep(index=index, action=name, args=_freeze(plain, of_args), observation=_obs(o, odd))
+    _scan(plain, of_args)
+    got = ViewStep(index=index, action=name, args=plain, observation=_obs(o, odd))
     if _json_like(of_args):
         got.__dict__["_plain_args"] = plain
     odd.extend(of_args)

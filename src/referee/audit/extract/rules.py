@@ -108,7 +108,7 @@ def _ui_label(args: Any, prev: ViewObservation | None) -> str:
         return ""
     if isinstance(num, str) and prev.text and (m := re.search(rf"\[{re.escape(num)}\]\s*([^\n]*)", prev.text)):
         return m.group(1)
-    if prev.ui is None:
+    if not prev.has_ui():
         return ""
     ui = prev.plain_ui()
     found = None
@@ -286,7 +286,7 @@ DETAIL_CHECKS = frozenset({"slot", "attribute", "duplicate", "clause", "quantity
 
 def _is_gui(view: ClaimBlindView) -> bool:
     """A GUI trace: some observation carries a UI tree or a screenshot."""
-    return any(s.observation is not None and (s.observation.ui is not None or s.observation.screenshot)
+    return any(s.observation is not None and (s.observation.has_ui() or s.observation.screenshot)
                for s in view.steps)
 
 
