@@ -61,17 +61,30 @@ def _dicts(v: Any) -> list[dict]:
     return maps
 
 
+_LEAF_TYPES = frozenset({str, int, float, bool})  # JSON's scalars: a leaf, without a call of its own
+
+
 def _walk_into(v: Any, key: str, out: list[tuple[str, Any]] | None, maps: list[dict] | None) -> None:
     """`leaves` into `out` and `_dicts` into `maps` (either may be None), in one walk. It appends instead of
-    nesting generators: a leaf costs one call, not one resume per level above it."""
-    if isinstance(v, dict):
+    nesting generators, and a scalar inside a mapping or list is taken where it is met: a leaf costs no call."""
+    t = type(v)
+    if t is dict or (t is not list and t is not tuple and isinstance(v, dict)):
         if maps is not None:
             maps.append(v)
         for k, x in v.items():
-            _walk_into(x, str(k), out, maps)
-    elif isinstance(v, (list, tuple)):
+            k = k if type(k) is str else str(k)
+            if type(x) in _LEAF_TYPES:
+                if out is not None:
+                    out.append((k, x))
+            elif x is not None:
+                _walk_into(x, k, out, maps)
+    elif t is list or t is tuple or isinstance(v, (list, tuple)):
         for x in v:
-            _walk_into(x, key, out, maps)
+            if type(x) in _LEAF_TYPES:
+                if out is not None:
+                    out.append((key, x))
+            elif x is not None:
+                _walk_into(x, key, out, maps)
     elif v is not None and out is not None:
         out.append((key, v))
 
