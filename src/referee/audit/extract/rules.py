@@ -56,17 +56,35 @@ def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
     return False
 
 
-def _strings(v: Any) -> Iterable[str]:
+def _strings(v: Any) -> list[str]:
+    """The strings of a JSON value, depth first, a number as its text (a boolean is none).
+
+    >>> _strings({"a": ["x", 2, True, {"b": 1.5}], "c": None})
+    ['x', '2', '1.5']
+    """
+    out: list[str] = []
+    _strings_into(v, out)
+    return out
+
+
+def _strings_into(v: Any, out: list[str]) -> None:
+    # appended, not yielded: a generator per level cost more than the rest of classifying an action
     if isinstance(v, str):
-        yield v
+        out.append(v)
     elif isinstance(v, dict):
         for x in v.values():
-            yield from _strings(x)
+            if type(x) is str:
+                out.append(x)
+            else:
+                _strings_into(x, out)
     elif isinstance(v, (list, tuple)):
         for x in v:
-            yield from _strings(x)
+            if type(x) is str:
+                out.append(x)
+            else:
+                _strings_into(x, out)
     elif isinstance(v, (int, float)) and not isinstance(v, bool):
-        yield str(v)
+        out.append(str(v))
 
 
 @dataclass(frozen=True)
