@@ -26,6 +26,18 @@ def test_a_run_of_digits_is_its_own_canonical_number_only_where_norm_number_agre
     assert atoms._canonical(digits) == atoms.norm_number(digits)
 
 
+@settings(max_examples=3000, deadline=None)
+@given(_NUMBERISH, st.data())
+def test_a_number_shown_as_a_token_is_one_of_the_haystacks_numbers(text, data):
+    # the canonical numbers of the text's own tokens, and of numbers it may only hold inside longer ones
+    found = [atoms.norm_number(t) for t in atoms._NUM.findall(text)]
+    extra = data.draw(st.sampled_from(["0", "7", "12", "84.25", "1000", "0.5", "1234.5"]))
+    numbers = atoms._haystack_numbers(text)
+    for n in [f for f in found if f is not None] + [extra]:
+        if atoms._number_token(n, text):
+            assert n in numbers, (n, text)
+
+
 def test_digits_past_ascii_are_numbers_as_re_reads_them():
     assert atoms._haystack_numbers("total \u0663\u0664 and 12") == atoms._numbers_of("total \u0663\u0664 and 12")
     assert "34" in atoms._haystack_numbers("total \u0663\u0664")  # Arabic-Indic 3 and 4: float() reads them

@@ -367,4 +367,28 @@ def found_in(atom: str, haystack: str | Haystack) -> bool:
     n = norm_number(atom)
     if n is None or re.search(r"\d{4}-\d{2}|\d/\d|:\d", atom):
         return False
+    if h._numbers is None and _number_token(n, h.text):
+        return True  # what h.numbers would say, without finding every number of a long text first
     return n in h.numbers
+
+
+def _number_token(n: str, text: str) -> bool:
+    """Whether the canonical number `n` (not negative) is, as it stands, one of the numbers `_NUM` finds in
+    `text`: an occurrence with no digit, `,`, `.` or `-` just before it, and neither a digit, a `,` nor a `.` and
+    a digit just after it, is a whole token, and a canonical number is its own canonical text. False says
+    nothing (ask `_haystack_numbers`).
+
+    >>> _number_token("84.25", '{"price": 84.25}'), _number_token("84.25", "184.25 84.250"), _number_token("7", "x-7")
+    (True, False, False)
+    """
+    if n[:1] == "-":
+        return False
+    i, k, size = text.find(n), len(n), len(text)
+    while i >= 0:
+        j = i + k
+        if (i == 0 or not (text[i - 1].isdigit() or text[i - 1] in ",.-")) and (
+                j == size or not (text[j].isdigit() or text[j] == "," or
+                                  (text[j] == "." and j + 1 < size and text[j + 1].isdigit()))):
+            return True
+        i = text.find(n, i + 1)
+    return False
