@@ -23,34 +23,28 @@ VIEW_VERSION = 2  # 2: a terminal answer call keeps its name only (its words are
 _PLAIN = frozenset({str, int, bool, type(None)})  # the scalars orjson writes exactly as `json` does
 
 
-def _freeze(value: Any, odd: list | None = None) -> Any:
-    """A deeply frozen copy. What is not plain JSON is noted in `odd`: `float` for a float (orjson may write it
-    otherwise, thaw keeps it), the type of anything else, `None` for a key that is no string (thaw makes
-    it one); with nothing but floats noted, thawing the copy gives back the value itself."""
+def _freeze(value: Any) -> Any:
+    """A deeply frozen copy: mappings (keys made strings) as read-only proxies, lists and tuples as tuples."""
     t = type(value)
     if t in _PLAIN:  # most of a trace: returned before any isinstance
         return value
     if t is dict or isinstance(value, dict):
-        if odd is not None and (t is not dict or not all(type(k) is str for k in value)):
-            odd.append(None if t is dict else t)
-        return MappingProxyType({k if type(k) is str else str(k): _freeze(v, odd) for k, v in value.items()})
+        return MappingProxyType({k if type(k) is str else str(k): _freeze(v) for k, v in value.items()})
     if t is list or t is tuple or isinstance(value, (list, tuple)):
-        if odd is not None and t is not list:
-            odd.append(t)
-        return tuple([_freeze(v, odd) for v in value])
-    if odd is not None:
-        odd.append(t)
+        return tuple([_freeze(v) for v in value])
     return value
 
 
 def _json_like(odd: list) -> bool:
-    """Whether a value whose freezing noted `odd` thaws back to itself (its only oddity is floats)."""
+    """Whether a value whose scan noted `odd` thaws back to itself from its frozen copy (its only oddity is floats)."""
     return all(t is float for t in odd)
 
 
 def _scan(value: Any, odd: list) -> None:
-    """Note in `odd` what `_freeze(value, odd)` would note, without making the copy (the view is frozen when
-    first read, and the rules extractor reads the plain values alone)."""
+    """Note in `odd` what in a value is not plain JSON: `float` for a float (orjson may write it otherwise, thaw
+    keeps it), the type of anything else, `None` for a mapping with a key that is no string (thaw makes it one);
+    with nothing but floats noted, thawing the frozen copy gives back the value itself. Nothing is copied: the
+    view is frozen when first read, and the rules extractor reads the plain values alone."""
     t = type(value)
     if t in _PLAIN:
         return
