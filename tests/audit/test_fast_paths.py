@@ -4,10 +4,13 @@ past ASCII, lone surrogates, long runs of digits)."""
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from referee.audit import atoms
+from referee.audit.records import Finding, findings_json
 
 # what numbers are made of, what stops them, and what only looks like them
 _NUMBERISH = st.text(alphabet=st.sampled_from(list("0123456789,.-- aZe+_\n\t\u0663\uff13\u00e9\u2019\ud800")),
@@ -85,3 +88,12 @@ def test_exit_codes_and_statuses_are_read_as_re_i_reads_them(text):
         want = re.search(cue.pattern, text, re.I)
         got = cue.search(text)
         assert (got and (got.span(), got.group(1))) == (want and (want.span(), want.group(1)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), st.builds(
+    Finding, value=st.sampled_from(["yes", "no", "unknown"]), support=st.lists(st.integers(0, 500), max_size=4),
+    note=st.none() | st.text(max_size=12)), max_size=6))
+def test_findings_are_stored_as_their_model_dump_with_sorted_keys(fields):
+    # the reference findings_json stands for: a field added to Finding and not written there fails here
+    assert findings_json(fields) == json.dumps({k: v.model_dump() for k, v in fields.items()}, sort_keys=True)

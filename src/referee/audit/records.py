@@ -50,10 +50,6 @@ def findings_json(fields: dict[str, Finding]) -> str:
     return json.dumps({k: {"note": f.note, "support": f.support, "value": f.value} for k, f in sorted(fields.items())})
 
 
-_FINDING_KEYS = ("note", "support", "value")
-assert tuple(sorted(Finding.model_fields)) == _FINDING_KEYS, "findings_json writes each field of a Finding"
-
-
 class ClaimReading(_Model):
     """What the claim reader made of the report (and of nothing else)."""
 
