@@ -30,7 +30,7 @@ def test_an_audit_imports_neither_the_runner_nor_the_plan(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "0 []"
 
 
-def test_an_unknown_command_is_told_the_nearest_of_all_commands(tmp_path):
+def test_an_unknown_command_is_told_the_nearest_of_all_commands():
     done = subprocess.run([sys.executable, "-m", "referee.cli.main", "replya"], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2

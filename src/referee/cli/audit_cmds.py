@@ -12,6 +12,7 @@ import click
 
 from referee.errors import UsageError
 from referee.safetext import visible
+from referee.timeouts import check_seconds
 
 
 def _progress(enabled: bool):
@@ -81,8 +82,6 @@ def _temperature(ctx, param, value):
 
 def _seconds(ctx, param, value):
     """A time limit, held to what a plan's timeouts are held to (more than 0 seconds, at most a day)."""
-    from referee.timeouts import check_seconds
-
     if value is not None:
         try:
             check_seconds(value)
