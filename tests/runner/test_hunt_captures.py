@@ -342,10 +342,12 @@ def test_sql_capture_that_never_returns_ends(tmp_path, cli_env, pg_url):
     """A SQL capture has no timeout: a query that does not return (here `pg_sleep`; an agent with the
     database on loopback can make the plan's table a view that sleeps) held `referee run` for as long as
     the server took, with no way out but Ctrl-C. http and command captures give up after `timeout_s`
-    (15 s and 60 s by default); a SQL capture must give up too, as a failed capture (ERROR)."""
+    (15 s and 60 s by default); a SQL capture must give up too (after `timeout_s`, 30 s by default; 2 s
+    here), as a failed capture (ERROR)."""
     plan = {"name": "sqlhang", "steps": [
         {"id": "s1", "do": "x",
-         "validators": [{"kind": "sql_row_present", "url": pg_url, "query": "select 1 from pg_sleep(3600)"}]}]}
+         "validators": [{"kind": "sql_row_present", "url": pg_url, "query": "select 1 from pg_sleep(3600)",
+                         "timeout_s": 2}]}]}
     t0 = time.monotonic()
     rc, so, se, rd = _run(tmp_path, plan, cli_env, agent=_agent(tmp_path), timeout=200)
     assert rd is not None, se
@@ -427,7 +429,7 @@ ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 def test_dom_capture_of_a_page_that_never_loads_ends(tmp_path, cli_env):
     """A page still loading (a `goto` to an address that never answers; the script's action timed out
     after 10 s) made the `dom` capture wait forever: the run never ended. The `screenshot` and `aria`
-    captures give up after 30 s as failed captures; `dom` must too."""
+    captures give up after their `timeout_s` (30 s by default; 3 s here) as failed captures; `dom` must too."""
     app = tmp_path / "slow_app.py"
     app.write_text(_SLOW_APP)
     plan = {"name": "neverloads",
@@ -435,12 +437,16 @@ def test_dom_capture_of_a_page_that_never_loads_ends(tmp_path, cli_env):
                     "url": "http://127.0.0.1:{port}", "ready": "/"},
             "actor": {"kind": "browser", "timeout_s": 20},
             "steps": [{"id": "s1", "do": "x", "script": [{"goto": "/slow"}],
-                       "capture": [{"kind": "dom", "name": "d"}],
+                       "capture": [{"kind": "dom", "name": "d", "timeout_s": 3}],
                        "validators": [{"kind": "dom_contains", "evidence": "d", "text": "Home"}]}]}
     try:
+        t0 = time.monotonic()
         rc, so, se, rd = _run(tmp_path, plan, cli_env, timeout=150)
+        took = time.monotonic() - t0
         assert rd is not None, se
         assert _steps(rd)["s1"]["verdict"] == "ERROR"
+        # the goto's 10 s, then the capture's own 3 s (and as much to settle), not the default 30 s
+        assert took < 38, f"took {took:.0f}s: the capture's timeout_s was not used"
     finally:  # a runner killed on timeout cannot stop its app
         for pid in _procs_with_cmdline(str(app)):
             try:

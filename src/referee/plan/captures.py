@@ -152,6 +152,7 @@ class FileParams(CaptureParams):
 class ScreenshotParams(CaptureParams):
     full_page: bool = False
     selector: str | None = None
+    timeout_s: Seconds = 30.0  # a page still loading past this is a failed capture
 
     def files(self) -> list[tuple[str, str]]:
         return [(f"{self.name}.png", "screenshot"), (record_file(self.name, "capture_failure"), "failure record")]
@@ -161,6 +162,7 @@ class ScreenshotParams(CaptureParams):
 class AriaParams(CaptureParams):
     selector: str = "body"
     format: Literal["yaml", "json"] = "yaml"
+    timeout_s: Seconds = 30.0  # a page still loading past this is a failed capture
 
     def files(self) -> list[tuple[str, str]]:
         return super().files() + [(f"{self.name}.aria.yaml", "snapshot")]
@@ -169,6 +171,7 @@ class AriaParams(CaptureParams):
 @spec("dom", "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML")
 class DomParams(CaptureParams):
     selector: str | None = None
+    timeout_s: Seconds = 30.0  # a page still loading past this is a failed capture
 
     def files(self) -> list[tuple[str, str]]:
         return [(f"{self.name}.html", "page"), (record_file(self.name, "capture_failure"), "failure record")]

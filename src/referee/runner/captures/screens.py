@@ -34,7 +34,7 @@ class PageCapture(CaptureKind):
         page = ctx.page
         if page is None:
             raise CaptureFailed(NO_PAGE)
-        _settle(page, ctx.timeout_s)
+        _settle(page, params.timeout_s)
         try:
             return self.take_from(page, params, ctx)
         except Exception as exc:
@@ -49,10 +49,11 @@ class ScreenshotCapture(PageCapture):
     what = "screenshot"
 
     def take_from(self, page, params, ctx):
+        ms = params.timeout_s * 1000
         if params.selector:
-            data = page.locator(params.selector).first.screenshot(timeout=ctx.timeout_s * 1000, animations="disabled")
+            data = page.locator(params.selector).first.screenshot(timeout=ms, animations="disabled")
         else:
-            data = page.screenshot(full_page=params.full_page, timeout=ctx.timeout_s * 1000, animations="disabled",
+            data = page.screenshot(full_page=params.full_page, timeout=ms, animations="disabled",
                                    caret="hide")
         path = ctx.out_dir / f"{params.name}.png"
         atomic_write_bytes(path, data)
@@ -64,7 +65,7 @@ class AriaCapture(PageCapture):
     what = "aria snapshot"
 
     def take_from(self, page, params, ctx):
-        snap = page.locator(params.selector).first.aria_snapshot(timeout=ctx.timeout_s * 1000)
+        snap = page.locator(params.selector).first.aria_snapshot(timeout=params.timeout_s * 1000)
         header = f"# url: {page.url}\n"
         if params.format == "yaml":
             path = ctx.out_dir / f"{params.name}.aria.yaml"
@@ -88,7 +89,7 @@ class DomCapture(PageCapture):
     def take_from(self, page, params, ctx):
         # page.content() takes no timeout and waits for a page still loading forever: a locator gives up
         html = page.locator(params.selector or ":root").first.evaluate(
-            "e => e.outerHTML" if params.selector else _WHOLE_PAGE, timeout=ctx.timeout_s * 1000)
+            "e => e.outerHTML" if params.selector else _WHOLE_PAGE, timeout=params.timeout_s * 1000)
         path = ctx.out_dir / f"{params.name}.html"
         atomic_write_text(path, f"<!-- url: {page.url} -->\n" + html)
         return [path]
