@@ -265,10 +265,13 @@ def test_eval_intervention_says_when_the_judge_never_answered(tmp_path):
     with LLMStub(default=Status(500)) as stub:
         run = cli("eval", "intervention", str(EXAMPLES), "--gold", str(gold), "--audit", str(audit), "--model", "m",
                   "--base-url", stub.url, "--votes", "1", "--cache-dir", str(tmp_path / "c"), "--resamples", "0",
-                  cwd=tmp_path, timeout=120)
+                  "--max-retries", "1", cwd=tmp_path, timeout=120)
     assert stub.calls > 0
     said = run.stdout + run.stderr
     assert run.returncode != 0 or re.search(r"\b(failed|no answer|unanswered|unusable|errors?)\b", said, re.I), said
+    made = re.search(r"no judge call was answered \((\d+) made\)", said)
+    if made:  # --max-retries 1: every call was asked twice, no more
+        assert stub.calls == 2 * int(made.group(1)), (stub.calls, said)
 
 
 def test_eval_plot_named_pdf_is_not_a_png_in_disguise(tmp_path):

@@ -190,6 +190,23 @@ def test_cli_external_predictions_as_a_method(cli, files, tmp_path):
     assert (mine["counts"]["tp"], mine["counts"]["review"], mine["counts"]["pass"]) == (1, 6, 0)
 
 
+def test_cli_predictions_that_match_no_scored_run_are_named_not_dropped(cli, files, tmp_path):
+    """A prediction for a run with no audit record (r99) or no gold label (r8) is not scored: the report says
+    so, and says how many scored runs had no prediction, instead of leaving the reader to count."""
+    audit, gold = files
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"run_id": r, "disposition": "flag"} for r in ("r3", "r99", "r8")])
+    code, out, err = cli("eval", audit, "--gold", gold, "--json", "--no-plot", "--no-policies",
+                         "--predictions", f"mine={preds}")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert "--predictions mine: 2 run_id(s) match no scored audit record and are ignored: r8, r99" in notes
+    assert ("--predictions mine: 6 scored run(s) have no prediction and count as review: r1, r2, r4, r5, r6, r7"
+            in notes)
+    _, md, _ = cli("eval", audit, "--gold", gold, "--markdown", "--no-plot", "--no-policies",
+                   "--predictions", f"mine={preds}")
+    assert "match no scored audit record" in md
+
+
 def test_misses_are_split_by_side(files):
     audit, gold = files
     rep = evaluate(tally(audit, load_gold(gold), methods(), primary="auditor"), BootstrapSpec(resamples=20))

@@ -39,6 +39,8 @@ def _llm_options(f):
                      help="Where judge answers are cached (default: beside the output, .referee-cache/).")(f)
     f = click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
                      help="Judge calls in flight at once.")(f)
+    f = click.option("--max-retries", type=click.IntRange(min=0), default=4, show_default=True,
+                     help="Retries of one judge call (429, 5xx, timeouts) before it counts as failed.")(f)
     f = click.option("--k", "k", type=int, default=None, help="Votes needed for a majority (default: n // 2 + 1).")(f)
     f = click.option("--votes", type=click.IntRange(1, 50), default=5, show_default=True,
                      help="Judge runs per record.")(f)
@@ -116,7 +118,8 @@ def _client(model, base_url, concurrency):
 @_output_options
 def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, traces, predictions, by, no_logo,
                breakdown_for, max_rows, plot_path, no_plot, records_out, claim_channel, strict, resamples, seed,
-               level, fmt, model, base_url, votes, k, concurrency, cache_dir, as_json, as_markdown, output) -> None:
+               level, fmt, model, base_url, votes, k, concurrency, max_retries, cache_dir, as_json, as_markdown,
+               output) -> None:
     """Score every method and policy on AUDIT.jsonl against gold labels, with bootstrap intervals."""
     from referee.evaluation.bootstrap import BootstrapSpec
     from referee.evaluation.run import EvalOptions, run_eval
@@ -134,7 +137,8 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
         breakdown_for=tuple(breakdown_for) or None, records_out=records_out, strict=strict,
         claim_channel=claim_channel,
         spec=BootstrapSpec(resamples=max(resamples, 1), seed=seed, level=level), intervals=resamples > 0,
-        model=model, base_url=base_url, votes=votes, k=k, concurrency=concurrency, cache_dir=cache_dir)
+        model=model, base_url=base_url, votes=votes, k=k, concurrency=concurrency, max_retries=max_retries,
+        cache_dir=cache_dir)
     rep, tables_for = run_eval(opts)
     from referee.evaluation import render
 
@@ -172,12 +176,13 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
 @_llm_options
 @_output_options
 def intervention_cmd(traces, gold_path, audit, resamples, seed, level, fmt, model, base_url, votes, k, concurrency,
-                     cache_dir, as_json, as_markdown, output) -> None:
+                     max_retries, cache_dir, as_json, as_markdown, output) -> None:
     """Run one trace judge with and without the report on the same records: recall shift, flips, sign test."""
     from referee.evaluation.run import run_intervention_cmd
 
     rep = run_intervention_cmd(traces=traces, gold=gold_path, audit=audit, fmt=fmt, model=model, base_url=base_url,
-                               votes=votes, k=k, concurrency=concurrency, cache_dir=cache_dir,
+                               votes=votes, k=k, concurrency=concurrency, max_retries=max_retries,
+                               cache_dir=cache_dir,
                                spec=_spec(resamples, seed, level))
     if as_json:
         _emit(rep.model_dump_json(indent=2), output)

@@ -45,12 +45,12 @@ class Coverage:
         out = []
         if self.unlabelled:
             out.append(f"{len(self.unlabelled)} audit record(s) have no gold label and are not scored: "
-                       + _ids(self.unlabelled))
+                       + some_ids(self.unlabelled))
         if self.missing:
-            out.append(f"{len(self.missing)} gold label(s) have no audit record: " + _ids(self.missing))
+            out.append(f"{len(self.missing)} gold label(s) have no audit record: " + some_ids(self.missing))
         if self.duplicates:
             out.append(f"{len(self.duplicates)} run_id(s) have more than one record in the audit file (a resume "
-                       "audited them again); the last is scored: " + _ids(self.duplicates))
+                       "audited them again); the last is scored: " + some_ids(self.duplicates))
         if self.claim_from_reader and not self.claim_from_gold:
             out.append("gold labels carry no claim: positives use the shared claim reading (the audit "
                        "record's claim.label), the same for every method")
@@ -67,7 +67,12 @@ class Coverage:
         return out
 
 
-def _ids(ids: Sequence[str], limit: int = 8) -> str:
+def some_ids(ids: Sequence[str], limit: int = 8) -> str:
+    """The first `limit` ids and how many more, for a note.
+
+    >>> some_ids(["a", "b", "c"], limit=2)
+    'a, b, ... (1 more)'
+    """
     shown = ", ".join(ids[:limit])
     return shown + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
 

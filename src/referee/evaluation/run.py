@@ -9,7 +9,7 @@ from referee.errors import BackendError, GoldError, UsageError
 from referee.evaluation.baselines import (RECORD_BASELINES, Method, auditor_method, baselines, load_predictions,
                                           predictions_method)
 from referee.evaluation.bootstrap import BootstrapSpec
-from referee.evaluation.dataset import iter_records, tally
+from referee.evaluation.dataset import iter_records, some_ids, tally
 from referee.evaluation.gold import load_gold
 from referee.evaluation.results import BreakdownAxis, EvalReport, MethodInfo, evaluate
 
@@ -41,6 +41,7 @@ class EvalOptions:
     votes: int = 5
     k: int | None = None
     concurrency: int = 8
+    max_retries: int = 4
     cache_dir: Path | None = None
     claim_channel: str = "reader"       # "gold": methods read the gold claim where gold has one
 
@@ -59,7 +60,8 @@ def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
     cache = JudgeCache((opts.cache_dir or DEFAULT_CACHE_DIR) / "judges.jsonl")
     gate = gate_for_records(opts.audit)
     out = []
-    with LLMClient(LLMConfig.from_env(opts.base_url, opts.model, concurrency=opts.concurrency)) as client:
+    with LLMClient(LLMConfig.from_env(opts.base_url, opts.model, concurrency=opts.concurrency,
+                                      max_retries=opts.max_retries)) as client:
         for name in opts.judges:
             judge = TraceJudge(client, name, votes=opts.votes, k=k, cache=cache)
             judged = list(judge.judge_all(iter_traces(opts.traces, opts.trace_format, wanted)))
@@ -92,8 +94,10 @@ def _unanswered(calls: int, failed: int, who: str = "") -> str:
            "asks them again)" if failed else ""
 
 
-def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Method]:
-    """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order."""
+def build_methods(opts: EvalOptions, wanted: set[str] | None = None,
+                  tables: dict[str, dict[str, str]] | None = None) -> list[Method]:
+    """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order;
+    each --predictions table goes into `tables` by method name when one is given."""
     regate = None
     if opts.claim_channel == "gold":
         from referee.evaluation.compare import gate_for_records
@@ -110,13 +114,34 @@ def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Met
         name, sep, file = spec.partition("=")
         if not sep or not name or not file:
             raise UsageError(f"--predictions '{spec}' is not NAME=FILE", fix="e.g. --predictions mytool=preds.jsonl")
-        methods.append(predictions_method(name, load_predictions(file), description=f"dispositions from {file}"))
+        table = load_predictions(file)
+        if tables is not None:
+            tables[name] = table
+        methods.append(predictions_method(name, table, description=f"dispositions from {file}"))
     methods.extend(_judge_methods(opts, wanted or set()))
     names = [m.name for m in methods]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise UsageError(f"two methods are named {', '.join(sorted(dup))}", fix="give each --predictions a new name")
     return methods
+
+
+def prediction_notes(name: str, table: dict[str, str], scored: set[str]) -> list[str]:
+    """What a --predictions table and the scored runs do not share, said rather than dropped.
+
+    >>> for note in prediction_notes("tool", {"a": "pass", "x": "flag"}, {"a", "b"}):
+    ...     print(note)
+    --predictions tool: 1 run_id(s) match no scored audit record and are ignored: x
+    --predictions tool: 1 scored run(s) have no prediction and count as review: b
+    """
+    out = []
+    if stray := sorted(set(table) - scored):
+        out.append(f"--predictions {name}: {len(stray)} run_id(s) match no scored audit record and are ignored: "
+                   + some_ids(stray))
+    if absent := sorted(scored - set(table)):
+        out.append(f"--predictions {name}: {len(absent)} scored run(s) have no prediction and count as review: "
+                   + some_ids(absent))
+    return out
 
 
 MIN_POSITIVES = 20
@@ -140,7 +165,8 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     wanted = None
     if opts.judges:
         wanted = {rec.run_id for _, rec in iter_records(opts.audit) if rec.run_id in gold}
-    methods = build_methods(opts, wanted)
+    tables: dict[str, dict[str, str]] = {}
+    methods = build_methods(opts, wanted, tables)
     t = tally(opts.audit, gold, methods, primary="auditor", records_out=opts.records_out,
               claim_channel=opts.claim_channel)
     cov = t.coverage
@@ -153,9 +179,12 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     if opts.strict and (cov.unlabelled or cov.missing or cov.duplicates):
         raise GoldError("audit records and gold labels do not match one to one: " + "; ".join(cov.notes()[:3]),
                         file=str(opts.gold), fix="fix the files or drop --strict to score the matched runs")
+    scored = set(gold) - set(cov.missing)
+    unmatched = [note for name, table in tables.items() for note in prediction_notes(name, table, scored)]
     spec = opts.spec if opts.intervals else None  # --resamples 0: no bootstrap at all, not one resample
     rep = evaluate(t, spec, audit=str(opts.audit), gold=str(opts.gold), primary="auditor",
                    breakdown_methods=None, axes=opts.axes, leave_one_group_out=opts.logo)
+    rep.notes.extend(unmatched)
     small = few_positives(rep)
     if small:
         more = f", and {len(small) - 12} more slices" if len(small) > 12 else ""
@@ -183,7 +212,7 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
 
 def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: str | None, model: str | None,
                          base_url: str | None, votes: int, k: int | None, concurrency: int, cache_dir: Path | None,
-                         spec: BootstrapSpec | None):
+                         spec: BootstrapSpec | None, max_retries: int = 4):
     """Judge every gold-labelled trace with and without its report and summarize the shift."""
     from referee.evaluation.compare import gate_for_records
     from referee.evaluation.intervention import run_intervention, summarize
@@ -225,7 +254,7 @@ def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: s
             seen.add(tr.run_id)
             yield tr
 
-    with LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency)) as client:
+    with LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency, max_retries=max_retries)) as client:
         t, calls = run_intervention(traces_iter(), labels, client, votes=votes, k=k, cache=cache, gate=gate)
         model_name = client.config.model
     if unanswered := _unanswered(calls, t.failed_calls):
