@@ -170,7 +170,8 @@ def test_a_process_left_behind_that_rewrites_evidence_and_manifest_is_caught(run
          "validators": [{"kind": "text_contains", "evidence": "listing", "text": "secret-word"}]}]}
     run = run_plan(plan, agent=usurper("linger", str(marker)))
     assert run.verdicts() == {"s1": "FAIL"}, run.explain()
-    deadline = time.monotonic() + 30
+    # the process left behind tampers 0.5 s after results.json appears; the runner usually ends it first
+    deadline = time.monotonic() + 5
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     if not marker.exists():
