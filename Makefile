@@ -37,8 +37,10 @@ check: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy src/referee
 
+# on every core (up to 4), one test file per worker at a time: a file's module fixtures (the browser journey)
+# start once, and each worker has its own PostgreSQL, moto server and signing key
 test: check
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --maxprocesses 4 --dist loadfile
 
 bench: setup
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
