@@ -5,8 +5,12 @@ before the next step (even when something else then answers on its port)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import APP_SCRIPT
 from tests.runner.runner_helpers import PY
@@ -61,3 +65,12 @@ def test_an_app_that_dies_during_the_run_is_not_replaced_by_what_answers_on_its_
     s2 = run.step("s2")
     assert "the app exited with code 3 during the run" in json.dumps(s2), json.dumps(s2)[:2000]
     assert run.rc == 1
+    # the server the start command left behind when it exited is stopped with the run, not left running
+    other = int(other_pid.read_text())
+    try:
+        state = Path(f"/proc/{other}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        state = "gone"
+    if state not in ("gone", "Z", "X"):  # a zombie is ended; only its parent (init here) has yet to reap it
+        os.kill(other, signal.SIGKILL)
+        pytest.fail(f"the app's other server (pid {other}) was still running after the run ended")

@@ -9,27 +9,34 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from referee.runner.reaper import kill_each, session_members
+
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
-    """SIGTERM the process group of `proc`, then SIGKILL whatever is left after `grace_s`.
+    """SIGTERM the session of `proc`, then SIGKILL whatever is left after `grace_s`.
 
-    The runner starts apps and agents with `start_new_session=True`, so their children go too.
+    The runner starts apps with `start_new_session=True`, so their children go too, and so do they when
+    `proc` itself has already exited: a start command that crashed or returned (`server & exit 3`) leaves its
+    server running, and nothing else would stop it once the runner is gone.
 
-    >>> p = subprocess.Popen(["sleep", "30"], start_new_session=True); stop_group(p); p.poll() is not None
-    True
+    >>> p = subprocess.Popen(["sh", "-c", "sleep 30 & exit 3"], start_new_session=True); _ = p.wait()
+    >>> left = session_members(p.pid); stop_group(p); len(left), session_members(p.pid)
+    (1, [])
     """
-    if proc.poll() is not None:
-        return
+    sid = proc.pid
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(proc.pid, sig)
+            os.killpg(sid, sig)
         except (ProcessLookupError, PermissionError):
-            return
-        try:
-            proc.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+            pass
+        kill_each(session_members(sid), sig)  # members that left the group but not the session
+        deadline = time.monotonic() + grace_s
+        while (alive := session_members(sid)) and time.monotonic() < deadline:
+            proc.poll()  # reap the leader once it exits (a zombie is not counted)
+            time.sleep(0.05)
+        if not alive:
+            break
+    proc.poll()
 
 
 @dataclass(frozen=True)

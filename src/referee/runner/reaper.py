@@ -41,7 +41,22 @@ def _all_pids() -> list[int]:
     return [int(n) for n in os.listdir("/proc") if n.isdigit()]
 
 
-def _kill(pids: list[int], sig: int) -> None:
+def session_members(sid: int) -> list[int]:
+    """The live (non-zombie) processes whose session or process group is `sid`, the runner excepted.
+
+    >>> p = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    >>> session_members(p.pid) == [p.pid]
+    True
+    >>> p.kill(); _ = p.wait(); session_members(p.pid)
+    []
+    """
+    me = os.getpid()
+    return [pid for pid in _all_pids()
+            if pid != me and (st := _proc_stat(pid)) is not None and sid in (st[1], st[2])]
+
+
+def kill_each(pids: list[int], sig: int) -> None:
+    """Send `sig` to each of `pids` that still exists."""
     for pid in pids:
         try:
             os.kill(pid, sig)
@@ -63,7 +78,7 @@ class Tracker:
         raise NotImplementedError
 
     def signal_all(self, sig: int) -> None:
-        _kill(self.pids(), sig)
+        kill_each(self.pids(), sig)
 
     def kill_all(self) -> int:
         """SIGKILL every process of the step until none is left; how many there were at first."""
@@ -72,7 +87,7 @@ class Tracker:
         for _ in range(200):
             if not pids:
                 break
-            _kill(pids, signal.SIGKILL)
+            kill_each(pids, signal.SIGKILL)
             time.sleep(0.01)
             pids = self.pids()
         return len(first)
@@ -143,7 +158,7 @@ class UidTracker(Tracker):
             subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=self.uid, group=self.gid, extra_groups=[],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=10, check=False)
-            _kill(self.pids(), signal.SIGKILL)
+            kill_each(self.pids(), signal.SIGKILL)
             time.sleep(0.01)
         return len(first)
 
@@ -182,7 +197,7 @@ class CgroupTracker(Tracker):
             pids = self.pids()
             if not pids:
                 break
-            _kill(pids, signal.SIGKILL)
+            kill_each(pids, signal.SIGKILL)
             time.sleep(0.01)
         return len(first)
 
