@@ -110,7 +110,14 @@ def read_lines(chunk: LineChunk) -> list[TraceItem] | None:
     [(3, 'a', False), (5, 7, True)]
     >>> read_lines(LineChunk("t.jsonl", 1, b'{"run_id":\\n "a"}\\n', True)) is None
     True
+    >>> read_lines(LineChunk("t.jsonl", 1, b'{"run_id": "caf\\xe9", "task": "t", "steps": []}\\n', True)) is None
+    True
     """
+    if not chunk.data.isascii():
+        try:
+            chunk.data.decode("utf-8")
+        except UnicodeDecodeError:  # read from the file's start, so that the audit says the file is not UTF-8
+            return None
     values = list(iter_json_slice(chunk.data, first_line=chunk.first_line, at_start=chunk.at_start))
     starts = [chunk.first_line + i for i, ln in enumerate(chunk.data.split(b"\n")) if ln.strip(_JSON_SPACE)]
     if [v.line for v in values] != starts or any(v.error or not isinstance(v.value, dict) for v in values):

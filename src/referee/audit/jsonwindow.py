@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from referee.audit.undecodable import ERRORS
 from referee.jsondepth import parse_shallow
 
 CHUNK = 1 << 20  # 1 MiB reads: memory is a chunk or two plus the largest single record
@@ -68,7 +69,7 @@ class _Window:
     def __init__(self, raw: BinaryIO, chunk: int, *, sig: bool = True) -> None:
         self.raw, self.chunk = raw, chunk
         # a byte order mark is dropped at a file's start only (`sig`), not at the start of a slice of it
-        self.dec = codecs.getincrementaldecoder("utf-8-sig" if sig else "utf-8")(errors="replace")
+        self.dec = codecs.getincrementaldecoder("utf-8-sig" if sig else "utf-8")(errors=ERRORS)
         self.buf, self.base, self.eof = "", 0, False
         # (character, byte offset, decoder state) at each read, to seek back to
         self.marks: list[tuple[int, int, tuple[bytes, int]]] = []

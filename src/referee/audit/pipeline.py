@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from itertools import islice
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -254,6 +253,24 @@ def iter_items(paths: Iterable[Path], fmt: str | None, inputs: InputOptions | No
     return iter_inputs(paths, fmt, inputs)
 
 
+def skip_keeping_notes(items: Iterator[TraceItem], n: int) -> Iterator[TraceItem]:
+    """`items` past the first `n`, the notes of those `n` (said of the file, which no worker says) carried by
+    the first item kept.
+
+    >>> it = [TraceItem("f", 1, "a", notes=("f: not UTF-8",)), TraceItem("f", 2, "b")]
+    >>> [(i.run_id, i.notes) for i in skip_keeping_notes(iter(it), 1)]
+    [('b', ('f: not UTF-8',))]
+    """
+    notes: tuple[str, ...] = ()
+    for i, item in enumerate(items):
+        if i < n:
+            notes += item.notes
+            continue
+        if notes:
+            item, notes = replace(item, notes=(*notes, *item.notes)), ()
+        yield item
+
+
 def cannot_audit(trace: Trace | str, why: str) -> TraceError:
     """The skipped-record error for a trace (or run_id) the auditor could not take (`why`: the exception, in a
     few words)."""
@@ -428,7 +445,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
     def rest_of(path: Path, skip_records: int) -> Iterator[AuditRecord | TraceError]:
         """A line file read here from its start, as a serial audit reads it, past its first `skip_records`
         records; each record admitted and audited here."""
-        for job in jobs_of(islice(read_traces(path, "referee"), skip_records, None)):
+        for job in jobs_of(skip_keeping_notes(read_traces(path, "referee"), skip_records)):
             yield audit_one(job)
 
     out.parent.mkdir(parents=True, exist_ok=True)

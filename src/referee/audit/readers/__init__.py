@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from referee.audit.jsonstream import iter_json_values
+from referee.audit.undecodable import noting_undecodable
 from referee.audit.trace import TraceItem
 from referee.registry import FUNCTION, Registry
 
@@ -143,8 +144,8 @@ def read_traces(path: Path, fmt: str | None = None, *, allow_pickle: bool = Fals
         _regular_file(path)
     reader = get_reader(fmt or sniff_format(path))
     if getattr(reader, "takes_options", False):
-        return reader(path, ReadOptions(allow_pickle=allow_pickle))
-    return reader(path)
+        return noting_undecodable(reader(path, ReadOptions(allow_pickle=allow_pickle)))
+    return noting_undecodable(reader(path))
 
 
 def _regular_file(path: Path) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from referee.audit.jsonstream import MAX_DEPTH, loads, too_deep
+from referee.audit.undecodable import ERRORS
 from referee.errors import require
 
 ZIP_ZSTD = 93  # the zip method id of zstd (APPNOTE 4.4.5)
@@ -137,7 +138,7 @@ class _Stream:
 
     def __init__(self, raw: BinaryIO, chunk: int = CHUNK) -> None:
         self.raw, self.chunk = raw, chunk
-        self.dec = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self.dec = codecs.getincrementaldecoder("utf-8-sig")(errors=ERRORS)
         self.buf, self.pos, self.line, self.eof = "", 0, 1, False
         self.last = (0, 0)
 

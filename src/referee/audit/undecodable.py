@@ -1,0 +1,78 @@
+"""Bytes of a trace file that are not UTF-8: read as U+FFFD as before, but counted, so the audit says so.
+
+The stream readers decode with `errors=ERRORS`, a handler that replaces exactly as `errors="replace"`
+does and counts what it replaced for the innermost `noting_undecodable` reading; that reading adds one
+note per file, on the first record read after the bytes were met (the decoder reads ahead, so the bytes
+lie in or after that record's text).
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from referee.audit.trace import TraceItem
+
+ERRORS = "referee-replace"
+
+
+class _Count:
+    """What one reading replaced: how many bytes, and the first of them with a few bytes either side."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.first: bytes | None = None
+
+
+_COUNTS: list[_Count] = []  # one per reading in progress; the innermost counts
+
+
+def _replace(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    if _COUNTS:
+        c = _COUNTS[-1]
+        c.n += exc.end - exc.start
+        if c.first is None:
+            c.first = bytes(exc.object[max(exc.start - 24, 0):exc.end + 24])
+    return "\ufffd", exc.end
+
+
+codecs.register_error(ERRORS, _replace)
+
+
+def noting_undecodable(items: Iterator[TraceItem]) -> Iterator[TraceItem]:
+    """`items`; the first item of a file read after bytes that are not UTF-8 carries a note that says so and
+    shows where the first of them is (the decoder reads ahead: they are in that item's text or after it).
+
+    >>> import tempfile, pathlib
+    >>> from referee.audit.readers import read_traces
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = p.write_bytes(b'{"run_id": "a", "task": "caf\\xe9", "steps": []}\\n')
+    >>> [item] = read_traces(p); item.trace.task
+    'caf\ufffd'
+    >>> print(item.notes[0])  # doctest: +ELLIPSIS
+    /.../t.jsonl: 1 byte that is not UTF-8 was read as U+FFFD (the first: ..."task": "caf\\xe9", "steps"...
+    """
+    count, seen, noted = _Count(), 0, set()
+    while True:
+        _COUNTS.append(count)
+        try:
+            item = next(items, None)
+        finally:
+            _COUNTS.pop()
+        if item is None:
+            return
+        if count.n > seen and item.file not in noted:
+            noted.add(item.file)
+            n = count.n - seen
+            near = repr(count.first)[2:-1] if count.first is not None else "?"
+            note = (f"{item.file}: {n} byte{'s that are' if n > 1 else ' that is'} not UTF-8 "
+                    f"{'were' if n > 1 else 'was'} read as U+FFFD (the first: ...{near}...); referee reads "
+                    "UTF-8: convert the file (e.g. iconv -f LATIN1 -t UTF-8) to audit the text as written")
+            item = replace(item, notes=(*item.notes, note))
+            count.first = None
+        seen = count.n
+        yield item
