@@ -26,6 +26,7 @@ from referee.audit.jsonstream import iter_json_slice
 from referee.audit.readers.referee_v1 import referee_items
 from referee.audit.resume import Done, Settings, action
 from referee.audit.trace import SHAPE_ERRORS, TraceItem
+from referee.audit.undecodable import counting
 from referee.errors import TraceError, exc_brief
 from referee.fsutil import open_regular
 
@@ -113,12 +114,10 @@ def read_lines(chunk: LineChunk) -> list[TraceItem] | None:
     >>> read_lines(LineChunk("t.jsonl", 1, b'{"run_id": "caf\\xe9", "task": "t", "steps": []}\\n', True)) is None
     True
     """
-    if not chunk.data.isascii():
-        try:
-            chunk.data.decode("utf-8")
-        except UnicodeDecodeError:  # read from the file's start, so that the audit says the file is not UTF-8
-            return None
-    values = list(iter_json_slice(chunk.data, first_line=chunk.first_line, at_start=chunk.at_start))
+    with counting() as bad:
+        values = list(iter_json_slice(chunk.data, first_line=chunk.first_line, at_start=chunk.at_start))
+    if bad.n:  # read from the file's start, so that the audit says the file is not UTF-8
+        return None
     starts = [chunk.first_line + i for i, ln in enumerate(chunk.data.split(b"\n")) if ln.strip(_JSON_SPACE)]
     if [v.line for v in values] != starts or any(v.error or not isinstance(v.value, dict) for v in values):
         return None

@@ -1,7 +1,7 @@
 """Bytes of a trace file that are not UTF-8: read as U+FFFD as before, but counted, so the audit says so.
 
 The stream readers decode with `errors=ERRORS`, a handler that replaces exactly as `errors="replace"`
-does and counts what it replaced for the innermost `noting_undecodable` reading; that reading adds one
+does and counts what it replaced for the innermost `counting` block; a `noting_undecodable` reading adds one
 note per file, on the first record read after the bytes were met (the decoder reads ahead, so the bytes
 lie in or after that record's text).
 """
@@ -9,6 +9,7 @@ lie in or after that record's text).
 from __future__ import annotations
 
 import codecs
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterator
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 ERRORS = "referee-replace"
 
 
-class _Count:
+class Count:
     """What one reading replaced: how many bytes, and the first of them with a few bytes either side."""
 
     def __init__(self) -> None:
@@ -26,7 +27,24 @@ class _Count:
         self.first: bytes | None = None
 
 
-_COUNTS: list[_Count] = []  # one per reading in progress; the innermost counts
+_COUNTS: list[Count] = []  # one per reading in progress; the innermost counts
+
+
+@contextmanager
+def counting(count: Count | None = None) -> Iterator[Count]:
+    """Count into `count` (a new one when None) what the stream readers replace inside the block.
+
+    >>> with counting() as bad:
+    ...     _ = b"caf\\xe9 ok".decode("utf-8", errors=ERRORS)
+    >>> bad.n, bad.first
+    (1, b'caf\\xe9 ok')
+    """
+    count = count if count is not None else Count()
+    _COUNTS.append(count)
+    try:
+        yield count
+    finally:
+        _COUNTS.pop()
 
 
 def _replace(exc: UnicodeError) -> tuple[str, int]:
@@ -56,13 +74,10 @@ def noting_undecodable(items: Iterator[TraceItem]) -> Iterator[TraceItem]:
     >>> print(item.notes[0])  # doctest: +ELLIPSIS
     /.../t.jsonl: 1 byte that is not UTF-8 was read as U+FFFD (the first: ..."task": "caf\\xe9", "steps"...
     """
-    count, seen, noted = _Count(), 0, set()
+    count, seen, noted = Count(), 0, set()
     while True:
-        _COUNTS.append(count)
-        try:
+        with counting(count):
             item = next(items, None)
-        finally:
-            _COUNTS.pop()
         if item is None:
             return
         if count.n > seen and item.file not in noted:

@@ -55,7 +55,6 @@ class CaptureContext:
     cwd: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     page: Any = None  # the runner's Playwright page, when the actor is a browser
-    timeout_s: float = 30.0
     public: frozenset[str] = frozenset()  # the plan's `public_env`
     secrets: Secrets = field(default_factory=Secrets)  # shared by the run's captures
 
