@@ -127,3 +127,34 @@ def test_pretty_printed_json_array_with_one_bad_byte_uses_the_singular(tmp_path,
     assert (name, count) == ("p.json", 1) and "caf\\xe9" in shown
     out = {r["run_id"]: r for r in records(tmp_path / "out.jsonl")}
     assert len(out) == 20 and out["r7"]["task"] == "Delete the caf\ufffd note N7"
+
+
+def test_the_warning_names_the_line_of_the_first_bad_byte(tmp_path, referee_cli):
+    # record 40 is on line 41, record 210 (the second bad one) on line 211: the first is named
+    src = latin1_jsonl(tmp_path / "t.jsonl")
+    for workers in (["--workers", "1"], ["--workers", "2", "--chunk-size", "50"]):
+        rc, _, stderr = audit(referee_cli, tmp_path, src.name, out=f"out{workers[1]}.jsonl", workers=workers)
+        assert rc == 0, stderr
+        [warning] = warnings_about(stderr)
+        assert parse_warning(warning)[2].startswith("line 41, ..."), warning
+    recs = [record(i, "Delete the café note N7" if i == 7 else None) for i in range(20)]
+    text = json.dumps(recs, indent=2, ensure_ascii=False)
+    (tmp_path / "p.json").write_bytes(text.encode("latin-1"))
+    rc, _, stderr = audit(referee_cli, tmp_path, "p.json", out="p.jsonl")
+    [warning] = warnings_about(stderr)
+    line = 1 + text[:text.index("café")].count("\n")
+    assert parse_warning(warning)[2].startswith(f"line {line}, ..."), warning
+
+
+def test_first_bad_line_across_blocks_and_at_the_end(tmp_path):
+    from referee.audit.undecodable import first_bad_line
+
+    p = tmp_path / "x.txt"
+    good = "naïve ✓\n".encode("utf-8")  # characters of 2 and 3 bytes, cut by every small block size
+    p.write_bytes(good * 5 + b"bad \xff here\n" + good)
+    assert {first_bad_line(p, block=b) for b in (1, 2, 3, 5, 7, 1 << 20)} == {6}
+    p.write_bytes(good * 3 + "é".encode("utf-8")[:1])  # cut inside its last character
+    assert first_bad_line(p, block=4) == 4
+    p.write_bytes(good * 3)
+    assert first_bad_line(p) is None
+    assert first_bad_line(tmp_path / "missing.jsonl") is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
@@ -61,6 +62,35 @@ def _replace(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ERRORS, _replace)
 
 
+def first_bad_line(path: str | Path, block: int = 1 << 20) -> int | None:
+    """The line (1-based) of a file's first byte that is not UTF-8; None when there is none or the file cannot
+    be read. One streaming pass that stops there, made only for a file the audit found such bytes in.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = p.write_bytes("ok\\nstill ok \u00e9\\n".encode() + b"caf\\xe9\\n")
+    >>> first_bad_line(p), first_bad_line(p, block=2)
+    (3, 3)
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    lines = 1  # newlines passed, plus one
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(block):
+                pending = decoder.getstate()[0]  # the start of a character the last block cut: no newline in it
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:  # its offsets are in pending + chunk
+                    return lines + (pending + chunk)[:exc.start].count(b"\n")
+                lines += chunk.count(b"\n")
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return lines  # the file ends inside a character: its last line
+    except OSError:
+        return None
+    return None
+
+
 def noting_undecodable(items: Iterator[TraceItem]) -> Iterator[TraceItem]:
     """`items`; the first item of a file read after bytes that are not UTF-8 carries a note that says so and
     shows where the first of them is (the decoder reads ahead: they are in that item's text or after it).
@@ -84,8 +114,10 @@ def noting_undecodable(items: Iterator[TraceItem]) -> Iterator[TraceItem]:
             noted.add(item.file)
             n = count.n - seen
             near = repr(count.first)[2:-1] if count.first is not None else "?"
+            line = first_bad_line(item.file) if Path(item.file).is_file() else None
+            where = f"line {line}, " if line is not None else ""
             note = (f"{item.file}: {n} byte{'s that are' if n > 1 else ' that is'} not UTF-8 "
-                    f"{'were' if n > 1 else 'was'} read as U+FFFD (the first: ...{near}...); referee reads "
+                    f"{'were' if n > 1 else 'was'} read as U+FFFD (the first: {where}...{near}...); referee reads "
                     "UTF-8: convert the file (e.g. iconv -f LATIN1 -t UTF-8) to audit the text as written")
             item = replace(item, notes=(*item.notes, note))
             count.first = None
