@@ -15,6 +15,7 @@ Run: python benchmarks/bench_scale.py [--corpus PATH] [--copies 20] [--workers 2
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -106,6 +107,9 @@ def replay(path: Path) -> float:
 
 
 def startup(tmp: Path, n: int = 5) -> dict:
+    # as installed: pip writes the bytecode of a wheel's modules, and `make setup` that of this checkout; without
+    # it (PYTHONDONTWRITEBYTECODE set) each start would compile every module it imports again
+    compileall.compile_dir(str(ROOT / "src"), quiet=1)
     empty = tmp / "empty.jsonl"
     empty.write_text("")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
