@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Literal, TypeVar
 
 from referee.concurrency import ordered_map
 from referee.errors import BackendError, UsageError
+from referee.timeouts import MAX_RETRIES
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,7 +47,7 @@ class LLMConfig:
     api_key: str | None = None
     timeout_s: float = 60.0        # one request, from connect to the last byte of the answer
     connect_timeout_s: float = 10.0  # to open the connection; a server that is down fails fast
-    max_retries: int = 4           # retries after the first attempt
+    max_retries: int = MAX_RETRIES  # retries after the first attempt
     backoff_s: float = 0.5         # first wait; doubles each retry, with jitter
     max_backoff_s: float = 20.0
     concurrency: int = 8

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 MAX_TIMEOUT_S = 86_400.0  # a day: longer than any step should take, and far below what a clock overflows on
+MAX_RETRIES = 4  # retries of one model call after the first attempt (429, 5xx, timeouts): --max-retries' default
 
 
 def check_seconds(v: float) -> float:

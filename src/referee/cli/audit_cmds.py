@@ -12,7 +12,7 @@ import click
 
 from referee.errors import UsageError
 from referee.safetext import visible
-from referee.timeouts import check_seconds
+from referee.timeouts import MAX_RETRIES, check_seconds
 
 
 def _progress(enabled: bool):
@@ -139,7 +139,7 @@ def _seconds(ctx, param, value):
               help="llm backend: sampling temperature, or 'none' to send none")
 @click.option("--api-key-env", default=None, metavar="VAR",
               help="llm backend: the environment variable that holds the API key (default OPENAI_API_KEY)")
-@click.option("--max-retries", type=click.IntRange(min=0), default=4, show_default=True,
+@click.option("--max-retries", type=click.IntRange(min=0), default=MAX_RETRIES, show_default=True,
               help="llm backend: retries of one model call (429, 5xx, timeouts) before it counts as failed.")
 @click.option("--gold-out", type=click.Path(path_type=Path), default=None, help="write gold labels found in the traces")
 @click.option("--gold-scorer", default=None, metavar="NAME",

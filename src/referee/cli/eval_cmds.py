@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from referee.errors import UsageError
+from referee.timeouts import MAX_RETRIES
 
 DEFAULT_CMD = "report"
 
@@ -39,7 +40,7 @@ def _llm_options(f):
                      help="Where judge answers are cached (default: beside the output, .referee-cache/).")(f)
     f = click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
                      help="Judge calls in flight at once.")(f)
-    f = click.option("--max-retries", type=click.IntRange(min=0), default=4, show_default=True,
+    f = click.option("--max-retries", type=click.IntRange(min=0), default=MAX_RETRIES, show_default=True,
                      help="Retries of one judge call (429, 5xx, timeouts) before it counts as failed.")(f)
     f = click.option("--k", "k", type=int, default=None, help="Votes needed for a majority (default: n // 2 + 1).")(f)
     f = click.option("--votes", type=click.IntRange(1, 50), default=5, show_default=True,

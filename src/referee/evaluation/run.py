@@ -12,6 +12,7 @@ from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import iter_records, some_ids, tally
 from referee.evaluation.gold import load_gold
 from referee.evaluation.results import BreakdownAxis, EvalReport, MethodInfo, evaluate
+from referee.timeouts import MAX_RETRIES
 
 DEFAULT_CACHE_DIR = Path(".referee-cache")
 
@@ -41,7 +42,7 @@ class EvalOptions:
     votes: int = 5
     k: int | None = None
     concurrency: int = 8
-    max_retries: int = 4
+    max_retries: int = MAX_RETRIES
     cache_dir: Path | None = None
     claim_channel: str = "reader"       # "gold": methods read the gold claim where gold has one
 
@@ -212,7 +213,7 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
 
 def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: str | None, model: str | None,
                          base_url: str | None, votes: int, k: int | None, concurrency: int, cache_dir: Path | None,
-                         spec: BootstrapSpec | None, max_retries: int = 4):
+                         spec: BootstrapSpec | None, max_retries: int = MAX_RETRIES):
     """Judge every gold-labelled trace with and without its report and summarize the shift."""
     from referee.evaluation.compare import gate_for_records
     from referee.evaluation.intervention import run_intervention, summarize
