@@ -65,6 +65,40 @@ def _warn(text) -> None:
     click.echo(f"referee: warning: {visible(text, keep_newlines=False)}", err=True)
 
 
+LIVE_WARNINGS = 20  # warnings of one kind printed as they come; the rest are counted, and kept for --summary-json
+
+
+class _Warnings:
+    """An audit's warnings on stderr as they come, at most LIVE_WARNINGS of each kind: 50,000 duplicate run_ids
+    print 20 lines and a count, not 50,000 lines. What is not printed is kept, for --summary-json."""
+
+    def __init__(self, limit: int = LIVE_WARNINGS) -> None:
+        self.limit = limit
+        self.seen: dict[str, int] = {}
+        self.held: list[str] = []
+        self.kept: set[str] = set()
+
+    def __call__(self, kind: str, text: str, keep: bool = True) -> None:
+        """Print `text`, or, past the limit of its kind, keep it (`keep=False`: the summary lists that kind)."""
+        n = self.seen[kind] = self.seen.get(kind, 0) + 1
+        if n <= self.limit:
+            _warn(text)
+            return
+        if n == self.limit + 1:
+            _warn(f"more warnings of this kind ({kind}) follow: not printed; the last lines count them")
+        if keep:
+            self.kept.add(kind)
+            self.held.append(str(text))
+
+    def close(self, summary_json: Path | None, stopped: bool = False) -> None:
+        """The count of what was not printed, and where to read it (nowhere when the audit stopped early)."""
+        if self.held:
+            kinds = ", ".join(f"{n - self.limit} {k}" for k, n in self.seen.items() if k in self.kept)
+            where = "" if stopped else f": listed in {summary_json} (warnings_not_printed)" if summary_json else \
+                ": --summary-json FILE lists them"
+            click.echo(f"referee: note: {len(self.held)} warnings were not printed ({kinds}){where}", err=True)
+
+
 def _temperature(ctx, param, value):
     """--temperature: a number, or `none` to send none (models that accept only their default)."""
     if value is None:
@@ -234,13 +268,16 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
         gold_rows.append({"run_id": item.run_id, "completed": item.gold.completed,
                           "group": (item.trace.meta or {}).get("group") if item.trace else item.group})
 
+    warn = _Warnings()
+
     def on_err(err):
         # already skipping: the hint to pass --on-error skip would be noise here
         where = ":".join(x for x in (err.file, err.place) if x)
-        _warn(f"skipped record: {where + ': ' if where else ''}{err.message}")
+        warn("skipped records", f"skipped record: {where + ': ' if where else ''}{err.message}", keep=False)
 
     def on_ignored(file, fields):
-        _warn(f"{file}: ignored fields trace v1 does not define: {', '.join(fields)} (they are not evidence)")
+        warn("ignored fields",
+             f"{file}: ignored fields trace v1 does not define: {', '.join(fields)} (they are not evidence)")
 
     t0 = time.perf_counter()
     with _progress(progress) as bar:
@@ -253,14 +290,19 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
         try:
             stats = audit_files(traces, auditor, out, fmt=fmt, on_error=on_error,
                                 concurrency=concurrency if backends.client is not None else 1,
-                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold, on_duplicate=_warn,
-                                on_ignored=on_ignored, on_note=_warn, inputs=inputs, reaudit_changed=reaudit_changed,
+                                on_record=on_record, on_error_cb=on_err, on_gold=on_gold,
+                                on_duplicate=lambda e: warn("duplicate run_ids", e), on_ignored=on_ignored,
+                                on_note=lambda n: warn("notes", n), inputs=inputs, reaudit_changed=reaudit_changed,
                                 gold_scorer=GoldScorer(gold_scorer, gold_threshold) if gold_scorer else None,
                                 executor=executor)
+        except BaseException:
+            warn.close(None, stopped=True)
+            raise
         finally:
             cache_db.close()
             backends.close()
     elapsed = time.perf_counter() - t0
+    warn.close(summary_json)
     if left_out:
         click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
                    f"{', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}", err=True)
@@ -293,7 +335,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
         from referee.fsutil import atomic_write_json
 
         atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
-                                         "backend_calls": auditor.backend_calls, "errors": stats.errors})
+                                         "backend_calls": auditor.backend_calls, "errors": stats.errors,
+                                         "warnings_not_printed": [visible(w, keep_newlines=False)
+                                                                  for w in warn.held]})
     if stats.errors:
         click.echo(f"skipped {len(stats.errors)} bad record(s):", err=True)
         for e in stats.errors[:20]:
