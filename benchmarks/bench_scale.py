@@ -10,7 +10,11 @@ process, and the pool's workers), so that a shared machine's contention can be s
 
 The report ends with `best`: each time's fastest round, and the ratios of those.
 
-Run: python benchmarks/bench_scale.py [--corpus PATH] [--copies 20] [--workers 2] [--chunk-size 50]
+With `--distinct N` the corpus is N distinct runs instead, drawn in turn from every development corpus,
+each changed (its digits renamed, its steps cut, repeated or swapped; `make_distinct`): copies repeat every
+text but the task, so the content caches of the rules hit more on them than on runs that differ.
+
+Run: python benchmarks/bench_scale.py [--corpus PATH] [--copies 20] [--distinct N] [--workers 2] [--chunk-size 50]
                                       [--rounds 2] [--no-dask] [--json OUT]
 """
 
@@ -55,6 +59,67 @@ def make_corpus(src: Path, out: Path, copies: int) -> int:
                 d["run_id"], d["task"] = f"{t.run_id}-c{c}", f"{t.task} (copy {c})"
                 fh.write(json.dumps(d) + "\n")
     return len(traces) * copies
+
+
+def _dev_traces() -> list[dict]:
+    """Every trace of the development corpora present (tau-bench, mini-swe-agent, who-and-when), as trace v1 dicts."""
+    root = SHARED / "corpora"
+    out = [json.loads(it.trace.model_dump_json(exclude_none=True))
+           for src in (TAU, root / "mini-swe-agent-swebench" / "trajs") if src.exists()
+           for it in iter_items([src], None) if it.trace is not None]
+    if (root / "who-and-when").exists():
+        sys.path.insert(0, str(ROOT / "benchmarks" / "adapters"))
+        import who_and_when
+
+        out += [trace for trace, _ in who_and_when.iter_corpus(root / "who-and-when")]
+    return out
+
+
+def _digits(value: object, table: dict[int, int]) -> object:
+    """`value` with every digit of every string and number in it renamed by `table` (one permutation of 0-9)."""
+    if isinstance(value, str):
+        return value.translate(table)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        text = repr(value).translate(table)
+        return value if text[:1] == "0" and text[1:2].isdigit() else type(value)(text)
+    if isinstance(value, list):
+        return [_digits(v, table) for v in value]
+    if isinstance(value, dict):
+        return {k: _digits(v, table) for k, v in value.items()}
+    return value
+
+
+def make_distinct(out: Path, n: int, seed: int = 7) -> int:
+    """`n` distinct runs drawn in turn from every development corpus and changed, so that no text repeats from
+    one run to the next the way `make_corpus`'s copies repeat theirs: in each run every digit of every text and
+    number (task, observations, arguments, report) is renamed by one permutation of 0-9 of its own (ids stay
+    consistent inside the run), and its steps are, by chance, cut short, one repeated or two swapped."""
+    import random
+
+    bases = _dev_traces()
+    with open(out, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            rng = random.Random(seed * 1_000_003 + i)
+            perm = list("0123456789")
+            rng.shuffle(perm)
+            table = {ord(str(k)): v for k, v in enumerate(perm)}
+            d = {k: v if k == "trace_version" else _digits(v, table) for k, v in bases[i % len(bases)].items()}
+            steps = d.get("steps") or []
+            roll = rng.random()
+            if len(steps) > 3 and roll < 0.25:
+                steps = steps[:-rng.randint(1, 3)]
+            elif steps and roll < 0.45:
+                k = rng.randrange(len(steps))
+                steps = steps[:k + 1] + steps[k:]
+            elif len(steps) > 1 and roll < 0.65:
+                k = rng.randrange(len(steps) - 1)
+                steps = steps[:k] + [steps[k + 1], steps[k]] + steps[k + 2:]
+            d["steps"] = steps
+            d["run_id"] = f"{d.get('run_id')}-d{i}"
+            fh.write(json.dumps(d) + "\n")
+    return n
 
 
 def cpu_self() -> float:
@@ -166,6 +231,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", type=Path, default=TAU)
     ap.add_argument("--copies", type=int, default=20)
+    ap.add_argument("--distinct", type=int, default=0, metavar="N",
+                    help="instead of copies of --corpus: N distinct runs drawn from every development corpus")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--chunk-size", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=2)
@@ -178,12 +245,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         corpus = tmp / "corpus.jsonl"
-        report["runs"] = make_corpus(args.corpus, corpus, args.copies)
+        report["runs"] = make_distinct(corpus, args.distinct) if args.distinct else \
+            make_corpus(args.corpus, corpus, args.copies)
+        if args.distinct:
+            report["corpus"], report["copies"] = "distinct runs of the development corpora", 0
         report["startup"] = startup(tmp)
         for _ in range(args.rounds):
             rnd: dict = {"load": os.getloadavg()[0]}
             bare = bare_parse(corpus)
             t1, n, cpu1 = audit(corpus, tmp, "serial")
+            if n != report["runs"]:  # a corpus the audit skips records of measures nothing
+                raise SystemExit(f"bench_scale: the audit wrote {n} of {report['runs']} records")
             CountingPool.worker_cpu = 0.0
             ex = ParallelAudit(ExecutorOptions("local", args.workers, None, args.chunk_size))
             tn, _, cpun = audit(corpus, tmp, "pool", ex)
