@@ -112,6 +112,9 @@ class _Pool:
     def recover(self) -> None:
         """Make the pool usable again after a loss (the local pool is replaced; Dask heals itself)."""
 
+    def start(self) -> None:
+        """Start the workers of a pool made `lazy` (a local pool); nothing for the others, which are running."""
+
     def ready(self) -> bool:
         """Whether submitting now starts work at once (False while a local pool's workers are starting)."""
         return True
@@ -154,18 +157,27 @@ class LocalPool(_FuturesPool):
     """A `concurrent.futures` process pool; a worker killed mid-chunk breaks it, so it is replaced."""
 
     def __init__(self, workers: int, preload: tuple[str, ...] = (), initializer: Callable[..., Any] | None = None,
-                 initargs: tuple = ()) -> None:
+                 initargs: tuple = (), lazy: bool = False) -> None:
         import threading
 
         self.workers = workers
         self._ctx = _mp_context(preload)
         self._init = (initializer, initargs)  # run once in each worker as it starts (data every chunk needs)
-        self._pool = self._new()
-        # the workers start (a fresh interpreter importing `preload`, a quarter second) on a thread of their
-        # own, while the caller reads and packs the first chunks (map_chunks prefetches until `ready`)
+        self._pool = self._new()  # no process yet: a process pool starts its workers on the first submit
         self._started = threading.Event()
-        threading.Thread(target=self._start_workers, args=(self._pool,), name="referee-pool-start",
-                         daemon=True).start()
+        self._launched = False
+        if not lazy:
+            self.start()
+
+    def start(self) -> None:
+        """Start the workers, once: a fresh interpreter importing `preload` (a quarter second), on a thread of
+        its own, while the caller reads and packs the first chunks (map_chunks prefetches until `ready`)."""
+        import threading
+
+        if not self._launched:
+            self._launched = True
+            threading.Thread(target=self._start_workers, args=(self._pool,), name="referee-pool-start",
+                             daemon=True).start()
 
     def _start_workers(self, pool: Any) -> None:
         try:
@@ -180,6 +192,7 @@ class LocalPool(_FuturesPool):
         return self._started.is_set()
 
     def wait_ready(self) -> None:
+        self.start()
         self._started.wait()
 
     def _new(self):
@@ -268,12 +281,13 @@ class DaskPool(_Pool):
 
 
 def make_pool(options: ExecutorOptions, preload: tuple[str, ...] = (), initializer: Callable[..., Any] | None = None,
-              initargs: tuple = ()) -> _Pool:
+              initargs: tuple = (), lazy: bool = False) -> _Pool:
     """The pool `options` name; a missing Dask says how to install it. `initializer(*initargs)` runs once in
-    each local worker (Dask workers get what they need with each chunk)."""
+    each local worker (Dask workers get what they need with each chunk). A `lazy` local pool starts its workers
+    when `start()` is called (or a chunk waits on them), not now."""
     if options.kind == "dask":
         return DaskPool(options.scheduler, options.n_workers)
-    return LocalPool(options.n_workers, preload, initializer, initargs)
+    return LocalPool(options.n_workers, preload, initializer, initargs, lazy=lazy)
 
 
 # -- the chunk loop --------------------------------------------------------------------------------

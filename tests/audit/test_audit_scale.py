@@ -122,6 +122,63 @@ def test_an_input_of_one_chunk_starts_no_pool(tmp_path):
     assert stats.written == 5 and ex.chunks == 0 and ex.in_process == 5
 
 
+def test_adaptive_a_small_input_is_audited_here_without_starting_the_workers(tmp_path, monkeypatch):
+    import referee.audit.parallel as parallel
+
+    monkeypatch.setattr(parallel, "START_AFTER_S", 60.0)  # the rule on the rest's size alone, on a busy machine too
+    traces = write_corpus(tmp_path / "t.jsonl", 40, bad_at=(9,))
+    run_audit(traces, tmp_path / "serial.jsonl")
+    said: list[str] = []
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 8), adaptive=True, on_start=said.append)
+    stats, _ = run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
+    assert not ex.started and said == [] and ex.here == ex.chunks == 5  # 40 lines in runs of 8, all here
+    assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+    assert stats.written == 39 and len(stats.errors) == 1
+
+
+def test_adaptive_the_workers_start_when_the_rest_looks_worth_it(tmp_path, monkeypatch):
+    import referee.audit.parallel as parallel
+
+    traces = write_corpus(tmp_path / "t.jsonl", 90, bad_at=(61,))
+    run_audit(traces, tmp_path / "serial.jsonl")
+    monkeypatch.setattr(parallel, "START_IF_LEFT_S", 0.0)  # any work left is worth the workers
+    said: list[str] = []
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 8), adaptive=True, on_start=said.append)
+    run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
+    # the first chunk pays for compiling patterns, so the rate is taken from the second on: it starts then
+    assert ex.started and len(said) == 1 and said[0].startswith("local process pool, 2 workers")
+    assert 2 <= ex.here < ex.chunks == 12
+    assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+
+
+def test_asked_for_workers_start_at_once_and_left_out_they_are_adaptive():
+    assert executor_for(False, ExecutorOptions("local", 2), workers_given=True).adaptive is False
+    assert executor_for(False, ExecutorOptions("local", 2), workers_given=False).adaptive is True
+    assert executor_for(False, ExecutorOptions("dask", 2), workers_given=False).adaptive is False
+
+
+def test_cli_without_workers_audits_a_small_file_here_and_with_workers_on_the_pool(tmp_path, cli_env):
+    from tests.conftest import run_cli
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the default is one worker on one core: no pool either way")
+    traces = write_corpus(tmp_path / "t.jsonl", 24)  # 3 chunks of 8: far less work than a pool pays for
+    outs = {}
+    for name, extra in (("default", []), ("asked", ["--workers", "2"])):
+        out = tmp_path / f"{name}.jsonl"
+        rc, _, err = run_cli(["audit", traces, "--out", out, "--chunk-size", "8", "--no-progress", "--show", "none",
+                              *extra], env=cli_env)
+        assert rc == 0, err
+        outs[name] = (("auditing on local process pool" in err), json_lines(out))
+    assert outs["default"][0] is False and outs["asked"][0] is True
+    assert outs["default"][1] == outs["asked"][1] and len(outs["default"][1]) == 24
+
+
+def json_lines(path: Path) -> list[dict]:
+    """The records of an audit file, without the time each was made."""
+    return [{k: v for k, v in json.loads(x).items() if k != "audited_at"} for x in path.read_text().splitlines()]
+
+
 def test_on_error_stop_with_workers_writes_what_came_before_the_bad_record(tmp_path):
     traces = write_corpus(tmp_path / "t.jsonl", 40, bad_at=(23,))
     with pytest.raises(TraceError):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -51,6 +52,12 @@ Job = tuple  # (Trace, ClaimBlindView or None): what audit_files hands out
 # per trace sent: (record JSON, view sha256, findings JSON per sample (None: not to be cached), error)
 Answer = tuple
 
+
+# with `adaptive` (--workers left out), a local pool's workers start once the rest of the line file looks to take
+# this long here (its bytes at the rate this process audits them), or once this process has audited this long:
+# a small input is audited here alone, without the quarter second a pool costs to start and stop
+START_IF_LEFT_S = 0.5
+START_AFTER_S = 1.0
 
 STRICT = "\0referee: claim kept in the parent\0"  # a claim side's text slot when the claim may not cross
 
@@ -184,8 +191,9 @@ class _Unit:
 class ParallelAudit:
     """`audit_files(..., executor=ParallelAudit(options))`: traces audited in chunks on `options`' pool.
 
-    An input of at most one chunk is audited here, without starting a local pool. Backends that call
-    a model (`needs_llm`) are not for this: they wait on the network, and threads (`--concurrency`) serve them.
+    An input of at most one chunk is audited here, without starting a local pool; with `adaptive`, neither is one
+    whose work looks too small for the pool to pay (START_IF_LEFT_S). Backends that call a model (`needs_llm`)
+    are not for this: they wait on the network, and threads (`--concurrency`) serve them.
     """
 
     options: ExecutorOptions
@@ -198,6 +206,8 @@ class ParallelAudit:
     not_again: int = 0       # records the workers read and did not audit: their record in the file stands
     decided: int = 0         # strict chunks whose claims were read and decided on local processes
     here: int = 0            # chunks audited in this process while the pool's workers were starting
+    adaptive: bool = False   # a local pool starts its workers only when the work left looks worth it
+    started: bool = False    # whether the pool's workers were started
     lost_deciding: int = 0   # such chunks sent again because their local process was lost
 
     @property
@@ -243,14 +253,16 @@ class ParallelAudit:
         resume = pickle.dumps((intake.done, intake.settings) if intake is not None and self.reads_lines else ({}, ()),
                               protocol=pickle.HIGHEST_PROTOCOL)
         _set_resume(resume)  # for the chunks audited here while the workers start
-        pool = make_pool(self.options, WORKER_MODULES, _set_resume, (resume,))
+        lazy = self.adaptive and self.reads_lines
+        pool = self._pool = make_pool(self.options, WORKER_MODULES, _set_resume, (resume,), lazy=lazy)
         self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
+        self._left: dict[tuple[str, int], int] = {}  # bytes of its file after a line chunk made before the start
+        self._here_s = self._line_s = 0.0     # seconds audited here: in all, and on line chunks
+        self._line_bytes = 0                  # bytes of the line chunks audited here
         try:
-            if self.on_start:
-                self.on_start(self.options.describe() + (f"; claims read and decided here, on "
-                                                         f"{self.options.local_workers} processes"
-                                                         if self.strict_claims else ""))
+            if not lazy:
+                self._start()
             window = 2 * self.options.n_workers + 1
             # while a local pool starts, its first chunks are audited here (a Dask chunk never is)
             answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
@@ -279,9 +291,38 @@ class ParallelAudit:
             self.lost = pool.losses
             pool.close()
 
+    def _start(self) -> None:
+        """Start the pool's workers (once), and say so."""
+        if self.started:
+            return
+        self.started = True
+        self._pool.start()
+        if self.on_start:
+            self.on_start(self.options.describe() + (f"; claims read and decided here, on "
+                                                     f"{self.options.local_workers} processes"
+                                                     if self.strict_claims else ""))
+
     def _here(self, config: bytes, payload: Any) -> tuple[str, Any]:
         self.here += 1
-        return audit_chunk(config, payload)
+        t0 = time.perf_counter()
+        try:
+            return audit_chunk(config, payload)
+        finally:
+            if not self.started:
+                self._weigh(payload, time.perf_counter() - t0)
+
+    def _weigh(self, payload: Any, seconds: float) -> None:
+        """After a chunk audited here before the workers were started: start them if the rest looks worth it."""
+        self._here_s += seconds
+        worth = self._here_s >= START_AFTER_S
+        if isinstance(payload, LineChunk):
+            left = self._left.pop((payload.file, payload.first_line), 0)
+            if self.here > 1:  # the first chunk also pays for compiling the rules' patterns: not a rate
+                self._line_s += seconds
+                self._line_bytes += len(payload.data)
+                worth = worth or left * self._line_s / max(self._line_bytes, 1) >= START_IF_LEFT_S
+        if worth:
+            self._start()
 
     def _to_decide(self, answers: Iterator[tuple[Any, Any]]) -> Iterator[tuple["_Units", Any]]:
         """Strict chunks as the extraction workers answered them, each with what deciding needs that stayed
@@ -309,10 +350,14 @@ class ParallelAudit:
                         buf, parts, sides = [], [], []
                     seq += 1
                     self._records[seq] = 0
+                    left = _size(job.path)
                     for chunk in line_chunks(job.path, self.options.chunk_size):
                         if seq in self._fallen:  # an earlier slice was irregular: this process reads the rest
                             break
                         self.chunks += 1
+                        left -= len(chunk.data)
+                        if not self.started:  # what the start is weighed on (`_weigh`)
+                            self._left[(chunk.file, chunk.first_line)] = left
                         yield _Lines(seq, chunk), chunk
                     continue
                 trace, _view = job  # a view the resume made is made again on the worker, from its parts
@@ -403,6 +448,13 @@ class ParallelAudit:
                                "differ", fix="install the same referee on the workers as here")
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the reader says what is wrong with it
+
+
 def _store(auditor: Auditor, view_sha: str, found: list[str | None]) -> None:
     """A worker's findings, as a serial audit would have stored and counted them: a sample the cache already
     holds is a cache hit (no backend call, nothing written: the record is the same either way); any other is
@@ -463,4 +515,6 @@ def executor_for(uses_llm: bool, options: ExecutorOptions, *, workers_given: boo
         return None
     if options.kind == "local" and options.n_workers <= 1:
         return None
-    return ParallelAudit(options, on_start=(lambda what: say(f"referee: auditing on {what}")) if say else None)
+    # --workers left out: the pool is started only for work it speeds up; asked for, it is started at once
+    return ParallelAudit(options, on_start=(lambda what: say(f"referee: auditing on {what}")) if say else None,
+                         adaptive=options.kind == "local" and not workers_given)

@@ -156,7 +156,8 @@ def _seconds(ctx, param, value):
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
               help="traces in flight (llm backend)")
 @click.option("--workers", type=int, default=None,
-              help="processes for backends that compute (rules): default every core; 1 audits in this process")
+              help="processes for backends that compute (rules): default every core, started only for work "
+                   "that pays for them; N starts N at once; 1 audits in this process")
 @click.option("--executor", "executor_kind", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="where chunks of traces are audited: a local process pool, or Dask (docs/scale.md)")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
