@@ -72,3 +72,7 @@ def test_eval_gold_subcommand_from_tau_bench(cli, tau_corpus, tmp_path):
     assert rows[0]["run_id"] == "task0-trial0" and rows[0]["group"] == "0" and rows[0]["task"]
     code, text, _ = cli("eval", "split", out, "--by-task")
     assert code == 0 and "(none): 200 runs" in text
+    # --out, as `referee audit` and `run` spell it, is the same option as -o/--output
+    again = tmp_path / "g2.jsonl"
+    code, _, err = cli("eval", "gold", tau_corpus, "--format", "tau-bench", "--out", again)
+    assert code == 0 and again.read_bytes() == out.read_bytes(), err

@@ -68,6 +68,9 @@ def test_schema_output_file(tmp_path):
     r = _cli("schema", "plan", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["title"] == "referee plan v1"
+    again = tmp_path / "again.json"  # --out, as audit and run spell it
+    r = _cli("schema", "plan", "--out", str(again))
+    assert r.returncode == 0 and again.read_bytes() == out.read_bytes(), r.stderr
 
 
 def test_kinds_lists_actors_script_actions_and_plan_fields():

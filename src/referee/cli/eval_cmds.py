@@ -52,7 +52,7 @@ def _llm_options(f):
 
 
 def _output_options(f):
-    f = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    f = click.option("-o", "--output", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="Write the report to this file instead of stdout.")(f)
     f = click.option("--markdown", "as_markdown", is_flag=True, help="Print Markdown tables.")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")(f)
@@ -226,7 +226,7 @@ def split_cmd(split_file, by_task, audit, as_json) -> int:
 @eval_group.command("gold")
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", default=None, help="Trace format (a reader that knows gold, e.g. tau-bench).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("-o", "--output", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Gold file to write (.jsonl or .csv).")
 @click.option("--gold-scorer", default=None, metavar="NAME",
               help="Inspect AI logs: the scorer whose value is gold (one that checks the state, not the answer).")

@@ -14,7 +14,7 @@ def schema_group() -> None:
 
 
 @schema_group.command("plan")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the schema to this file instead of stdout.")
 def plan_cmd(output: Path | None) -> None:
     """Plan v1, with every installed validator, capture and script action.
