@@ -183,14 +183,14 @@ def _open_under(root: Path, path: Path, error: type[RefereeError]) -> int:
 
 
 def open_regular(path: Path, *, root: Path | None = None, max_bytes: int | None = None,
-                 error: type[RefereeError] = EvidenceError) -> BinaryIO:
+                 error: type[RefereeError] = EvidenceError, buffering: int = -1) -> BinaryIO:
     """Open a regular file for reading, defensively; `error` (one line naming the file) for anything else.
 
     With `root` (a run directory or an agent's folder) no symlink is followed anywhere below it: not the
     file, not a folder on the way. Without it (a file the user named) a link is followed, as the user
     chose it. Either way only a regular file is opened: a FIFO, a device or a socket is refused without
     waiting on it (O_NONBLOCK), and a file over `max_bytes` is refused. A missing file raises
-    FileNotFoundError, so callers can say "no claim" or "not a run directory".
+    FileNotFoundError, so callers can say "no claim" or "not a run directory". `buffering` is `open`'s.
 
     >>> import tempfile, pathlib; d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"hi")
     >>> with open_regular(d / "a", root=d) as fh: fh.read()
@@ -222,7 +222,7 @@ def open_regular(path: Path, *, root: Path | None = None, max_bytes: int | None 
             raise not_regular(path, st.st_mode, error)
         if max_bytes is not None and st.st_size > max_bytes:
             raise _too_big(path, max_bytes, error)
-        return os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise

@@ -88,7 +88,9 @@ def line_file(path: Path, fmt: str | None, more_than: int = 0) -> bool:
 
 def line_chunks(path: Path, lines: int) -> Iterator[LineChunk]:
     """The file as runs of `lines` whole lines (the last may be shorter, or lack its newline); bytes only."""
-    with open_regular(path, error=TraceError) as fh:
+    # a trace's line is tens of kilobytes: with the default 8 KiB buffer each readline refills it several
+    # times, and reading the lines took 3 to 4 times as long (0.11-0.15 s against 0.03 s for 78 MB)
+    with open_regular(path, error=TraceError, buffering=1 << 20) as fh:
         first, at_start = 1, True
         while True:
             got = [ln for ln in (fh.readline() for _ in range(lines)) if ln]
