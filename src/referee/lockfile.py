@@ -32,7 +32,8 @@ def lock_path(path: Path) -> Path:
 @contextmanager
 def exclusive(path: Path, *, by: str = "referee", fix: str = "wait for it to finish, or write to another file"
               ) -> Iterator[None]:
-    """Hold the write lock of `path` for the block; raise BusyError (exit 2) at once when another process holds it.
+    """Hold the write lock of `path` for the block; raise BusyError (exit 2) when another process holds it (at once,
+    or within NAME_WAIT_S when the holder has not yet written its name, so the error can give it).
 
     The lock is a flock on `path.lock`, not on `path`, so it also covers a writer that replaces `path`
     and one that has not created it yet. The kernel drops a flock when its holder exits, however it
@@ -54,12 +55,20 @@ def exclusive(path: Path, *, by: str = "referee", fix: str = "wait for it to fin
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BusyError(f"is being written by another process{_holder(fd)}", file=str(path), fix=fix) from None
+            taken = _take(fd)
+            holder = "" if taken else _holder(fd)
+            # the holder names itself just after it takes the lock, and blanks its name just before it lets go:
+            # a moment later the name is there, or the lock is free
+            deadline = time.monotonic() + NAME_WAIT_S
+            while not taken and not holder and time.monotonic() < deadline:
+                time.sleep(0.005)
+                taken = _take(fd)
+                holder = "" if taken else _holder(fd)
         except OSError as exc:  # a file system without locks: refuse rather than risk two writers
             raise BusyError(f"cannot lock {lock.name}: {exc.strerror}", file=str(path),
                             fix="write to a local file system") from None
+        if not taken:
+            raise BusyError(f"is being written by another process{holder}", file=str(path), fix=fix)
         info = {"by": by, "pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         os.ftruncate(fd, 0)
@@ -70,6 +79,18 @@ def exclusive(path: Path, *, by: str = "referee", fix: str = "wait for it to fin
             os.ftruncate(fd, 0)  # the next holder's reader must not name a process that has finished
     finally:
         os.close(fd)  # closing the last descriptor releases the flock
+
+
+NAME_WAIT_S = 0.5  # how long a refused process waits to read who holds the lock
+
+
+def _take(fd: int) -> bool:
+    """Take the lock of `fd` if it is free, without waiting."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _holder(fd: int) -> str:
