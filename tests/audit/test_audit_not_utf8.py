@@ -158,3 +158,7 @@ def test_first_bad_line_across_blocks_and_at_the_end(tmp_path):
     p.write_bytes(good * 3)
     assert first_bad_line(p) is None
     assert first_bad_line(tmp_path / "missing.jsonl") is None
+    import os
+
+    os.mkfifo(tmp_path / "pipe.jsonl")  # not waited on: only a regular file is read
+    assert first_bad_line(tmp_path / "pipe.jsonl") is None and first_bad_line(tmp_path) is None

@@ -14,6 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from referee.errors import RefereeError, TraceError
+from referee.fsutil import open_regular
+
 if TYPE_CHECKING:
     from referee.audit.trace import TraceItem
 
@@ -63,8 +66,9 @@ codecs.register_error(ERRORS, _replace)
 
 
 def first_bad_line(path: str | Path, block: int = 1 << 20) -> int | None:
-    """The line (1-based) of a file's first byte that is not UTF-8; None when there is none or the file cannot
-    be read. One streaming pass that stops there, made only for a file the audit found such bytes in.
+    """The line (1-based) of a file's first byte that is not UTF-8; None when there is none or it is no regular
+    file that can be read (a run folder). One streaming pass that stops there, made only for a file the audit
+    found such bytes in.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
@@ -75,7 +79,7 @@ def first_bad_line(path: str | Path, block: int = 1 << 20) -> int | None:
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     lines = 1  # newlines passed, plus one
     try:
-        with open(path, "rb") as fh:
+        with open_regular(Path(path), error=TraceError) as fh:
             while chunk := fh.read(block):
                 pending = decoder.getstate()[0]  # the start of a character the last block cut: no newline in it
                 try:
@@ -86,7 +90,7 @@ def first_bad_line(path: str | Path, block: int = 1 << 20) -> int | None:
             decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return lines  # the file ends inside a character: its last line
-    except OSError:
+    except (OSError, RefereeError):
         return None
     return None
 
@@ -114,7 +118,7 @@ def noting_undecodable(items: Iterator[TraceItem]) -> Iterator[TraceItem]:
             noted.add(item.file)
             n = count.n - seen
             near = repr(count.first)[2:-1] if count.first is not None else "?"
-            line = first_bad_line(item.file) if Path(item.file).is_file() else None
+            line = first_bad_line(item.file)
             where = f"line {line}, " if line is not None else ""
             note = (f"{item.file}: {n} byte{'s that are' if n > 1 else ' that is'} not UTF-8 "
                     f"{'were' if n > 1 else 'was'} read as U+FFFD (the first: {where}...{near}...); referee reads "
