@@ -32,6 +32,7 @@ class Method:
     kind: MethodKind
     decide: Decide = field(compare=False)
     description: str = ""
+    table: Mapping[str, str] | None = field(default=None, compare=False, repr=False)  # a table method's run_ids
 
 
 baselines: Registry[Callable[[], Method]] = Registry("baseline")
@@ -106,7 +107,7 @@ def predictions_method(name: str, table: Mapping[str, str], kind: MethodKind = "
     >>> m.decide(R())
     'review'
     """
-    return Method(name, kind, lambda rec: table.get(rec.run_id, "review"), description)
+    return Method(name, kind, lambda rec: table.get(rec.run_id, "review"), description, table=table)
 
 
 def load_predictions(path) -> dict[str, str]:

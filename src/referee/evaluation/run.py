@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from referee.errors import BackendError, GoldError, UsageError
 from referee.evaluation.baselines import (RECORD_BASELINES, Method, auditor_method, baselines, load_predictions,
@@ -95,10 +96,8 @@ def _unanswered(calls: int, failed: int, who: str = "") -> str:
            "asks them again)" if failed else ""
 
 
-def build_methods(opts: EvalOptions, wanted: set[str] | None = None,
-                  tables: dict[str, dict[str, str]] | None = None) -> list[Method]:
-    """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order;
-    each --predictions table goes into `tables` by method name when one is given."""
+def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Method]:
+    """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order."""
     regate = None
     if opts.claim_channel == "gold":
         from referee.evaluation.compare import gate_for_records
@@ -115,10 +114,7 @@ def build_methods(opts: EvalOptions, wanted: set[str] | None = None,
         name, sep, file = spec.partition("=")
         if not sep or not name or not file:
             raise UsageError(f"--predictions '{spec}' is not NAME=FILE", fix="e.g. --predictions mytool=preds.jsonl")
-        table = load_predictions(file)
-        if tables is not None:
-            tables[name] = table
-        methods.append(predictions_method(name, table, description=f"dispositions from {file}"))
+        methods.append(predictions_method(name, load_predictions(file), description=f"dispositions from {file}"))
     methods.extend(_judge_methods(opts, wanted or set()))
     names = [m.name for m in methods]
     dup = {n for n in names if names.count(n) > 1}
@@ -127,7 +123,7 @@ def build_methods(opts: EvalOptions, wanted: set[str] | None = None,
     return methods
 
 
-def prediction_notes(name: str, table: dict[str, str], scored: set[str]) -> list[str]:
+def prediction_notes(name: str, table: Mapping[str, str], scored: set[str]) -> list[str]:
     """What a --predictions table and the scored runs do not share, said rather than dropped.
 
     >>> for note in prediction_notes("tool", {"a": "pass", "x": "flag"}, {"a", "b"}):
@@ -166,8 +162,7 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     wanted = None
     if opts.judges:
         wanted = {rec.run_id for _, rec in iter_records(opts.audit) if rec.run_id in gold}
-    tables: dict[str, dict[str, str]] = {}
-    methods = build_methods(opts, wanted, tables)
+    methods = build_methods(opts, wanted)
     t = tally(opts.audit, gold, methods, primary="auditor", records_out=opts.records_out,
               claim_channel=opts.claim_channel)
     cov = t.coverage
@@ -181,7 +176,8 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
         raise GoldError("audit records and gold labels do not match one to one: " + "; ".join(cov.notes()[:3]),
                         file=str(opts.gold), fix="fix the files or drop --strict to score the matched runs")
     scored = set(gold) - set(cov.missing)
-    unmatched = [note for name, table in tables.items() for note in prediction_notes(name, table, scored)]
+    unmatched = [note for m in methods if m.kind == "predictions" and m.table is not None
+                 for note in prediction_notes(m.name, m.table, scored)]
     spec = opts.spec if opts.intervals else None  # --resamples 0: no bootstrap at all, not one resample
     rep = evaluate(t, spec, audit=str(opts.audit), gold=str(opts.gold), primary="auditor",
                    breakdown_methods=None, axes=opts.axes, leave_one_group_out=opts.logo)
