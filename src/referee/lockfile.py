@@ -55,15 +55,15 @@ def exclusive(path: Path, *, by: str = "referee", fix: str = "wait for it to fin
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
         try:
-            taken = _take(fd)
-            holder = "" if taken else _holder(fd)
             # the holder names itself just after it takes the lock, and blanks its name just before it lets go:
             # a moment later the name is there, or the lock is free
             deadline = time.monotonic() + NAME_WAIT_S
-            while not taken and not holder and time.monotonic() < deadline:
-                time.sleep(0.005)
+            while True:
                 taken = _take(fd)
                 holder = "" if taken else _holder(fd)
+                if taken or holder or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.005)
         except OSError as exc:  # a file system without locks: refuse rather than risk two writers
             raise BusyError(f"cannot lock {lock.name}: {exc.strerror}", file=str(path),
                             fix="write to a local file system") from None

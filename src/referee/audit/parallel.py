@@ -205,7 +205,7 @@ class ParallelAudit:
     irregular: int = 0       # line files read here from a slice on that was not one JSON object per line
     not_again: int = 0       # records the workers read and did not audit: their record in the file stands
     decided: int = 0         # strict chunks whose claims were read and decided on local processes
-    here: int = 0            # chunks audited in this process while the pool's workers were starting
+    here: int = 0            # chunks audited in this process while the workers were starting (or not started)
     adaptive: bool = False   # a local pool starts its workers only when the work left looks worth it
     started: bool = False    # whether the pool's workers were started
     lost_deciding: int = 0   # such chunks sent again because their local process was lost
