@@ -55,7 +55,10 @@ def test_bad_records_skip_or_stop(traces_dir, tmp_path, capsys):
     assert "skipped 2 bad record(s):" in err and "--on-error skip" in err.splitlines()[-1]
     assert main(["audit", str(traces_dir / "small.jsonl"), "--out", str(out), "--no-progress",
                  "--on-error", "skip"]) == 0
-    capsys.readouterr()
+    err = capsys.readouterr().err
+    # skipping was asked for: the records are still listed, without the hint to ask for it
+    assert "skipped 2 bad record(s):" in err and "small.jsonl:3: run_id bad-record" in err
+    assert "fix the record" in err and "--on-error skip" not in err
     assert [r["run_id"] for r in records(out)] == ["del-ok", "del-empty", "send-unsent", "create-err", "fail-claim"]
     by_id = {r["run_id"]: r for r in records(out)}
     assert by_id["del-empty"]["disposition"] == "flag"        # vacuous delete, success claimed

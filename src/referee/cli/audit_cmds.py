@@ -342,6 +342,8 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     if stats.errors:
         click.echo(f"skipped {len(stats.errors)} bad record(s):", err=True)
         for e in stats.errors[:20]:
+            if skip_explicit:  # skipping was asked for: the fix's "or pass --on-error skip" is noise here
+                e = e.replace(" or pass --on-error skip", "")
             click.echo(f"  {visible(e, keep_newlines=False)}", err=True)
         if len(stats.errors) > 20:
             click.echo(f"  ... and {len(stats.errors) - 20} more" + (f" (all in {summary_json})" if summary_json
