@@ -332,18 +332,18 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
                f"{stats.stale} stale; {len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
                f"{auditor.backend_calls} backend calls")
+    # skipping was asked for: each fix's "or pass --on-error skip" is noise, in the listing and the summary alike
+    errors = [e.replace(" or pass --on-error skip", "") for e in stats.errors] if skip_explicit else stats.errors
     if summary_json:
         from referee.fsutil import atomic_write_json
 
         atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
-                                         "backend_calls": auditor.backend_calls, "errors": stats.errors,
+                                         "backend_calls": auditor.backend_calls, "errors": errors,
                                          "warnings_not_printed": [visible(w, keep_newlines=False)
                                                                   for w in warn.held]})
     if stats.errors:
         click.echo(f"skipped {len(stats.errors)} bad record(s):", err=True)
-        for e in stats.errors[:20]:
-            if skip_explicit:  # skipping was asked for: the fix's "or pass --on-error skip" is noise here
-                e = e.replace(" or pass --on-error skip", "")
+        for e in errors[:20]:
             click.echo(f"  {visible(e, keep_newlines=False)}", err=True)
         if len(stats.errors) > 20:
             click.echo(f"  ... and {len(stats.errors) - 20} more" + (f" (all in {summary_json})" if summary_json
