@@ -140,15 +140,45 @@ def test_adaptive_the_workers_start_when_the_rest_looks_worth_it(tmp_path, monke
     import referee.audit.parallel as parallel
 
     traces = write_corpus(tmp_path / "t.jsonl", 90, bad_at=(61,))
-    run_audit(traces, tmp_path / "serial.jsonl")
     monkeypatch.setattr(parallel, "START_IF_LEFT_S", 0.0)  # any work left is worth the workers
+
+    def slow_audit(out: Path, executor=None) -> None:
+        # 40 ms a view: each chunk takes a third of a second here, so the workers come up while chunks remain
+        a = auditor(extractor=scale_work.SlowExtractor(0.04))
+        audit_files([traces], a, out, executor=executor)
+
+    slow_audit(tmp_path / "serial.jsonl")
     said: list[str] = []
     ex = ParallelAudit(ExecutorOptions("local", 2, None, 8), adaptive=True, on_start=said.append)
-    run_audit(traces, tmp_path / "pool.jsonl", executor=ex)
-    # the first chunk pays for compiling patterns, so the rate is taken from the second on: it starts then
+    slow_audit(tmp_path / "pool.jsonl", executor=ex)
+    # the first chunk pays for compiling patterns, so the rate is taken from the second on: it starts then, and
+    # the workers take the chunks left once they are up
     assert ex.started and len(said) == 1 and said[0].startswith("local process pool, 2 workers")
     assert 2 <= ex.here < ex.chunks == 12
     assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("after_s, starts", [(0.0, True), (60.0, False)])
+def test_adaptive_many_small_files_start_the_workers_by_the_time_the_audit_has_run(tmp_path, monkeypatch,
+                                                                                  after_s, starts):
+    import referee.audit.parallel as parallel
+
+    # one record per file: no line file for the workers, so only the time rule can start them
+    monkeypatch.setattr(parallel, "START_AFTER_S", after_s)
+    lines = write_corpus(tmp_path / "all.jsonl", 30, bad_at=(7,)).read_text(encoding="utf-8").splitlines()
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i, line in enumerate(lines):
+        (folder / f"run{i:03d}.jsonl").write_text(line + "\n", encoding="utf-8")
+    run_audit(folder, tmp_path / "serial.jsonl")
+    said: list[str] = []
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 8), adaptive=True, on_start=said.append)
+    stats, _ = run_audit(folder, tmp_path / "pool.jsonl", executor=ex)
+    assert ex.started is starts and len(said) == int(starts)
+    # 29 traces in runs of 8; once started, how many the workers take depends on how fast they come up
+    assert ex.chunks == 4 and (ex.here >= 1 if starts else ex.here == 4)
+    assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
+    assert stats.written == 29 and len(stats.errors) == 1
 
 
 def test_asked_for_workers_start_at_once_and_left_out_they_are_adaptive():

@@ -90,3 +90,21 @@ class FlakyExtractor:
         if self.fail and "FAIL" in view.task:
             raise BackendError("the server went away")
         return RulesExtractor().extract(view, sample)
+
+
+class SlowExtractor:
+    """The rules extractor, `seconds` slower per view: work that takes long enough on any machine for a pool's
+    workers to come up while the parent is still auditing chunks itself."""
+
+    name = "slow"
+    model = None
+    prompt_version = "1"
+
+    def __init__(self, seconds: float = 0.04) -> None:
+        self.seconds = seconds
+
+    def extract(self, view, sample: int = 0) -> dict:
+        from referee.audit.extract.rules import RulesExtractor
+
+        time.sleep(self.seconds)
+        return RulesExtractor().extract(view, sample)

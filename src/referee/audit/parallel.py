@@ -54,8 +54,9 @@ Answer = tuple
 
 
 # with `adaptive` (--workers left out), a local pool's workers start once the rest of the line file looks to take
-# this long here (its bytes at the rate this process audits them), or once this process has audited this long:
-# a small input is audited here alone, without the quarter second a pool costs to start and stop
+# this long here (its bytes at the rate this process audits them), or once this audit has run this long (reading
+# included: many small files are read and parsed here, at about as much again as their audit): a small input is
+# audited here alone, without the quarter second a pool costs to start and stop
 START_IF_LEFT_S = 0.5
 START_AFTER_S = 1.0
 
@@ -258,7 +259,8 @@ class ParallelAudit:
         self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
         self._left: dict[tuple[str, int], int] = {}  # bytes of its file after a line chunk made before the start
-        self._here_s = self._line_s = 0.0     # seconds audited here: in all, and on line chunks
+        self._began = time.perf_counter()    # what START_AFTER_S is counted from
+        self._line_s = 0.0                    # seconds spent auditing line chunks here
         self._line_bytes = 0                  # bytes of the line chunks audited here
         try:
             if not lazy:
@@ -313,8 +315,7 @@ class ParallelAudit:
 
     def _weigh(self, payload: Any, seconds: float) -> None:
         """After a chunk audited here before the workers were started: start them if the rest looks worth it."""
-        self._here_s += seconds
-        worth = self._here_s >= START_AFTER_S
+        worth = time.perf_counter() - self._began >= START_AFTER_S
         if isinstance(payload, LineChunk):
             left = self._left.pop((payload.file, payload.first_line), 0)
             if self.here > 1:  # the first chunk also pays for compiling the rules' patterns: not a rate
