@@ -181,6 +181,20 @@ def test_adaptive_many_small_files_start_the_workers_by_the_time_the_audit_has_r
     assert stats.written == 29 and len(stats.errors) == 1
 
 
+def test_more_workers_than_cores_get_a_note_and_as_many_do_not():
+    from referee.executors import default_workers
+
+    cores, said = default_workers(), []
+    assert executor_for(False, ExecutorOptions("local", cores + 1), workers_given=True, say=said.append) is not None
+    assert len(said) == 1 and said[0].startswith(f"referee: note: --workers {cores + 1} on the {cores} core")
+    assert "leave --workers out" in said[0]
+    said.clear()
+    if cores >= 2:  # one worker is no pool: nothing to say
+        executor_for(False, ExecutorOptions("local", cores), workers_given=True, say=said.append)
+    executor_for(False, ExecutorOptions("local"), workers_given=False, say=said.append)  # left out: every core
+    assert said == []
+
+
 def test_asked_for_workers_start_at_once_and_left_out_they_are_adaptive():
     assert executor_for(False, ExecutorOptions("local", 2), workers_given=True).adaptive is False
     assert executor_for(False, ExecutorOptions("local", 2), workers_given=False).adaptive is True

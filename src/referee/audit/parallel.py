@@ -41,7 +41,7 @@ from referee.audit.records import Finding
 from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
 from referee.audit.view import ViewParts, freeze_view, pack_parts, unpack_parts, view_parts
 from referee.errors import RefereeError, TraceError, UsageError, exc_brief
-from referee.executors import ExecutorOptions, make_pool, map_chunks
+from referee.executors import ExecutorOptions, default_workers, make_pool, map_chunks
 
 # imported once by the forkserver, so each worker starts ready
 WORKER_MODULES = ("referee.audit.parallel", "referee.audit.extract.rules", "referee.audit.claims", "referee.audit.warm")
@@ -516,6 +516,10 @@ def executor_for(uses_llm: bool, options: ExecutorOptions, *, workers_given: boo
         return None
     if options.kind == "local" and options.n_workers <= 1:
         return None
+    if options.kind == "local" and say and options.n_workers > (cores := default_workers()):
+        # more processes than cores only take turns on them, each with its own memory: slower, not faster
+        say(f"referee: note: --workers {options.n_workers} on the {cores} core{'s' if cores > 1 else ''} this "
+            f"process may use: the workers take turns on them; leave --workers out to use every core")
     # --workers left out: the pool is started only for work it speeds up; asked for, it is started at once
     return ParallelAudit(options, on_start=(lambda what: say(f"referee: auditing on {what}")) if say else None,
                          adaptive=options.kind == "local" and not workers_given)
