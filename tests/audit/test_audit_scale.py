@@ -268,6 +268,44 @@ def test_sigkill_mid_audit_with_workers_then_resume_is_byte_identical_to_a_seria
     assert len(ids) == len(set(ids)) == n  # nothing written twice, nothing lost
 
 
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_the_audit(tmp_path, sig):
+    # what a job runner's timeout sends: to the parent only, not to its process group. Killed where it stood,
+    # the parent left its forkserver and workers behind, holding its stderr open: communicate() never returned
+    n = 400
+    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+    def cmd(out: Path, workers: int) -> list[str]:
+        return [sys.executable, "-m", "referee.cli.main", "audit", str(traces), "--out", str(out), "--workers",
+                str(workers), "--chunk-size", "10", "--no-progress", "--show", "none"]
+
+    out = tmp_path / "pool.jsonl"
+    proc = subprocess.Popen(cmd(out, 2), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while _lines(out) < 40 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=30)  # every holder of the pipe is gone
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever outlived a failed test
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == 130, err
+    assert f"referee: interrupted ({sig})" in err.decode()
+    at_stop = _lines(out)
+    assert 40 <= at_stop < n, at_stop
+    done = subprocess.run(cmd(out, 2), env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f" {at_stop} already there" in done.stdout
+    serial = tmp_path / "serial.jsonl"
+    assert subprocess.run(cmd(serial, 1), env=env, capture_output=True, timeout=120).returncode == 0
+    assert out.read_bytes() == serial.read_bytes()
+
+
 def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_written_twice(tmp_path):
     import dask
     from distributed import Client, LocalCluster

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 import click
 
@@ -58,17 +62,53 @@ def cli() -> None:
     """referee: the agent that does the work never decides whether the work was correct."""
 
 
+class Stopped(KeyboardInterrupt):
+    """A stop signal (SIGTERM, SIGHUP) turned into what Ctrl-C raises, so a command ends as it does on Ctrl-C."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
+@contextmanager
+def stop_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end a command as Ctrl-C does: a job runner's timeout or a closed terminal would
+    otherwise kill this process where it stands, and the pool workers it started would outlive it, holding
+    its output pipes open. Nothing is installed off the main thread (Python allows none there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    # a signal ignored when this process started (`nohup`) stays ignored
+    old = {sig: signal.signal(sig, _stop) for sig in sigs if signal.getsignal(sig) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _interrupted(exc: BaseException | None) -> str:
+    name = getattr(exc, "signame", None)
+    return f"referee: interrupted ({name})" if name else "referee: interrupted"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and turn every failure into one line and an exit code (0/1/2/3/130)."""
     forget_working_dir()
     try:
-        rv = cli.main(args=argv, prog_name="referee", standalone_mode=False)
+        with stop_signals():
+            rv = cli.main(args=argv, prog_name="referee", standalone_mode=False)
     except RefereeError as err:
         # one line, whatever an agent put in a file name or a note: newlines and escapes shown, not acted on
         click.echo(f"referee: error: {visible(err, keep_newlines=False)}", err=True)
         return err.exit_code
-    except click.exceptions.Abort:
-        click.echo("referee: interrupted", err=True)
+    except click.exceptions.Abort as err:  # click's form of KeyboardInterrupt (and of Stopped)
+        click.echo(_interrupted(err.__cause__), err=True)
         return EXIT_INTERRUPTED
     except click.exceptions.NoArgsIsHelpError as err:
         # `referee` or `referee eval` alone: show the help, as click does in standalone mode
@@ -81,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as err:
         click.echo(f"referee: error: {err.format_message()}", err=True)
         return 2
-    except KeyboardInterrupt:
-        click.echo("referee: interrupted", err=True)
+    except KeyboardInterrupt as err:
+        click.echo(_interrupted(err), err=True)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0

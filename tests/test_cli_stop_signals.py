@@ -1,0 +1,53 @@
+"""The CLI's stop signals: SIGTERM and SIGHUP end a command as Ctrl-C does, and one ignored at start stays so."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from referee.cli.main import Stopped, main, stop_signals
+
+
+def test_sigterm_inside_a_command_is_a_stop_and_the_old_handlers_come_back():
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    with pytest.raises(Stopped) as got:
+        with stop_signals():
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs in this thread, before the next line
+            raise AssertionError("SIGTERM did not stop the block")
+    assert got.value.signame == "SIGTERM" and isinstance(got.value, KeyboardInterrupt)
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_a_signal_ignored_at_start_stays_ignored_as_nohup_asks():
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with stop_signals():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing is raised
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, old)
+
+
+def test_a_command_stopped_by_sigterm_says_so_and_exits_130(tmp_path, capsys, monkeypatch):
+    import referee.executors
+
+    def stopped(*a, **k):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the command")
+
+    monkeypatch.setattr(referee.executors, "check_options", stopped)  # the audit's first step, here a stop
+
+    def unhandled(signum, frame):  # what runs if main() installs nothing: a failure, not a killed test process
+        raise RuntimeError("main() left SIGTERM to its old handler")
+
+    old = signal.signal(signal.SIGTERM, unhandled)
+    (tmp_path / "t.jsonl").write_text('{"run_id": "a", "task": "t", "steps": []}\n', encoding="utf-8")
+    try:
+        rc = main(["audit", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--no-progress"])
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert rc == 130 and "referee: interrupted (SIGTERM)" in capsys.readouterr().err
