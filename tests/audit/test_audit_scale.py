@@ -238,32 +238,45 @@ def _lines(p: Path) -> int:
     return p.read_bytes().count(b"\n") if p.exists() else 0
 
 
+ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+
+def _audit_cmd(traces: Path, out: Path, workers: int) -> list[str]:
+    return [sys.executable, "-m", "referee.cli.main", "audit", str(traces), "--out", str(out), "--workers",
+            str(workers), "--chunk-size", "10", "--no-progress", "--show", "none"]
+
+
+def _audit_until(traces: Path, out: Path, lines: int) -> subprocess.Popen:
+    """`referee audit` with 2 workers, in a session of its own, once it has written `lines` records."""
+    proc = subprocess.Popen(_audit_cmd(traces, out, 2), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while _lines(out) < lines and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return proc
+
+
+def _resume_is_serial(traces: Path, out: Path, at_stop: int) -> None:
+    """The same command again finishes the audit: the records written stand, the file ends a serial run's."""
+    done = subprocess.run(_audit_cmd(traces, out, 2), env=ENV, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f" {at_stop} already there" in done.stdout
+    serial = out.with_name("serial.jsonl")
+    ref = subprocess.run(_audit_cmd(traces, serial, 1), env=ENV, capture_output=True, text=True, timeout=120)
+    assert ref.returncode == 0, ref.stderr
+    assert out.read_bytes() == serial.read_bytes()
+
+
 def test_sigkill_mid_audit_with_workers_then_resume_is_byte_identical_to_a_serial_run(tmp_path):
     n = 600
     traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-
-    def cmd(out: Path, workers: int) -> list[str]:
-        return [sys.executable, "-m", "referee.cli.main", "audit", str(traces), "--out", str(out), "--workers",
-                str(workers), "--chunk-size", "10", "--no-progress", "--show", "none"]
-
     out = tmp_path / "pool.jsonl"
-    proc = subprocess.Popen(cmd(out, 2), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    deadline = time.monotonic() + 60
-    while _lines(out) < 40 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    proc = _audit_until(traces, out, 40)
     os.killpg(proc.pid, signal.SIGKILL)  # the parent, its forkserver and its workers, all at once
     proc.wait(10)
     at_kill = _lines(out)
     assert 40 <= at_kill < n, (at_kill, proc.stderr.read().decode()[-500:])
-    done = subprocess.run(cmd(out, 2), env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert f" {at_kill} already there" in done.stdout  # the records written before the kill stand
-    serial = tmp_path / "serial.jsonl"
-    ref = subprocess.run(cmd(serial, 1), env=env, capture_output=True, text=True, timeout=120)
-    assert ref.returncode == 0, ref.stderr
-    assert out.read_bytes() == serial.read_bytes()
+    _resume_is_serial(traces, out, at_kill)  # the records written before the kill stand
     ids = [json.loads(x)["run_id"] for x in out.read_text().splitlines()]
     assert len(ids) == len(set(ids)) == n  # nothing written twice, nothing lost
 
@@ -274,19 +287,9 @@ def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_t
     # the parent left its forkserver and workers behind, holding its stderr open: communicate() never returned
     n = 400
     traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-
-    def cmd(out: Path, workers: int) -> list[str]:
-        return [sys.executable, "-m", "referee.cli.main", "audit", str(traces), "--out", str(out), "--workers",
-                str(workers), "--chunk-size", "10", "--no-progress", "--show", "none"]
-
     out = tmp_path / "pool.jsonl"
-    proc = subprocess.Popen(cmd(out, 2), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = _audit_until(traces, out, 40)
     try:
-        deadline = time.monotonic() + 60
-        while _lines(out) < 40 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
         proc.send_signal(getattr(signal, sig))
         _, err = proc.communicate(timeout=30)  # every holder of the pipe is gone
     finally:
@@ -298,12 +301,7 @@ def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_t
     assert f"referee: interrupted ({sig})" in err.decode()
     at_stop = _lines(out)
     assert 40 <= at_stop < n, at_stop
-    done = subprocess.run(cmd(out, 2), env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert f" {at_stop} already there" in done.stdout
-    serial = tmp_path / "serial.jsonl"
-    assert subprocess.run(cmd(serial, 1), env=env, capture_output=True, timeout=120).returncode == 0
-    assert out.read_bytes() == serial.read_bytes()
+    _resume_is_serial(traces, out, at_stop)
 
 
 def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_written_twice(tmp_path):
