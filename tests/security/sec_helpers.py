@@ -130,12 +130,13 @@ def json_verdicts(stdout: str) -> dict[str, dict] | None:
     return {s["id"]: s for run in data.get("runs", []) for s in run.get("steps", [])}
 
 
-def procs_with(token: str) -> list[int]:
-    """Live (non-zombie) processes whose command line holds `token`."""
+def procs_with(token: str, field: str = "cmdline") -> list[int]:
+    """Live (non-zombie) processes whose command line (or `field`: "environ", inherited by every child) holds
+    `token`."""
     found = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
-            if token.encode() not in (d / "cmdline").read_bytes():
+            if token.encode() not in (d / field).read_bytes():
                 continue
             state = (d / "stat").read_text().rsplit(") ", 1)[1][0]
         except (OSError, IndexError):
@@ -145,11 +146,11 @@ def procs_with(token: str) -> list[int]:
     return found
 
 
-def wait_gone(token: str, timeout: float) -> list[int]:
-    """Wait until no process holds `token`; returns the ones still alive after `timeout`."""
+def wait_gone(token: str, timeout: float, field: str = "cmdline") -> list[int]:
+    """Wait until no process holds `token` (in `field`, as procs_with); returns the ones still alive after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
-        alive = procs_with(token)
+        alive = procs_with(token, field)
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.1)
