@@ -95,9 +95,10 @@ def first_bad_line(path: str | Path, block: int = 1 << 20) -> int | None:
     return None
 
 
-def noting_undecodable(items: Iterator[TraceItem]) -> Iterator[TraceItem]:
+def noting_undecodable(items: Iterator[TraceItem], count: Count | None = None) -> Iterator[TraceItem]:
     """`items`; the first item of a file read after bytes that are not UTF-8 carries a note that says so and
     shows where the first of them is (the decoder reads ahead: they are in that item's text or after it).
+    `count`: what reading the file has replaced already (a sniff that read its first records).
 
     >>> import tempfile, pathlib
     >>> from referee.audit.readers import read_traces
@@ -108,7 +109,7 @@ def noting_undecodable(items: Iterator[TraceItem]) -> Iterator[TraceItem]:
     >>> print(item.notes[0])  # doctest: +ELLIPSIS
     /.../t.jsonl: 1 byte that is not UTF-8 was read as U+FFFD (the first: ..."task": "caf\\xe9", "steps"...
     """
-    count, seen, noted = Count(), 0, set()
+    count, seen, noted = count if count is not None else Count(), 0, set()
     while True:
         with counting(count):
             item = next(items, None)

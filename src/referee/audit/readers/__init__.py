@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterator
 
-from referee.audit.jsonstream import iter_json_values
-from referee.audit.undecodable import noting_undecodable
+from referee.audit.jsonstream import JsonValue, iter_json_values
+from referee.audit.undecodable import counting, noting_undecodable
 from referee.audit.trace import TraceItem
 from referee.registry import FUNCTION, Registry
 
@@ -65,38 +66,57 @@ def sniff_format(path: Path) -> str:
     """
     if Path(path).is_dir():
         return sniff_dir(path) or "referee-run"
+    fmt, _, rest = _sniffed(path)
+    if rest is not None:
+        rest.close()  # the file is closed now, not when the generator is collected
+    return fmt
+
+
+def _sniffed(path: Path) -> tuple[str, list[JsonValue], Iterator[JsonValue] | None]:
+    """sniff_format of a file, with the records read to tell it and the reading that read them (None when it
+    read none), open where it stopped: trace v1 goes on from there instead of parsing them again."""
     from referee.audit.readers.inspect_log import sniff_inspect  # by its first bytes: a zip, or one big object
 
     if sniff_inspect(path):
-        return "inspect-ai"
-    from referee.audit.readers.anthropic_messages import looks_anthropic
-
-    for n, item in enumerate(iter_json_values(path)):
+        return "inspect-ai", [], None
+    values = iter_json_values(path)
+    seen: list[JsonValue] = []
+    for item in values:
+        seen.append(item)
         if item.error is not None:  # a broken first record says nothing of the format: look at the next
-            if n < 20:
+            if len(seen) <= 20:
                 continue
             break
-        v = item.value
-        if isinstance(v, dict):
-            if "trace_version" in v or "steps" in v:
-                return "referee"
-            if "traj" in v and ("reward" in v or "task_id" in v):
-                return "tau-bench"
-            if isinstance(v.get("eval"), dict) and ("samples" in v or "status" in v):
-                return "inspect-ai"  # a JSON log whose fields are in another order than Inspect writes them
-            info = v.get("info")
-            if ("messages" in v and isinstance(info, dict) and "exit_status" in info) or \
-                    isinstance(v.get("trajectory"), list):
-                return "mini-swe-agent"
-            if "messages" in v or "request" in v:
-                return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
-            if is_openhands_event(v) or (isinstance(v.get("history"), list) and v["history"]
-                                         and is_openhands_event(v["history"][0])):
-                return "openhands"
-        if isinstance(v, list) and v and isinstance(v[0], dict) and "role" in v[0]:
-            return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
+        fmt = _record_format(item.value)
+        if fmt is not None:
+            return fmt, seen, values
         break
-    return "mini-swe-agent" if is_trajectory_file(path) else "referee"
+    return ("mini-swe-agent" if is_trajectory_file(path) else "referee"), seen, values
+
+
+def _record_format(v: object) -> str | None:
+    """The format a file's first good record says it is in; None: it says nothing (the name may)."""
+    from referee.audit.readers.anthropic_messages import looks_anthropic
+
+    if isinstance(v, dict):
+        if "trace_version" in v or "steps" in v:
+            return "referee"
+        if "traj" in v and ("reward" in v or "task_id" in v):
+            return "tau-bench"
+        if isinstance(v.get("eval"), dict) and ("samples" in v or "status" in v):
+            return "inspect-ai"  # a JSON log whose fields are in another order than Inspect writes them
+        info = v.get("info")
+        if ("messages" in v and isinstance(info, dict) and "exit_status" in info) or \
+                isinstance(v.get("trajectory"), list):
+            return "mini-swe-agent"
+        if "messages" in v or "request" in v:
+            return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
+        if is_openhands_event(v) or (isinstance(v.get("history"), list) and v["history"]
+                                     and is_openhands_event(v["history"][0])):
+            return "openhands"
+    if isinstance(v, list) and v and isinstance(v[0], dict) and "role" in v[0]:
+        return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
+    return None
 
 
 def is_openhands_event(v: object) -> bool:
@@ -142,7 +162,16 @@ def read_traces(path: Path, fmt: str | None = None, *, allow_pickle: bool = Fals
         fmt = sniff_dir(path) or "referee-run"
     elif not path.is_dir():
         _regular_file(path)
-    reader = get_reader(fmt or sniff_format(path))
+    if fmt is None:
+        with counting() as met:  # bytes the sniff replaced are noted as the reader's own would be
+            fmt, seen, rest = _sniffed(path)
+        if rest is not None:
+            from referee.audit.readers.referee_v1 import read_referee, referee_items
+
+            if get_reader(fmt) is read_referee:  # trace v1 reads on from the records the sniff parsed
+                return noting_undecodable(referee_items(chain(seen, rest), str(path)), met)
+            rest.close()
+    reader = get_reader(fmt)
     if getattr(reader, "takes_options", False):
         return noting_undecodable(reader(path, ReadOptions(allow_pickle=allow_pickle)))
     return noting_undecodable(reader(path))
