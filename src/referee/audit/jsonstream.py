@@ -35,7 +35,7 @@ another value after it is a sequence of values (JSONL of message lists), not one
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Generator, Iterator
 
 from referee.audit.jsonreader import _Reader
 from referee.audit.jsonwindow import CHUNK, JsonValue  # noqa: F401 (re-export)
@@ -44,7 +44,7 @@ from referee.errors import TraceError
 from referee.fsutil import open_regular
 
 
-def iter_json_values(path: Path, *, chunk: int = CHUNK) -> Iterator[JsonValue]:
+def iter_json_values(path: Path, *, chunk: int = CHUNK) -> Generator[JsonValue, None, None]:
     """Yield the records of a JSON file: elements of a top-level array, else each top-level value.
 
     A record that does not parse is yielded once with `error` (and its first line) and reading

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Generator, Iterator
 
 from referee.audit.jsonstream import JsonValue, iter_json_values
 from referee.audit.undecodable import counting, noting_undecodable
@@ -72,7 +72,7 @@ def sniff_format(path: Path) -> str:
     return fmt
 
 
-def _sniffed(path: Path) -> tuple[str, list[JsonValue], Iterator[JsonValue] | None]:
+def _sniffed(path: Path) -> tuple[str, list[JsonValue], Generator[JsonValue, None, None] | None]:
     """sniff_format of a file, with the records read to tell it and the reading that read them (None when it
     read none), open where it stopped: trace v1 goes on from there instead of parsing them again."""
     from referee.audit.readers.inspect_log import sniff_inspect  # by its first bytes: a zip, or one big object
