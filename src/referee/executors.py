@@ -119,6 +119,11 @@ class _Pool:
         """Whether submitting now starts work at once (False while a local pool's workers are starting)."""
         return True
 
+    @property
+    def launched(self) -> bool:
+        """Whether the workers were told to start (False: a lazy pool that may never start them)."""
+        return True
+
     def wait_ready(self) -> None:
         """Block until `ready()`."""
 
@@ -190,6 +195,10 @@ class LocalPool(_FuturesPool):
 
     def ready(self) -> bool:
         return self._started.is_set()
+
+    @property
+    def launched(self) -> bool:
+        return self._launched
 
     def wait_ready(self) -> None:
         self.start()
@@ -324,8 +333,11 @@ def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | 
 
     def fill() -> None:
         nonlocal exhausted, pending_error
-        # while the pool starts, chunks are made ahead (up to PREFETCH windows), then all submitted at once
-        while not exhausted and len(order) < (window if pool.ready() else PREFETCH * window):
+        # while the pool starts, chunks are made ahead (up to PREFETCH windows), then all submitted at once; a lazy
+        # pool not started makes one window ahead: reading more (this process parses what it reads itself) would
+        # only put off the chunks done here that say whether to start it. Asked at each chunk: a pool that becomes
+        # ready meanwhile stops the making ahead
+        while not exhausted and len(order) < (PREFETCH * window if pool.launched and not pool.ready() else window):
             try:
                 idx, (state, payload) = next(source)
             except StopIteration:

@@ -158,27 +158,51 @@ def test_adaptive_the_workers_start_when_the_rest_looks_worth_it(tmp_path, monke
     assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
 
 
-@pytest.mark.parametrize("after_s, starts", [(0.0, True), (60.0, False)])
-def test_adaptive_many_small_files_start_the_workers_by_the_time_the_audit_has_run(tmp_path, monkeypatch,
-                                                                                  after_s, starts):
-    import referee.audit.parallel as parallel
-
-    # one record per file: no line file for the workers, so only the time rule can start them
-    monkeypatch.setattr(parallel, "START_AFTER_S", after_s)
-    lines = write_corpus(tmp_path / "all.jsonl", 30, bad_at=(7,)).read_text(encoding="utf-8").splitlines()
+def _one_run_files(tmp_path: Path, n: int = 30) -> Path:
+    """A folder of one-run trace files (`n` runs, the 8th a bad record): files this process reads itself."""
+    lines = write_corpus(tmp_path / "all.jsonl", n, bad_at=(7,)).read_text(encoding="utf-8").splitlines()
     folder = tmp_path / "runs"
     folder.mkdir()
     for i, line in enumerate(lines):
         (folder / f"run{i:03d}.jsonl").write_text(line + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("after_s, left_s, starts", [(0.0, 60.0, True), (60.0, 0.0, True), (60.0, 60.0, False)])
+def test_adaptive_many_small_files_start_the_workers_by_time_or_by_the_input_left(tmp_path, monkeypatch,
+                                                                                  after_s, left_s, starts):
+    import referee.audit.parallel as parallel
+
+    # one record per file, no line file for the workers: the time rule, or the input's bytes not begun yet at the
+    # rate of those begun, start them
+    monkeypatch.setattr(parallel, "START_AFTER_S", after_s)
+    monkeypatch.setattr(parallel, "START_IF_LEFT_S", left_s)
+    folder = _one_run_files(tmp_path)
     run_audit(folder, tmp_path / "serial.jsonl")
     said: list[str] = []
-    ex = ParallelAudit(ExecutorOptions("local", 2, None, 8), adaptive=True, on_start=said.append)
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 2), adaptive=True, on_start=said.append)
     stats, _ = run_audit(folder, tmp_path / "pool.jsonl", executor=ex)
     assert ex.started is starts and len(said) == int(starts)
-    # 29 traces in runs of 8; once started, how many the workers take depends on how fast they come up
-    assert ex.chunks == 4 and (ex.here >= 1 if starts else ex.here == 4)
+    # 29 traces in runs of 2; once started, how many the workers take depends on how fast they come up
+    assert ex.chunks == 15 and (ex.here >= (2 if after_s else 1) if starts else ex.here == 15)
     assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
     assert stats.written == 29 and len(stats.errors) == 1
+
+
+def test_adaptive_reads_one_window_ahead_before_auditing_here(tmp_path, monkeypatch):
+    import referee.audit.parallel as parallel
+
+    # the workers never start here; a pool not started reads one window of chunks ahead (5 of 2 runs), not the
+    # four it reads while workers start: the chunks audited here, which decide the start, come early
+    monkeypatch.setattr(parallel, "START_AFTER_S", 60.0)
+    monkeypatch.setattr(parallel, "START_IF_LEFT_S", 60.0)
+    folder = _one_run_files(tmp_path)
+    ex = ParallelAudit(ExecutorOptions("local", 2, None, 2), adaptive=True)
+    here_at: list[int] = []
+    monkeypatch.setattr(ex, "reading", lambda path, _r=ex.reading: (here_at.append(ex.here), _r(path))[1])
+    run_audit(folder, tmp_path / "pool.jsonl", executor=ex)
+    assert len(here_at) == 30 and not ex.started
+    assert here_at[:11] == [0] * 11 and here_at[-1] >= 9, here_at  # 11 files: the head (3 runs) and 5 chunks
 
 
 def test_more_workers_than_cores_get_a_note_and_as_many_do_not():

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -53,12 +54,14 @@ Job = tuple  # (Trace, ClaimBlindView or None): what audit_files hands out
 Answer = tuple
 
 
-# with `adaptive` (--workers left out), a local pool's workers start once the rest of the line file looks to take
-# this long here (its bytes at the rate this process audits them), or once this audit has run this long (reading
-# included: many small files are read and parsed here, at about as much again as their audit): a small input is
-# audited here alone, without the quarter second a pool costs to start and stop
+# with `adaptive` (--workers left out), a local pool's workers start once the rest of the line file, or the rest of
+# the files this process reads itself, looks to take this long (their bytes at the rate this process has got
+# through the bytes before), or once this audit has run this long (reading included: many small files are read
+# and parsed here, at about as much again as their audit): a small input is audited here alone, without the
+# quarter second a pool costs to start and stop
 START_IF_LEFT_S = 0.5
 START_AFTER_S = 1.0
+SIZE_ENTRIES = 100_000  # files and folders looked at to size the input (more: it is big, start the workers)
 
 STRICT = "\0referee: claim kept in the parent\0"  # a claim side's text slot when the claim may not cross
 
@@ -210,6 +213,23 @@ class ParallelAudit:
     adaptive: bool = False   # a local pool starts its workers only when the work left looks worth it
     started: bool = False    # whether the pool's workers were started
     lost_deciding: int = 0   # such chunks sent again because their local process was lost
+    # the input as `audit_files` announces it (`expect`, `reading`): what `adaptive` weighs the work left by
+    _paths: list[Path] = field(default_factory=list, init=False, repr=False)
+    _input_size: int | None = field(default=None, init=False, repr=False)
+    _read_size: int = field(default=0, init=False, repr=False)
+
+    def expect(self, paths: list[Path]) -> None:
+        """The input paths of the audit to come: sized (lazily) to weigh the work left when `adaptive`."""
+        self._paths, self._input_size, self._read_size = list(paths), None, 0
+
+    def reading(self, path: Path) -> None:
+        """A file this process reads itself has begun (`audit_files` says so): its bytes count as work begun."""
+        self._read_size += _size(path)
+
+    def _input_bytes(self) -> int:
+        if self._input_size is None:
+            self._input_size = input_size(self._paths)
+        return self._input_size
 
     @property
     def reads_lines(self) -> bool:
@@ -315,13 +335,18 @@ class ParallelAudit:
 
     def _weigh(self, payload: Any, seconds: float) -> None:
         """After a chunk audited here before the workers were started: start them if the rest looks worth it."""
-        worth = time.perf_counter() - self._began >= START_AFTER_S
+        elapsed = time.perf_counter() - self._began
+        worth = elapsed >= START_AFTER_S
         if isinstance(payload, LineChunk):
             left = self._left.pop((payload.file, payload.first_line), 0)
             if self.here > 1:  # the first chunk also pays for compiling the rules' patterns: not a rate
                 self._line_s += seconds
                 self._line_bytes += len(payload.data)
                 worth = worth or left * self._line_s / max(self._line_bytes, 1) >= START_IF_LEFT_S
+        elif self.here > 1 and (begun := self._read_size) > 0:
+            # files read here: the input's bytes not begun yet, at the rate the begun ones took (reading included;
+            # begun runs ahead of audited, so the rate is if anything too fast, and the start late rather than early)
+            worth = worth or (self._input_bytes() - begun) * elapsed / begun >= START_IF_LEFT_S
         if worth:
             self._start()
 
@@ -447,6 +472,37 @@ class ParallelAudit:
             raise RefereeError(f"a worker runs other referee code than this process (auditor source sha256 "
                                f"{fingerprint[:12]} there, {code_fingerprint()[:12]} here): its records would "
                                "differ", fix="install the same referee on the workers as here")
+
+
+def input_size(paths: list[Path], entries: int = SIZE_ENTRIES) -> int:
+    """The bytes of the regular files under `paths` (links not followed), looking at no more than `entries`
+    files and folders: past that, a size as big as any input.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"12345")
+    >>> input_size([d]), input_size([d / "a", d / "missing"]), input_size([d], entries=0) > 1 << 40
+    (5, 5, True)
+    """
+    total, seen = 0, 0
+    stack = [str(p) for p in reversed(paths)]
+    while stack:
+        seen += 1
+        if seen > entries:
+            return 1 << 50
+        top = stack.pop()
+        try:
+            if os.path.isdir(top) and not os.path.islink(top):
+                with os.scandir(top) as it:
+                    for e in it:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            seen += 1
+                            total += e.stat(follow_symlinks=False).st_size
+            else:
+                total += os.stat(top).st_size
+        except OSError:
+            continue  # the reader says what is wrong with it
+    return total
 
 
 def _size(path: Path) -> int:

@@ -341,6 +341,9 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                   inputs: InputOptions | None, gold_scorer: GoldScorer | None,
                   reaudit_changed: bool, executor: Any) -> AuditStats:
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
+    paths = list(paths)
+    if (expect := getattr(executor, "expect", None)) is not None:
+        expect(paths)  # what the executor weighs the work left by (ParallelAudit.adaptive)
     damaged: list[int] = []
     done = scan(out, damaged)
     if damaged and on_note:
@@ -440,6 +443,8 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                 yield RawFile(inp.path)
             else:
                 allow = inputs.allow_pickle if inputs is not None else False
+                if (reading := getattr(executor, "reading", None)) is not None:
+                    reading(inp.path)  # read here: what the executor counts as work begun
                 yield from jobs_of(read_traces(inp.path, inp.fmt, allow_pickle=allow))
 
     def rest_of(path: Path, skip_records: int) -> Iterator[AuditRecord | TraceError]:
