@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
-from contextlib import contextmanager
-from typing import Iterator
+from contextlib import AbstractContextManager
 
 import click
 
 from referee.errors import RefereeError
 from referee.safetext import visible
+from referee.stopsignals import handling
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
@@ -74,22 +73,11 @@ def _stop(signum: int, frame: object) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
-@contextmanager
-def stop_signals() -> Iterator[None]:
+def stop_signals() -> AbstractContextManager[None]:
     """SIGTERM and SIGHUP end a command as Ctrl-C does: a job runner's timeout or a closed terminal would
     otherwise kill this process where it stands, and the pool workers it started would outlive it, holding
-    its output pipes open. Nothing is installed off the main thread (Python allows none there)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    sigs = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
-    # a signal ignored when this process started (`nohup`) stays ignored
-    old = {sig: signal.signal(sig, _stop) for sig in sigs if signal.getsignal(sig) is not signal.SIG_IGN}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+    its output pipes open (`nohup` is kept: see referee.stopsignals)."""
+    return handling([signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []), _stop)
 
 
 def _interrupted(exc: BaseException | None) -> str:

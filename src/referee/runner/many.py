@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import IO, Callable, Iterator
 from referee.errors import PlanError
 from referee.executors import ExecutorOptions, ThreadPool, make_pool, map_chunks
 from referee.fsutil import sha256_bytes
+from referee.stopsignals import handling
 from referee.plan.loader import MAX_PLAN_BYTES  # a plan on stdin is bounded like a plan file
 
 EXIT_INTERRUPTED = 130
@@ -298,27 +299,11 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
     return combined
 
 
-@contextmanager
-def _stop_on_signals(stop: Callable[[str], None]) -> Iterator[None]:
+def _stop_on_signals(stop: Callable[[str], None]) -> AbstractContextManager[None]:
     """While the plans run, a stop signal calls `stop(its name)` (`Children.stop`: pass it on to the plans)
     instead of ending this process at once and leaving their runners, apps and agents behind. A signal
     ignored when we started (nohup, a background job) stays ignored."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame) -> None:
-        stop(signal.Signals(signum).name)
-
-    old = {}
-    for sig in STOP_SIGNALS:
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            old[sig] = signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
+    return handling(STOP_SIGNALS, lambda signum, frame: stop(signal.Signals(signum).name))
 
 
 def _each(pool, fn: Callable[[PlanJob], PlanRun], jobs: list[PlanJob]) -> Iterator[tuple[int, PlanRun]]:
