@@ -220,7 +220,7 @@ class ParallelAudit:
 
     def expect(self, paths: list[Path]) -> None:
         """The input paths of the audit to come: sized (lazily) to weigh the work left when `adaptive`."""
-        self._paths, self._input_size, self._read_size = list(paths), None, 0
+        self._paths, self._input_size, self._read_size = paths, None, 0
 
     def reading(self, path: Path) -> None:
         """A file this process reads itself has begun (`audit_files` says so): its bytes count as work begun."""
@@ -479,27 +479,29 @@ def input_size(paths: list[Path], entries: int = SIZE_ENTRIES) -> int:
     files and folders: past that, a size as big as any input.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"12345")
-    >>> input_size([d]), input_size([d / "a", d / "missing"]), input_size([d], entries=0) > 1 << 40
+    >>> input_size([d]), input_size([d / "a", d / "missing"]), input_size([d], entries=1) > 1 << 40
     (5, 5, True)
     """
-    total, seen = 0, 0
+    total, seen, big = 0, 0, 1 << 50
     stack = [str(p) for p in reversed(paths)]
     while stack:
+        top = stack.pop()
         seen += 1
         if seen > entries:
-            return 1 << 50
-        top = stack.pop()
+            return big
         try:
-            if os.path.isdir(top) and not os.path.islink(top):
-                with os.scandir(top) as it:
-                    for e in it:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(e.path)
-                        elif e.is_file(follow_symlinks=False):
-                            seen += 1
-                            total += e.stat(follow_symlinks=False).st_size
-            else:
+            if not (os.path.isdir(top) and not os.path.islink(top)):
                 total += os.stat(top).st_size
+                continue
+            with os.scandir(top) as it:
+                for e in it:  # counted entry by entry: one folder of a million files is looked at no further
+                    seen += 1
+                    if seen > entries:
+                        return big
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    elif e.is_file(follow_symlinks=False):
+                        total += e.stat(follow_symlinks=False).st_size
         except OSError:
             continue  # the reader says what is wrong with it
     return total
