@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -51,3 +52,29 @@ def test_a_command_stopped_by_sigterm_says_so_and_exits_130(tmp_path, capsys, mo
     finally:
         signal.signal(signal.SIGTERM, old)
     assert rc == 130 and "referee: interrupted (SIGTERM)" in capsys.readouterr().err
+
+
+def test_a_stop_dropped_by_a_gc_callback_is_raised_again_where_it_stops_the_block():
+    import gc
+
+    # Python drops what a gc callback raises ("Exception ignored"): a SIGTERM handled there must come again
+    sent: list[str] = []
+
+    def on_gc(phase, info):
+        if phase == "start" and not sent:
+            sent.append(phase)
+            os.kill(os.getpid(), signal.SIGTERM)  # handled here, inside the callback
+
+    gc.callbacks.append(on_gc)
+    try:
+        with pytest.raises(Stopped) as got:
+            with stop_signals():
+                gc.collect()
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:  # the command's own code: where the signal lands again
+                    pass
+                raise AssertionError("the SIGTERM handled in a gc callback was lost")
+    finally:
+        gc.callbacks.remove(on_gc)
+    assert sent and got.value.signame == "SIGTERM"
+

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from contextlib import AbstractContextManager
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import click
 
@@ -61,6 +63,9 @@ def cli() -> None:
     """referee: the agent that does the work never decides whether the work was correct."""
 
 
+RESEND_S = 0.01  # a stop signal that Python dropped is sent again this much later (see stop_signals)
+
+
 class Stopped(KeyboardInterrupt):
     """A stop signal (SIGTERM, SIGHUP) turned into what Ctrl-C raises, so a command ends as it does on Ctrl-C."""
 
@@ -73,11 +78,31 @@ def _stop(signum: int, frame: object) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
-def stop_signals() -> AbstractContextManager[None]:
+@contextmanager
+def stop_signals() -> Iterator[None]:
     """SIGTERM and SIGHUP end a command as Ctrl-C does: a job runner's timeout or a closed terminal would
     otherwise kill this process where it stands, and the pool workers it started would outlive it, holding
-    its output pipes open (`nohup` is kept: see referee.stopsignals)."""
-    return handling([signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []), _stop)
+    its output pipes open (`nohup` is kept: see referee.stopsignals).
+
+    A handler runs wherever the main thread is, and where that is a garbage-collection callback or a
+    `__del__` (Dask registers one), Python prints "Exception ignored" and drops the Stopped: the signal is
+    then sent again, from a thread a moment later, to land in the command's own code (seen once in CI: the
+    audit ran to the end, exit 0). Sent from here, it would land in this hook and be dropped again.
+    """
+    def dropped(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, Stopped):
+            again = threading.Timer(RESEND_S, os.kill, (os.getpid(), signal.Signals[unraisable.exc_value.signame]))
+            again.daemon = True
+            again.start()
+        else:
+            before(unraisable)
+
+    before, sys.unraisablehook = sys.unraisablehook, dropped
+    try:
+        with handling([signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []), _stop):
+            yield
+    finally:
+        sys.unraisablehook = before
 
 
 def _interrupted(exc: BaseException | None) -> str:
