@@ -78,3 +78,25 @@ def test_a_stop_dropped_by_a_gc_callback_is_raised_again_where_it_stops_the_bloc
         gc.callbacks.remove(on_gc)
     assert sent and got.value.signame == "SIGTERM"
 
+
+
+def test_a_dropped_stop_is_not_sent_again_once_the_block_has_ended():
+    import sys
+    from types import SimpleNamespace
+
+    # a command that ends before its dropped stop comes again ends as it ended: a signal sent after the old
+    # handlers are back would kill the process (exit -15) instead
+    late: list[int] = []
+    old = signal.signal(signal.SIGTERM, lambda signum, frame: late.append(signum))
+    try:
+        with stop_signals():
+            # what Python does with a Stopped raised in a gc callback: hands it to the unraisable hook, and drops it
+            stop = Stopped("SIGTERM")
+            sys.unraisablehook(SimpleNamespace(exc_type=Stopped, exc_value=stop, exc_traceback=None,
+                                               err_msg="Exception ignored in", object=None))
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert late == [], "the stop was sent again after the block had ended"

@@ -89,10 +89,13 @@ def stop_signals() -> Iterator[None]:
     then sent again, from a thread a moment later, to land in the command's own code (seen once in CI: the
     audit ran to the end, exit 0). Sent from here, it would land in this hook and be dropped again.
     """
+    pending: list[threading.Timer] = []
+
     def dropped(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, Stopped):
             again = threading.Timer(RESEND_S, os.kill, (os.getpid(), signal.Signals[unraisable.exc_value.signame]))
             again.daemon = True
+            pending.append(again)
             again.start()
         else:
             before(unraisable)
@@ -100,7 +103,16 @@ def stop_signals() -> Iterator[None]:
     before, sys.unraisablehook = sys.unraisablehook, dropped
     try:
         with handling([signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []), _stop):
-            yield
+            try:
+                yield
+            finally:
+                # a command that ended before its dropped stop came again ends as it ended: sent after the old
+                # handlers are back, the signal would kill the process (exit -15) with its result unsaid. One
+                # already sent lands here, under the stop handler
+                for again in pending:
+                    again.cancel()
+                for again in pending:
+                    again.join()
     finally:
         sys.unraisablehook = before
 
