@@ -226,6 +226,37 @@ def test_sigterm_while_the_app_starts_stops_the_app(tmp_path, cli_env):
             kill_quietly(app)
 
 
+def test_sigterm_ignored_when_the_runner_started_stays_ignored(tmp_path, cli_env):
+    """A runner started with SIGTERM ignored (as a supervisor may start it) does not stop on one: here it
+    waits out its app's readiness timeout and says so, instead of ending as interrupted."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.runner.runner_helpers import PY, kill_quietly
+
+    pidfile = tmp_path / "app.pid"
+    plan = {"name": "slow-app", "app": app_block(tmp_path / "app.db", pidfile, ready="/never", ready_timeout_s=4),
+            "steps": [{"id": "s", "do": "x", "validators": [{"kind": "file_exists", "path": "/etc/hostname"}]}]}
+    p = write_plan(tmp_path / "p.yaml", plan)
+    cmd = [PY, "-m", "referee.cli.main", "run", str(p), "--agent", "true", "--out", str(tmp_path / "runs")]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    app = None
+    try:
+        (app,) = _wait_files([pidfile])
+        os.kill(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        said = out + err
+        assert proc.returncode not in (0, 130, -signal.SIGTERM), said
+        assert "interrupted" not in said and "ready" in said, said
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if app is not None:
+            kill_quietly(app)
+
+
 def test_doctests():
     import doctest
 

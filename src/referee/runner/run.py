@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from types import SimpleNamespace
 import os
 import shutil
@@ -31,6 +31,7 @@ from referee.runner.envsubst import Secrets
 from referee.runner.schedule import StepSchedule
 from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
 from referee.safetext import clean, fs_name
+from referee.stopsignals import handling
 
 # (event, step_id, data): "isolation" | "start" | "acted" | "done" | "graded" | "retry" | "not_run"
 Event = Callable[[str, str, dict], None]
@@ -234,7 +235,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     # what the captures substitute from the environment is written nowhere: not in evidence, not in errors
     secrets = Secrets.of_plan(plan.env_names, env, public)
     interrupted = False
-    old_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
+    signals = ExitStack()  # SIGTERM ignored at start stays ignored, as in the CLI (referee.stopsignals)
+    signals.enter_context(handling([signal.SIGTERM], _raise_terminated))
     actor: ActorKind | None = None
     acting: Path | None = None  # the agent folder of the step in flight
     try:
@@ -308,8 +310,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                     except OSError:
                         pass
                 actor.sandbox.close()
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
+        signals.close()
         store.finish()
     return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted, store.manifest.error if not interrupted else None,
                       store.manifest.isolation)
@@ -317,9 +318,3 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
 
 def _raise_terminated(signum, frame):
     raise _Terminated()
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
