@@ -1,21 +1,26 @@
-"""Trace v1 JSONL files cut into runs of whole lines, read and audited by the workers themselves.
+"""Files the workers read and audit themselves: trace v1 JSONL cut into runs of whole lines, and small files whole.
 
 With a local pool, the parent of `referee audit --workers N` would otherwise parse and validate
 every trace before a worker sees it, and on many cores that is what limits the audit. For a file
 of trace v1 records one per line (`.jsonl`, `.ndjson`), the parent only cuts the file at line
 ends (`line_chunks`, bytes, no parse) and each worker reads its lines with the same reader a serial
 audit uses (`read_lines`), audits them and gives back, per record, what the parent needs to decide
-as a serial audit does: the record's place, run_id, gold, scores and ignored fields, the view and
-claim hashes (for resume), and the record made.
+as a serial audit does: the record's place, run_id, gold, scores, ignored fields and notes, the view
+and claim hashes (for resume), and the record made. Small files of any built-in format (one-run files,
+trajectories) go several to a chunk by name alone (`FileBatch`): each worker reads each whole, with
+`read_traces` as a serial audit does, and answers the same per record.
 
 A slice of a file reads as the whole file does only where every line holds one JSON object. A
 slice that is anything else (a record over several lines, a broken line, an array) is not read
 there: the parent reads the file from its start, as a serial audit does, and audits the rest of it
-in its own process (`Irregular`). Dask never gets lines: they hold the claim channel.
+in its own process (`Irregular`); so too a whole file whose reading raised. Dask never gets lines or
+files: they hold the claim channel.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -24,7 +29,7 @@ from referee.audit.extract.worker import extract_sample
 from referee.audit.records import findings_json
 from referee.audit.jsonstream import iter_json_slice
 from referee.audit.readers.referee_v1 import referee_items
-from referee.audit.resume import Done, Settings, action
+from referee.audit.resume import Done, action
 from referee.audit.trace import SHAPE_ERRORS, TraceItem
 from referee.audit.undecodable import counting
 from referee.errors import TraceError, exc_brief
@@ -33,11 +38,35 @@ from referee.fsutil import open_regular
 LINE_SUFFIXES = (".jsonl", ".ndjson")
 
 
+# a file of at most this many bytes may be read whole by a worker (a bigger one is read here, and its traces sent
+# in chunks); files go to one chunk until it holds --chunk-size of them or this many bytes
+WHOLE_MOST = BATCH_BYTES = 2 << 20
+# the formats a worker may read a whole file in: the built-in ones (a reader registered in this process alone is
+# not known to workers started by the forkserver); None: sniffed, as a serial audit sniffs it
+WHOLE_FORMATS = frozenset({None, "referee", "openai-chat", "anthropic-messages", "tau-bench", "mini-swe-agent",
+                           "inspect-ai", "openhands"})
+
+
 @dataclass(frozen=True)
 class RawFile:
-    """In the stream of work `audit_files` hands an executor: a trace v1 line file the workers read."""
+    """In the stream of work `audit_files` hands an executor: a file the workers read themselves, by lines (a
+    trace v1 line file) or `whole` (a small file, read with `read_traces` in `fmt`)."""
 
     path: Path
+    fmt: str | None = None
+    whole: bool = False
+    allow_pickle: bool = False
+    size: int = 0  # of a file read whole: what the chunks are cut by
+
+
+@dataclass(frozen=True)
+class FileBatch:
+    """Small files a worker reads whole and audits, in order: each file's name as the reader gives it, and its
+    format (None: sniffed)."""
+
+    files: tuple[tuple[str, str | None], ...]
+    allow_pickle: bool = False
+    size: int = 0  # their bytes
 
 
 @dataclass(frozen=True)
@@ -86,6 +115,25 @@ def line_file(path: Path, fmt: str | None, more_than: int = 0) -> bool:
     return sniff_format(path) == "referee"
 
 
+def whole_size(path: Path, fmt: str | None, most: int | None = None) -> int | None:
+    """The size of `path` when the workers may read it whole (None: they may not): a regular file of at most `most`
+    bytes (WHOLE_MOST), in a built-in format or one to be sniffed.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "t.json"
+    >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}')
+    >>> whole_size(p, None), whole_size(p, "my-plugin"), whole_size(p.parent, None), whole_size(p, None, most=10)
+    (42, None, None, None)
+    """
+    if fmt not in WHOLE_FORMATS:
+        return None
+    most = WHOLE_MOST if most is None else most
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # the reader says what is wrong with it, as it always has
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size <= most else None
+
+
 def line_chunks(path: Path, lines: int) -> Iterator[LineChunk]:
     """The file as runs of `lines` whole lines (the last may be shorter, or lack its newline); bytes only."""
     # a trace's line is tens of kilobytes: with the default 8 KiB buffer each readline refills it several
@@ -126,31 +174,58 @@ def read_lines(chunk: LineChunk) -> list[TraceItem] | None:
     return list(referee_items(values, chunk.file))
 
 
-# what a worker gives back per record: (line, run_id, error, gold, scores, ignored, meta.group when there is gold,
-# view sha, claim sha, answer);
+# what a worker gives back per record: (file, line, run_id, error, gold, scores, ignored, meta.group when there is
+# gold, notes, view sha, claim sha, answer);
 # answer: (record JSON, [findings JSON or None per sample]), a could-not-audit message (str), or None: the
 # record in the audit file stands
 Got = tuple
+Resume = tuple  # (the audit file's records by run_id: Done, this audit's settings), or None
 
 
-def audit_lines(auditor: Any, chunk: LineChunk,
-                resume: tuple[Mapping[str, Done], Settings] | None = None) -> list[Got] | Irregular:
-    """On a worker: read a chunk's records and audit each, as `Auditor.audit` does, keeping each sample's
-    findings as the evidence cache stores them (the parent is its only writer). A run whose record in the
-    audit file stands (`resume`: the file's records and this audit's settings; `resume.action` says "skip")
-    is not audited: its answer is None."""
+def audit_lines(auditor: Any, chunk: LineChunk, resume: Resume | None = None) -> list[Got] | Irregular:
+    """On a worker: read a chunk's records and audit each (`audit_items`); Irregular when its lines are not one
+    JSON object each."""
+    items = read_lines(chunk)
+    if items is None:
+        return Irregular(chunk.file, chunk.first_line)
+    return audit_items(auditor, items, resume)
+
+
+def audit_batch(auditor: Any, batch: FileBatch, resume: Resume | None = None) -> list[list[Got] | Irregular]:
+    """On a worker: read each file of the batch whole, as a serial audit does, and audit its records
+    (`audit_items`). A file whose reading raised is Irregular: the parent reads it itself, where the same error
+    comes at the same place."""
+    from referee.audit.readers import read_traces
+
+    out: list[list[Got] | Irregular] = []
+    for file, fmt in batch.files:
+        try:
+            items = list(read_traces(Path(file), fmt, allow_pickle=batch.allow_pickle))
+        except Exception:
+            out.append(Irregular(file, 1))
+            continue
+        if any(it.trace is not None and it.trace.run_id != it.run_id for it in items):
+            out.append(Irregular(file, 1))  # the parent tells runs apart by the trace's run_id, which stays here
+            continue
+        out.append(audit_items(auditor, items, resume))
+    return out
+
+
+def audit_items(auditor: Any, items: list[TraceItem], resume: Resume | None = None) -> list[Got]:
+    """On a worker: audit each record read, as `Auditor.audit` does, keeping each sample's findings as the
+    evidence cache stores them (the parent is its only writer). A run whose record in the audit file stands
+    (`resume`: the file's records and this audit's settings; `resume.action` says "skip") is not audited: its
+    answer is None."""
     from referee.audit.facts import ViewFacts
     from referee.audit.pipeline import claim_text, text_sha256
     from referee.audit.view import build_view
 
-    items = read_lines(chunk)
-    if items is None:
-        return Irregular(chunk.file, chunk.first_line)
+    done: Mapping[str, Done]
     done, settings = resume or ({}, ())
     out: list[Got] = []
     for it in items:
         group = (it.trace.meta or {}).get("group") if it.trace is not None and (it.gold or it.scores) else None
-        head = (it.line, it.run_id, it.error, it.gold, it.scores, it.ignored, group)
+        head = (it.file, it.line, it.run_id, it.error, it.gold, it.scores, it.ignored, group, it.notes)
         if it.trace is None:
             out.append(head + (None, None, None))
             continue

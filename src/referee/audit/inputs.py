@@ -237,3 +237,39 @@ def pickle_only_folders(paths: Iterable[Path], fmt: str | None = None) -> list[P
         if p.is_dir() and (fmt or sniff_dir(p)) == "browsergym" and needs_pickle(p):
             out.append(p)
     return out
+
+
+SIZE_ENTRIES = 100_000  # files and folders looked at to size an input (more: it is big)
+
+
+def input_size(paths: list[Path], entries: int = SIZE_ENTRIES) -> int:
+    """The bytes of the regular files under `paths` (links not followed), looking at no more than `entries`
+    files and folders: past that, a size as big as any input.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"12345")
+    >>> input_size([d]), input_size([d / "a", d / "missing"]), input_size([d], entries=1) > 1 << 40
+    (5, 5, True)
+    """
+    total, seen, big = 0, 0, 1 << 50
+    stack = [str(p) for p in reversed(paths)]
+    while stack:
+        top = stack.pop()
+        seen += 1
+        if seen > entries:
+            return big
+        try:
+            if not (os.path.isdir(top) and not os.path.islink(top)):
+                total += os.stat(top).st_size
+                continue
+            with os.scandir(top) as it:
+                for e in it:  # counted entry by entry: one folder of a million files is looked at no further
+                    seen += 1
+                    if seen > entries:
+                        return big
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    elif e.is_file(follow_symlinks=False):
+                        total += e.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue  # the reader says what is wrong with it
+    return total

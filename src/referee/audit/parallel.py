@@ -1,6 +1,8 @@
-"""Audit in chunks on a process pool or a Dask cluster; this process reads the input and writes every record.
+"""Audit in chunks on a process pool or a Dask cluster; this process reads or names the input, and writes every record.
 
-Per trace, this process (the parent) copies out two sealed compartments and sends a chunk of them:
+On a local pool the workers read most files themselves: a trace v1 line file by runs of its lines, and small files
+whole, several to a chunk (referee.audit.filechunks); this process only names them. Any other file this process
+reads, and per trace it copies out two sealed compartments and sends a chunk of them:
 
 - the **view parts** (`view.view_parts`: task, observations, actions with a terminal answer's words
   left out, tools), which a worker freezes and hashes into the claim-blind view and gives to the
@@ -8,50 +10,51 @@ Per trace, this process (the parent) copies out two sealed compartments and send
 - the **claim side**: the claim text (the report, or the terminal answer call), run_id and the
   grouping fields of `meta`. A worker unpacks it only after the whole chunk's extraction is done,
   gives the claim text to the claim reader alone, grounds the report in the view's observations
-  and decides, as `Auditor.audit` does in one process.
+  and decides, as `Auditor.audit` does in one process (referee.audit.workerside).
 
 On a Dask cluster, whose workers may be other machines, the claim side carries no claim text
 (`strict_claims`): the worker gives back only the findings, and this process reads the claim,
 grounds it and decides. So the claim channel never crosses the wire; the price is that this process
 makes each view again (for its hash and grounding), about 45% of a serial audit's CPU.
 
-The worker gives back each record as JSON and each sample's findings. Here, in input order, the
-findings go into the evidence cache and the record into the audit file, as it came. So this
-process stays the only writer of both, records are byte for byte what a serial audit writes, and
-resume and `--on-error` behave as they do serially. Findings come from a worker even when the
-cache holds them (the view's hash is made there); for the rules backend that is cheaper than asking.
+The worker gives back each record as JSON and each sample's findings. Here, in input order, each record is
+admitted (a repeated run_id, a record in the audit file that stands, a bad record: `Intake.admit`), its findings go
+into the evidence cache and the record into the audit file, as it came. So this process stays the only writer of
+both, records are byte for byte what a serial audit writes, and resume and `--on-error` behave as they do
+serially. Findings come from a worker even when the cache holds them (the view's hash is made there); for the rules
+backend that is cheaper than asking.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import pickle
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from referee.audit.extract.worker import extract_views
-from referee.audit.filechunks import Irregular, LineChunk, RawFile, audit_lines, line_chunks, line_file
-from referee.audit.pipeline import Auditor, Intake, RecordLine, cannot_audit, claim_text
-from referee.audit.records import Finding
+from referee.audit.filechunks import BATCH_BYTES, FileBatch, Irregular, LineChunk, RawFile, line_chunks, line_file, \
+    whole_size
+from referee.audit.inputs import input_size
+from referee.audit.pipeline import Auditor, Intake, RecordLine, cannot_audit, claim_text, text_sha256
+from referee.audit.resume import action
 from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
-from referee.audit.view import ViewParts, freeze_view, pack_parts, unpack_parts, view_parts
+from referee.audit.view import ViewParts, build_view, pack_parts, view_parts
+from referee.audit.workerside import STRICT, Answer, WorkerConfig, audit_chunk, code_fingerprint, decide_chunk, \
+    set_resume
 from referee.errors import RefereeError, TraceError, UsageError, exc_brief
 from referee.executors import ExecutorOptions, default_workers, make_pool, map_chunks
 
+__all__ = ["ParallelAudit", "code_fingerprint", "executor_for"]
+
 # imported once by the forkserver, so each worker starts ready
-WORKER_MODULES = ("referee.audit.parallel", "referee.audit.extract.rules", "referee.audit.claims", "referee.audit.warm")
+WORKER_MODULES = ("referee.audit.workerside", "referee.audit.extract.rules", "referee.audit.claims",
+                  "referee.audit.readers", "referee.audit.warm")
 META_KEYS = ("group", "split", "source", "advisory")  # the fields of `meta` a record keeps
 
 Result = RecordLine | TraceError
-Job = tuple  # (Trace, ClaimBlindView or None): what audit_files hands out
-# per trace sent: (record JSON, view sha256, findings JSON per sample (None: not to be cached), error)
-Answer = tuple
+Unit = TraceItem | RawFile  # what audit_files hands out: a record read here (not admitted yet), a file the workers read
 
 
 # with `adaptive` (--workers left out), a local pool's workers start once the rest of the line file, or the rest of
@@ -61,115 +64,6 @@ Answer = tuple
 # quarter second a pool costs to start and stop
 START_IF_LEFT_S = 0.5
 START_AFTER_S = 1.0
-SIZE_ENTRIES = 100_000  # files and folders looked at to size the input (more: it is big, start the workers)
-
-STRICT = "\0referee: claim kept in the parent\0"  # a claim side's text slot when the claim may not cross
-
-
-@dataclass(frozen=True)
-class _Config:
-    """What every worker needs, pickled once per audit: the backends, the policy, the samples per trace."""
-
-    extractor: Any
-    claim_reader: Any
-    policy: Any  # LoadedPolicy
-    samples: int
-
-
-_CONFIGS: dict[str, Auditor] = {}  # sha256 of a pickled _Config -> its auditor, built once per worker process
-_RESUME: list[tuple] = []  # this worker's copy of (Intake.done, Intake.settings), set as it starts
-
-
-def _set_resume(blob: bytes) -> None:
-    """A local worker's initializer: what resume compares with, so that a run whose record stands is not
-    audited again."""
-    _RESUME[:] = [pickle.loads(blob)]
-
-
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """SHA-256 of the auditor's own source (every module and policy file of referee.audit): a worker whose
-    referee differs from this one's would write other records, so the parent refuses its answers."""
-    import referee.audit as pkg
-
-    root = Path(pkg.__file__).parent
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*")):
-        if f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _auditor(blob: bytes) -> Auditor:
-    key = hashlib.sha256(blob).hexdigest()
-    got = _CONFIGS.get(key)
-    if got is None:
-        c: _Config = pickle.loads(blob)
-        got = _CONFIGS[key] = Auditor(c.policy, c.extractor, c.claim_reader, samples=c.samples)
-    return got
-
-
-def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk) -> tuple[str, Any]:
-    """On a worker: the extraction of every view of the chunk first, then the claims, then each record.
-
-    `payload` is (packed view parts, pickled claim sides), one of each per trace, in the same order.
-    Gives back this worker's `code_fingerprint()` with the answers.
-    """
-    auditor = _auditor(config)
-    if isinstance(payload, LineChunk):  # lines of a trace v1 file: read here, then audited record by record
-        return code_fingerprint(), audit_lines(auditor, payload, _RESUME[0] if _RESUME else None)
-    views, claim_sides = payload
-    extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # claims still packed
-    out: list[Answer] = []
-    for (facts, found, errors, error), (run_id, task, meta, text) in zip(extracted, pickle.loads(claim_sides)):
-        if error is not None:
-            out.append((None, None, [], error))
-            continue
-        if text == STRICT:  # the claim stays with the parent: give back the findings alone
-            out.append((None, facts.sha256, [f for f, _ in found], None, [ok for _, ok in found], errors))
-            continue
-        try:
-            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f, _ in found]
-            trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
-            claim = auditor.read_claim(text, errors)  # after the extraction's errors, as serially
-            rec = auditor.finish(trace, text, claim, facts, findings, errors)
-            out.append((rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in found], None))
-        except SHAPE_ERRORS as exc:
-            out.append((None, None, [], exc_brief(exc)))
-    return code_fingerprint(), out
-
-
-def decide_chunk(config: bytes, payload: tuple[bytes, bytes]) -> tuple[str, list[Answer]]:
-    """On a local process: the records of a strict chunk from the findings its extraction workers gave back.
-
-    `payload` is (packed view parts, pickled (claim sides, the extraction answers)); the claim texts never
-    left this machine. Each view is made again here, for its hash (checked against the one the findings
-    were made from) and for grounding.
-    """
-    from referee.audit.facts import ViewFacts
-
-    auditor = _auditor(config)
-    packed, rest = payload
-    sides, extracted = pickle.loads(rest)
-    out: list[Answer] = []
-    for parts, (run_id, task, meta, text), got in zip(unpack_parts(packed), sides, extracted):
-        _, sha, found, error, *more = got
-        if error is not None:
-            out.append((None, None, [], error))
-            continue
-        ok, errors = more
-        try:
-            facts = ViewFacts.of(freeze_view(parts))
-            if facts.sha256 != sha:
-                raise ValueError(f"the findings were made from another view ({sha[:12]}, here {facts.sha256[:12]})")
-            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f in found]
-            trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
-            claim = auditor.read_claim(text, errors)
-            rec = auditor.finish(trace, text, claim, facts, findings, errors)
-            out.append((rec.model_dump_json(), sha, [f if k else None for f, k in zip(found, ok)], None))
-        except SHAPE_ERRORS as exc:
-            out.append((None, None, [], exc_brief(exc)))
-    return code_fingerprint(), out
 
 
 def _meta(trace: Trace) -> dict:
@@ -185,10 +79,29 @@ class _Units(list):
 
 @dataclass
 class _Unit:
-    """One trace of a chunk, as the parent keeps it: its run_id, or the error that stopped it here."""
+    """One record read here, as a chunk keeps it until its turn to be admitted: the error that stopped it here,
+    whether it was sent, and its view and claim hashes when the resume needs them (its run_id is in the file)."""
 
-    trace: Trace
+    item: TraceItem
     error: TraceError | None = None
+    sent: bool = False
+    hashes: tuple[str, str] | None = None
+    standing: bool = False  # its record in the audit file stands: not sent (admitting it says so again)
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """A line chunk as the parent keeps it: which line file (its place among the inputs) and the chunk."""
+
+    seq: int
+    chunk: LineChunk
+
+
+@dataclass(frozen=True)
+class _Files:
+    """Small files sent whole, as the parent keeps them: the batch (names and formats, in input order)."""
+
+    batch: FileBatch
 
 
 @dataclass
@@ -197,30 +110,37 @@ class ParallelAudit:
 
     An input of at most one chunk is audited here, without starting a local pool; with `adaptive`, neither is one
     whose work looks too small for the pool to pay (START_IF_LEFT_S). Backends that call a model (`needs_llm`)
-    are not for this: they wait on the network, and threads (`--concurrency`) serve them.
+    are not for this: they wait on the network, and threads (`--concurrency`) serve them. Every record, read here
+    or by a worker, is admitted (duplicates, resume, errors, gold, notes) here at its turn in input order.
     """
 
     options: ExecutorOptions
     on_start: Callable[[str], None] | None = None  # told what was started, once (the CLI prints it)
     strict_claims: bool | None = None  # None: strict on Dask (other machines), not on a local pool
     chunks: int = 0          # chunks sent to workers
-    in_process: int = 0      # traces audited here without a worker (a small input)
+    in_process: int = 0      # records audited here without a worker (a small input)
     lost: int = 0            # chunks sent again because their worker was lost
-    irregular: int = 0       # line files read here from a slice on that was not one JSON object per line
+    irregular: int = 0       # files read here (from a slice on, or whole) that the workers could not read as here
     not_again: int = 0       # records the workers read and did not audit: their record in the file stands
     decided: int = 0         # strict chunks whose claims were read and decided on local processes
     here: int = 0            # chunks audited in this process while the workers were starting (or not started)
     adaptive: bool = False   # a local pool starts its workers only when the work left looks worth it
     started: bool = False    # whether the pool's workers were started
     lost_deciding: int = 0   # such chunks sent again because their local process was lost
+    admits = True            # audit_files hands out the records it reads unadmitted (Intake)
     # the input as `audit_files` announces it (`expect`, `reading`): what `adaptive` weighs the work left by
     _paths: list[Path] = field(default_factory=list, init=False, repr=False)
     _input_size: int | None = field(default=None, init=False, repr=False)
     _read_size: int = field(default=0, init=False, repr=False)
+    _done: dict = field(default_factory=dict, init=False, repr=False)  # Intake.done and .settings, set by run()
+    _settings: tuple = field(default=(), init=False, repr=False)
+    _one_file: bool = field(default=False, init=False, repr=False)
 
     def expect(self, paths: list[Path]) -> None:
         """The input paths of the audit to come: sized (lazily) to weigh the work left when `adaptive`."""
         self._paths, self._input_size, self._read_size = paths, None, 0
+        # one file named alone is read here and its traces sent in chunks: whole, its runs would all go to one worker
+        self._one_file = len(paths) == 1 and Path(paths[0]).is_file()
 
     def reading(self, path: Path) -> None:
         """A file this process reads itself has begun (`audit_files` says so): its bytes count as work begun."""
@@ -233,61 +153,70 @@ class ParallelAudit:
 
     @property
     def reads_lines(self) -> bool:
-        """Whether the workers read trace v1 line files themselves (a local pool: the lines hold the claim
-        channel, which never goes to Dask)."""
+        """Whether the workers read files themselves (a local pool: a file holds the claim channel, which never
+        goes to Dask)."""
         return self.options.kind == "local" and not self.strict_claims
 
-    def reads_file(self, path: Path, fmt: str | None) -> bool:
-        """Whether this executor's workers read `path` themselves: a trace v1 line file of more than one chunk
-        (a smaller one is read and audited in this process, without a pool)."""
-        return self.reads_lines and line_file(path, fmt, self.options.chunk_size)
+    def raw_file(self, path: Path, fmt: str | None, allow_pickle: bool = False) -> RawFile | None:
+        """`path` as this executor's workers read it themselves (None: this process reads it): a trace v1 line
+        file of more than one chunk by its lines, a small file of a built-in format whole (several to a chunk)."""
+        if not self.reads_lines:
+            return None
+        if line_file(path, fmt, self.options.chunk_size):
+            return RawFile(Path(path), fmt)
+        if not self._one_file and (size := whole_size(path, fmt)) is not None:
+            return RawFile(Path(path), fmt, whole=True, allow_pickle=allow_pickle, size=size)
+        return None
 
-    def run(self, auditor: Auditor, jobs: Iterable[Job | RawFile], audit_one: Callable[[Job], Any],
-            intake: Intake | None = None) -> Iterator[Any]:
-        """Audit `jobs` (trace, its view when the resume already made it), and the line files among them, as
-        `audit_files` hands them out; `audit_one` audits one job in this process (a small input), `intake`
-        decides on each record a worker read (and reads a file whose lines are irregular here)."""
+    def run(self, auditor: Auditor, units: Iterable[Unit], audit_one: Callable[[tuple], Any],
+            intake: Intake) -> Iterator[Any]:
+        """Audit `units` as `audit_files` hands them out: records read here, line files and small files the workers
+        read; `audit_one` audits one admitted (trace, view) in this process (a small input), `intake` admits each
+        record at its turn (and reads here a file the workers could not read as a serial audit does)."""
         size = self.options.chunk_size
         if self.strict_claims is None:
             self.strict_claims = self.options.kind == "dask"
-        jobs = iter(jobs)
-        head: list[Job | RawFile] = []
+        self._intake, self._audit_one = intake, audit_one
+        self._done, self._settings = intake.done, intake.settings
+        units = iter(units)
+        head: list[Unit] = []
+        whole = 0  # bytes of the small files in the head: more than one chunk of them is work for the pool
         try:
-            for job in jobs:
-                head.append(job)
-                if len(head) > size or isinstance(job, RawFile):
+            for unit in units:
+                head.append(unit)
+                whole += unit.size if isinstance(unit, RawFile) and unit.whole else 0
+                if len(head) > size or _lines(unit) or whole > BATCH_BYTES:
                     break
         except RefereeError:
-            for t in head:  # what came before a bad record with --on-error stop is written, as serially
-                if not isinstance(t, RawFile):  # (a line file ends the head: nothing is read after it here)
-                    yield audit_one(t)
+            # what came before a bad file with --on-error stop is written, as serially (a line file ends the head:
+            # nothing is read after it here)
+            yield from self._audit_here(head)
             raise
         if not head:
             return  # nothing to audit: no pool, no cluster
-        if len(head) <= size and self.options.kind == "local" and not any(isinstance(j, RawFile) for j in head):
-            self.in_process += len(head)
-            for t in head:
-                if not isinstance(t, RawFile):
-                    yield audit_one(t)
+        if len(head) <= size and whole <= BATCH_BYTES and self.options.kind == "local" and \
+                not any(_lines(u) for u in head):
+            yield from self._audit_here(head, count=True)
             return
-        config = _pickled(_Config(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
-        resume = pickle.dumps((intake.done, intake.settings) if intake is not None and self.reads_lines else ({}, ()),
+        config = _pickled(WorkerConfig(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
+        resume = pickle.dumps((intake.done, intake.settings) if self.reads_lines else ({}, ()),
                               protocol=pickle.HIGHEST_PROTOCOL)
-        _set_resume(resume)  # for the chunks audited here while the workers start
+        set_resume(resume)  # for the chunks audited here while the workers start
         lazy = self.adaptive and self.reads_lines
-        pool = self._pool = make_pool(self.options, WORKER_MODULES, _set_resume, (resume,), lazy=lazy)
+        pool = self._pool = make_pool(self.options, WORKER_MODULES, set_resume, (resume,), lazy=lazy)
         self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
         self._left: dict[tuple[str, int], int] = {}  # bytes of its file after a line chunk made before the start
         self._began = time.perf_counter()    # what START_AFTER_S is counted from
-        self._line_s = 0.0                    # seconds spent auditing line chunks here
-        self._line_bytes = 0                  # bytes of the line chunks audited here
+        self._line_s = 0.0                    # seconds spent auditing line chunks and small files here
+        self._line_bytes = 0                  # bytes of those (the first chunk left out)
+        self._whole_here = 0                  # bytes of the small files audited here
         try:
             if not lazy:
                 self._start()
             window = 2 * self.options.n_workers + 1
             # while a local pool starts, its first chunks are audited here (a Dask chunk never is)
-            answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, jobs)), fixed=(config,),
+            answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, units)), fixed=(config,),
                                  window=window, describe=_describe,
                                  here=self._here if self.reads_lines else None)
             if self.strict_claims:
@@ -298,20 +227,36 @@ class ParallelAudit:
                                          window=2 * self.options.local_workers + 1, describe=_describe)
                     for state, answer in decided:
                         yield from self._finish(auditor, state, answer)
+                        if intake.stopped():
+                            return
                 finally:
                     self.lost_deciding = deciders.losses
                     deciders.close()
                 return
             for state, answer in answers:
                 if isinstance(state, _Lines):
-                    yield from self._finish_lines(auditor, state, answer, intake)
-                    if intake is not None and intake.stopped():
-                        return
+                    yield from self._finish_lines(auditor, state, answer)
+                elif isinstance(state, _Files):
+                    yield from self._finish_files(auditor, state, answer)
                 else:
                     yield from self._finish(auditor, state, answer)
+                if intake.stopped():
+                    return
         finally:
             self.lost = pool.losses
             pool.close()
+
+    def _audit_here(self, units: list[Unit], count: bool = False) -> Iterator[Any]:
+        """Units audited in this process, each record admitted at its turn (a line file is never among them);
+        with `count`, each record or error counted in `in_process`."""
+        for unit in units:
+            if self._intake.stopped():
+                return
+            got = self._intake.rest_of(unit.path, 0, unit.fmt) if isinstance(unit, RawFile) else \
+                (self._audit_one(job) for job in self._intake.jobs_of([unit]))
+            for result in got:
+                self.in_process += count
+                yield result
 
     def _start(self) -> None:
         """Start the pool's workers (once), and say so."""
@@ -337,15 +282,20 @@ class ParallelAudit:
         """After a chunk audited here before the workers were started: start them if the rest looks worth it."""
         elapsed = time.perf_counter() - self._began
         worth = elapsed >= START_AFTER_S
-        if isinstance(payload, LineChunk):
-            left = self._left.pop((payload.file, payload.first_line), 0)
+        if isinstance(payload, (LineChunk, FileBatch)):
+            if isinstance(payload, LineChunk):
+                left, size = self._left.pop((payload.file, payload.first_line), 0), len(payload.data)
+            else:  # small files: all the input's bytes not audited here yet are left (the workers have none)
+                self._whole_here += payload.size
+                left, size = max(self._input_bytes() - self._whole_here - self._read_size, 0), payload.size
             if self.here > 1:  # the first chunk also pays for compiling the rules' patterns: not a rate
                 self._line_s += seconds
-                self._line_bytes += len(payload.data)
+                self._line_bytes += size
                 worth = worth or left * self._line_s / max(self._line_bytes, 1) >= START_IF_LEFT_S
         elif self.here > 1 and (begun := self._read_size) > 0:
-            # files read here: the input's bytes not begun yet, at the rate the begun ones took (reading included;
-            # begun runs ahead of audited, so the rate is if anything too fast, and the start late rather than early)
+            # files read here: the input's bytes not begun yet, at the rate the begun ones took
+            # (reading included; begun runs ahead of audited, so the rate is if anything too fast, and the start
+            # late rather than early)
             worth = worth or (self._input_bytes() - begun) * elapsed / begun >= START_IF_LEFT_S
         if worth:
             self._start()
@@ -358,54 +308,95 @@ class ParallelAudit:
                 yield units, None
                 continue
             self._check(answer[0])
-            sides = [(u.trace.run_id, u.trace.task, _meta(u.trace), claim_text(u.trace)) for u in units
-                     if u.error is None]
+            sides = [(u.item.trace.run_id, u.item.trace.task, _meta(u.item.trace), claim_text(u.item.trace))
+                     for u in units if u.sent]
             self.decided += 1
             yield units, (units.packed, pickle.dumps((sides, answer[1]), protocol=pickle.HIGHEST_PROTOCOL))
 
-    def _chunks(self, jobs: Iterator[Job | RawFile]) -> Iterator[tuple[Any, Any]]:
+    def _chunks(self, units: Iterator[Unit]) -> Iterator[tuple[Any, Any]]:
+        """Chunks in input order: records read here (`--chunk-size` to a chunk), line chunks of a line file, and
+        small files (up to `--chunk-size` files or BATCH_BYTES to a chunk)."""
         buf: list[_Unit] = []
         parts: list[ViewParts] = []
         sides: list[tuple] = []
-        seq = 0
+        files: list[RawFile] = []
+        seq = size = 0  # size: the bytes of `files`
         try:
-            for job in jobs:
-                if isinstance(job, RawFile):
+            for unit in units:
+                if isinstance(unit, RawFile) and unit.whole:
+                    if buf:
+                        yield self._batch(buf, parts, sides)
+                        buf, parts, sides = [], [], []
+                    files.append(unit)
+                    size += unit.size
+                    if len(files) >= self.options.chunk_size or size >= BATCH_BYTES:
+                        yield self._files(files)
+                        files, size = [], 0
+                    continue
+                if files:
+                    yield self._files(files)
+                    files, size = [], 0
+                if isinstance(unit, RawFile):
                     if buf:
                         yield self._batch(buf, parts, sides)
                         buf, parts, sides = [], [], []
                     seq += 1
-                    self._records[seq] = 0
-                    left = _size(job.path)
-                    for chunk in line_chunks(job.path, self.options.chunk_size):
-                        if seq in self._fallen:  # an earlier slice was irregular: this process reads the rest
-                            break
-                        self.chunks += 1
-                        left -= len(chunk.data)
-                        if not self.started:  # what the start is weighed on (`_weigh`)
-                            self._left[(chunk.file, chunk.first_line)] = left
-                        yield _Lines(seq, chunk), chunk
+                    yield from self._line_chunks(seq, unit.path)
                     continue
-                trace, _view = job  # a view the resume made is made again on the worker, from its parts
-                u = _Unit(trace)
-                try:
-                    p = view_parts(trace)
-                    side = (trace.run_id, trace.task, _meta(trace), STRICT if self.strict_claims else claim_text(trace))
-                except SHAPE_ERRORS as exc:
-                    u.error = cannot_audit(trace, exc_brief(exc))
-                else:
-                    parts.append(p)
-                    sides.append(side)
-                buf.append(u)
+                buf.append(self._unit(unit, parts, sides))
                 if len(buf) == self.options.chunk_size:
                     yield self._batch(buf, parts, sides)
                     buf, parts, sides = [], [], []
         except RefereeError:
-            if buf:  # the chunk made so far is audited before the error stops the audit
+            # the chunk made so far is audited before the error stops the audit
+            if buf:
                 yield self._batch(buf, parts, sides)
+            if files:
+                yield self._files(files)
             raise
         if buf:
             yield self._batch(buf, parts, sides)
+        if files:
+            yield self._files(files)
+
+    def _line_chunks(self, seq: int, path: Path) -> Iterator[tuple[_Lines, LineChunk]]:
+        self._records[seq] = 0
+        left = _size(path)
+        for chunk in line_chunks(path, self.options.chunk_size):
+            if seq in self._fallen:  # an earlier slice was irregular: this process reads the rest
+                break
+            self.chunks += 1
+            left -= len(chunk.data)
+            if not self.started:  # what the start is weighed on (`_weigh`)
+                self._left[(chunk.file, chunk.first_line)] = left
+            yield _Lines(seq, chunk), chunk
+
+    def _unit(self, item: TraceItem, parts: list[ViewParts], sides: list[tuple]) -> _Unit:
+        """A record read here, as its chunk keeps it; its view parts and claim side added to what is sent, unless
+        it has none (a record that did not read) or its record in the audit file stands."""
+        u = _Unit(item)
+        trace = item.trace
+        if trace is None:
+            return u  # its error is said at its turn
+        prev = self._done.get(trace.run_id)
+        if prev is not None:  # what its admission compares with the file's record, made once, here
+            try:
+                u.hashes = build_view(trace).sha256, text_sha256(claim_text(trace))
+            except SHAPE_ERRORS:
+                pass
+            if u.hashes is not None and action(prev, *u.hashes, self._settings) == "skip":
+                u.standing = True
+                return u
+        try:
+            p = view_parts(trace)
+            side = (trace.run_id, trace.task, _meta(trace), STRICT if self.strict_claims else claim_text(trace))
+        except SHAPE_ERRORS as exc:
+            u.error = cannot_audit(trace, exc_brief(exc))
+        else:
+            parts.append(p)
+            sides.append(side)
+            u.sent = True
+        return u
 
     def _batch(self, buf: list[_Unit], parts: list[ViewParts],
                sides: list[tuple]) -> tuple["_Units", tuple[bytes, bytes] | None]:
@@ -417,27 +408,44 @@ class ParallelAudit:
         units.packed = pack_parts(parts)
         return units, (units.packed, pickle.dumps(sides, protocol=pickle.HIGHEST_PROTOCOL))
 
+    def _files(self, files: list[RawFile]) -> tuple[_Files, FileBatch]:
+        """Small files as one chunk."""
+        self.chunks += 1
+        batch = FileBatch(tuple((str(f.path), f.fmt) for f in files), allow_pickle=any(f.allow_pickle for f in files),
+                          size=sum(f.size for f in files))
+        return _Files(batch), batch
+
     def _finish(self, auditor: Auditor, units: list[_Unit],
                 answer: tuple[str, list[Answer]] | None) -> Iterator[Result]:
+        """The records read here of one chunk, each admitted at its turn, and what the workers made of them."""
         if answer is not None:
             self._check(answer[0])
         results = iter(answer[1] if answer is not None else ())
         for u in units:
+            got = next(results, None) if u.sent else None
+            what = self._intake.admit(u.item, _hashes(*u.hashes) if u.hashes else _hashes(None, None))
+            if what == "stop":
+                return
+            if what == "skip":
+                continue
+            trace = u.item.trace
+            assert trace is not None  # a record that did not read is skipped (its error said) by admit
             if u.error is not None:
                 yield u.error
                 continue
-            line, sha, found, error = next(results)
+            if not u.sent:  # standing when read, admitted now: the file's record cannot have changed; audit it here
+                yield self._audit_one((trace, None))
+                continue
+            line, sha, found, error = got if got is not None else (None, None, [], None)
             if error is not None or line is None:
-                yield cannot_audit(u.trace, error or "no answer from the worker")
+                yield cannot_audit(trace, error or "no answer from the worker")
                 continue
             _store(auditor, sha, found)
-            yield RecordLine(u.trace.run_id, line)
+            yield RecordLine(trace.run_id, line)
 
-
-    def _finish_lines(self, auditor: Auditor, state: "_Lines", answer: tuple[str, Any] | None,
-                      intake: Intake | None) -> Iterator[Result]:
+    def _finish_lines(self, auditor: Auditor, state: _Lines, answer: tuple[str, Any] | None) -> Iterator[Result]:
         """The records a worker read from a line chunk, each admitted here in order as a serial audit would."""
-        assert intake is not None and answer is not None  # line files come only with an intake
+        assert answer is not None
         self._check(answer[0])
         got = answer[1]
         if state.seq in self._fallen:
@@ -445,13 +453,31 @@ class ParallelAudit:
         if isinstance(got, Irregular):
             self._fallen.add(state.seq)
             self.irregular += 1
-            yield from intake.rest_of(Path(got.file), self._records[state.seq])
+            yield from self._intake.rest_of(Path(got.file), self._records[state.seq], "referee")
             return
         self._records[state.seq] += len(got)
-        for line, run_id, error, gold, scores, ignored, group, view_sha, claim_sha, answer_ in got:
-            item = TraceItem(file=state.chunk.file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
-                             ignored=ignored, group=group)
-            what = intake.admit(item, _hashes(view_sha, claim_sha))
+        yield from self._admitted(auditor, got)
+
+    def _finish_files(self, auditor: Auditor, state: _Files, answer: tuple[str, Any] | None) -> Iterator[Result]:
+        """The records a worker read from small files, file by file in input order, each admitted here."""
+        assert answer is not None
+        self._check(answer[0])
+        for (file, fmt), got in zip(state.batch.files, answer[1]):
+            if self._intake.stopped():
+                return
+            if isinstance(got, Irregular):  # its reading raised there: here it raises (or reads) as serially
+                self.irregular += 1
+                yield from self._intake.rest_of(Path(file), 0, fmt)
+            else:
+                yield from self._admitted(auditor, got)
+
+    def _admitted(self, auditor: Auditor, got: list[tuple]) -> Iterator[Result]:
+        """The records a worker read, each admitted here in order: its record written, its error said, or
+        nothing (a repeated run_id, a record that stands)."""
+        for file, line, run_id, error, gold, scores, ignored, group, notes, view_sha, claim_sha, answer_ in got:
+            item = TraceItem(file=file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
+                             ignored=ignored, group=group, notes=notes)
+            what = self._intake.admit(item, _hashes(view_sha, claim_sha))
             self.not_again += what == "skip" and answer_ is None and error is None
             if what == "stop":
                 return
@@ -474,37 +500,8 @@ class ParallelAudit:
                                "differ", fix="install the same referee on the workers as here")
 
 
-def input_size(paths: list[Path], entries: int = SIZE_ENTRIES) -> int:
-    """The bytes of the regular files under `paths` (links not followed), looking at no more than `entries`
-    files and folders: past that, a size as big as any input.
-
-    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"12345")
-    >>> input_size([d]), input_size([d / "a", d / "missing"]), input_size([d], entries=1) > 1 << 40
-    (5, 5, True)
-    """
-    total, seen, big = 0, 0, 1 << 50
-    stack = [str(p) for p in reversed(paths)]
-    while stack:
-        top = stack.pop()
-        seen += 1
-        if seen > entries:
-            return big
-        try:
-            if not (os.path.isdir(top) and not os.path.islink(top)):
-                total += os.stat(top).st_size
-                continue
-            with os.scandir(top) as it:
-                for e in it:  # counted entry by entry: one folder of a million files is looked at no further
-                    seen += 1
-                    if seen > entries:
-                        return big
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append(e.path)
-                    elif e.is_file(follow_symlinks=False):
-                        total += e.stat(follow_symlinks=False).st_size
-        except OSError:
-            continue  # the reader says what is wrong with it
-    return total
+def _lines(unit: Unit) -> bool:
+    return isinstance(unit, RawFile) and not unit.whole
 
 
 def _size(path: Path) -> int:
@@ -532,22 +529,17 @@ def _hashes(view_sha: str | None, claim_sha: str | None) -> Callable[[], tuple[s
     return lambda: None if view_sha is None or claim_sha is None else (view_sha, claim_sha)
 
 
-@dataclass(frozen=True)
-class _Lines:
-    """A line chunk as the parent keeps it: which line file (its place among the inputs) and the chunk."""
-
-    seq: int
-    chunk: LineChunk
-
-
 def _describe(units: Any) -> str:
     if isinstance(units, _Lines):
         return f"{units.chunk.file} from line {units.chunk.first_line}"
-    ids = [u.trace.run_id for u in units]
+    if isinstance(units, _Files):
+        names = units.batch.files
+        return names[0][0] + (f" and {len(names) - 1} more files" if len(names) > 1 else "")
+    ids = [u.item.run_id for u in units]
     return f"the chunk of run_ids {ids[0]} .. {ids[-1]}" if ids else "an empty chunk"
 
 
-def _pickled(config: _Config) -> bytes:
+def _pickled(config: WorkerConfig) -> bytes:
     try:
         return pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # a plugin holding a connection, a lock, a lambda

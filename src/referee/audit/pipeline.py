@@ -17,7 +17,6 @@ from referee.audit.extract.worker import extract_sample
 from referee.audit.terminal import is_terminal, split_call
 from referee.audit.facts import ViewFacts
 from referee.audit.grounding import ground_in
-from referee.audit.filechunks import RawFile
 from referee.audit.inputs import InputOptions, iter_inputs, walk
 from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
@@ -211,12 +210,16 @@ class RecordLine:
 
 @dataclass(frozen=True)
 class Intake:
-    """What an executor whose workers read files themselves (`reads_file`) needs of `audit_files`, to decide on
-    each record it read as a serial audit would."""
+    """What an executor that admits the records itself (`admits`: those its workers read, and those this process
+    read, each at its turn in input order) needs of `audit_files`, to decide on each as a serial audit would."""
 
     admit: Callable[[TraceItem, Callable[[], tuple[str, str] | None]], str]  # "audit" | "skip" | "stop"
-    rest_of: Callable[[Path, int], Iterator[Any]]  # a line file read here past its first N records
+    # a file read here from its start as a serial audit reads it, past its first N records: a line file (format
+    # "referee") or a small file (its format; None: sniffed)
+    rest_of: Callable[[Path, int, str | None], Iterator[Any]]
     stopped: Callable[[], bool]  # a record made with other settings was found: write nothing more
+    # records read here admitted now, the traces to audit among them, each with its view when resume made it
+    jobs_of: Callable[[Iterable[TraceItem]], Iterator[tuple[Trace, ClaimBlindView | None]]] = lambda items: iter(())
     # what resume compares with (the audit file's records, this audit's settings): a worker that reads a run
     # whose record stands (`resume.action` says "skip") need not audit it; `admit` still decides
     done: dict[str, Done] = field(default_factory=dict)
@@ -432,25 +435,31 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                 yield item.trace, (view[0] if view else None)  # type: ignore[misc]
 
     def work() -> Iterator[Any]:
-        """What to audit, in input order: jobs read here, and line files the executor's workers read."""
-        workers_read = getattr(executor, "reads_file", None)  # the executor says which files its workers read
+        """What to audit, in input order: jobs read here, and files the executor's workers read. An executor
+        that `admits` gets the records read here as they were read, and admits each at its turn (`Intake`):
+        admitted here as they are read, a record of a later file would come before those of an earlier file
+        the workers still read (the first of two runs with one run_id is the one audited)."""
+        workers_read = getattr(executor, "raw_file", None)  # the executor says which files its workers read
+        later = getattr(executor, "admits", False)
+        allow = inputs.allow_pickle if inputs is not None else False
         for inp in walk(paths, fmt, inputs):
             if stop:
                 return
             if isinstance(inp, TraceItem):  # a folder that could not be walked
                 admit(inp, lambda: None)
-            elif workers_read is not None and workers_read(inp.path, inp.fmt):
-                yield RawFile(inp.path)
+            elif workers_read is not None and (raw := workers_read(inp.path, inp.fmt, allow)) is not None:
+                yield raw
             else:
-                allow = inputs.allow_pickle if inputs is not None else False
                 if (reading := getattr(executor, "reading", None)) is not None:
                     reading(inp.path)  # read here: what the executor counts as work begun
-                yield from jobs_of(read_traces(inp.path, inp.fmt, allow_pickle=allow))
+                items = read_traces(inp.path, inp.fmt, allow_pickle=allow)
+                yield from (items if later else jobs_of(items))
 
-    def rest_of(path: Path, skip_records: int) -> Iterator[AuditRecord | TraceError]:
-        """A line file read here from its start, as a serial audit reads it, past its first `skip_records`
-        records; each record admitted and audited here."""
-        for job in jobs_of(skip_keeping_notes(read_traces(path, "referee"), skip_records)):
+    def rest_of(path: Path, skip_records: int, fmt: str | None = "referee") -> Iterator[AuditRecord | TraceError]:
+        """A file read here from its start, as a serial audit reads it, past its first `skip_records` records;
+        each record admitted and audited here."""
+        allow = inputs.allow_pickle if inputs is not None else False
+        for job in jobs_of(skip_keeping_notes(read_traces(path, fmt, allow_pickle=allow), skip_records)):
             yield audit_one(job)
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -474,7 +483,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         results = (ordered_map(audit_one, work(), concurrency, name="referee-audit") if executor is None
                    else executor.run(auditor, work(), audit_one,
                                      Intake(admit=admit, rest_of=rest_of, stopped=lambda: bool(stop),
-                                            done=done, settings=settings)))
+                                            done=done, settings=settings, jobs_of=jobs_of)))
         for got in results:
             if isinstance(got, TraceError):
                 skip(got)
