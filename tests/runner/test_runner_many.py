@@ -197,38 +197,9 @@ def test_an_interrupt_stops_the_running_plans_skips_the_rest_and_says_what_finis
         kill_marked(tmp_path)
 
 
-def test_sigterm_while_the_app_starts_stops_the_app(tmp_path, cli_env):
-    """SIGTERM to a runner still waiting for its app to be ready (here it never is) stops the app too."""
-    import os
-    import signal
-    import subprocess
-
-    from tests.runner.runner_helpers import PY, kill_quietly, wait_dead
-
-    pidfile = tmp_path / "app.pid"
-    plan = {"name": "slow-app", "app": app_block(tmp_path / "app.db", pidfile, ready="/never", ready_timeout_s=60),
-            "steps": [{"id": "s", "do": "x", "validators": [{"kind": "file_exists", "path": "/etc/hostname"}]}]}
-    p = write_plan(tmp_path / "p.yaml", plan)
-    cmd = [PY, "-m", "referee.cli.main", "run", str(p), "--agent", "true", "--out", str(tmp_path / "runs")]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    app = None
-    try:
-        (app,) = _wait_files([pidfile])
-        os.kill(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-        assert proc.returncode == 130, err
-        assert wait_dead(app, 10), "the app outlived the runner's SIGTERM"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        if app is not None:
-            kill_quietly(app)
-
-
-def test_sigterm_ignored_when_the_runner_started_stays_ignored(tmp_path, cli_env):
-    """A runner started with SIGTERM ignored (as a supervisor may start it) does not stop on one: here it
-    waits out its app's readiness timeout and says so, instead of ending as interrupted."""
+def _sigterm_while_the_app_starts(tmp_path, cli_env, ready_timeout_s: float, ignored: bool = False):
+    """`referee run` of a plan whose app is never ready, sent SIGTERM once the app has started (with SIGTERM
+    ignored from the start when `ignored`): (exit code, stdout + stderr, the app's pid)."""
     import os
     import signal
     import subprocess
@@ -236,25 +207,52 @@ def test_sigterm_ignored_when_the_runner_started_stays_ignored(tmp_path, cli_env
     from tests.runner.runner_helpers import PY, kill_quietly
 
     pidfile = tmp_path / "app.pid"
-    plan = {"name": "slow-app", "app": app_block(tmp_path / "app.db", pidfile, ready="/never", ready_timeout_s=4),
+    plan = {"name": "slow-app",
+            "app": app_block(tmp_path / "app.db", pidfile, ready="/never", ready_timeout_s=ready_timeout_s),
             "steps": [{"id": "s", "do": "x", "validators": [{"kind": "file_exists", "path": "/etc/hostname"}]}]}
     p = write_plan(tmp_path / "p.yaml", plan)
     cmd = [PY, "-m", "referee.cli.main", "run", str(p), "--agent", "true", "--out", str(tmp_path / "runs")]
+    ignore = (lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)) if ignored else None
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+                            start_new_session=True, preexec_fn=ignore)
     app = None
     try:
         (app,) = _wait_files([pidfile])
         os.kill(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
-        said = out + err
-        assert proc.returncode not in (0, 130, -signal.SIGTERM), said
-        assert "interrupted" not in said and "ready" in said, said
+        return proc.returncode, out + err, app
+    except BaseException:
+        if app is not None:
+            kill_quietly(app)
+        raise
     finally:
         if proc.poll() is None:
             proc.kill()
-        if app is not None:
-            kill_quietly(app)
+
+
+def test_sigterm_while_the_app_starts_stops_the_app(tmp_path, cli_env):
+    """SIGTERM to a runner still waiting for its app to be ready (here it never is) stops the app too."""
+    from tests.runner.runner_helpers import kill_quietly, wait_dead
+
+    rc, said, app = _sigterm_while_the_app_starts(tmp_path, cli_env, 60)
+    try:
+        assert rc == 130, said
+        assert wait_dead(app, 10), "the app outlived the runner's SIGTERM"
+    finally:
+        kill_quietly(app)
+
+
+def test_sigterm_ignored_when_the_runner_started_stays_ignored(tmp_path, cli_env):
+    """A runner started with SIGTERM ignored (as a supervisor may start it) does not stop on one: here it
+    waits out its app's readiness timeout and says so, instead of ending as interrupted."""
+    import signal
+
+    from tests.runner.runner_helpers import kill_quietly
+
+    rc, said, app = _sigterm_while_the_app_starts(tmp_path, cli_env, 4, ignored=True)
+    kill_quietly(app)
+    assert rc not in (0, 130, -signal.SIGTERM), said
+    assert "interrupted" not in said and "ready" in said, said
 
 
 def test_doctests():
