@@ -33,7 +33,7 @@ from typing import Callable
 
 import pytest
 
-from tests.audit.test_audit_workers_lines import evidence_rows
+from tests.audit.test_audit_workers_lines import evidence_rows, first_difference
 from tests.conftest import ROOT, base_cli_env, run_cli
 
 POOL_LINE = "referee: auditing on local process pool"
@@ -323,16 +323,6 @@ def workers_read(*names: str) -> Callable[[Outcome], bool]:
         got = {Path(p).name for p in o.worker_reads()}
         return bool(got & set(names)) if names else bool(got)
     return need
-
-
-def first_difference(a: bytes | None, b: bytes | None) -> str:
-    if a is None or b is None:
-        return f"serial file {'missing' if a is None else 'present'}, pooled {'missing' if b is None else 'present'}"
-    la, lb = a.split(b"\n"), b.split(b"\n")
-    for n, (x, y) in enumerate(zip(la, lb)):
-        if x != y:
-            return f"line {n + 1} differs:\nserial: {x[:300]!r}\npooled: {y[:300]!r}"
-    return f"serial has {len(la)} lines, pooled {len(lb)}"
 
 
 def assert_same(serial: Outcome, pooled: Outcome, *, pool_expected: bool = True) -> None:
