@@ -15,7 +15,7 @@ MODULES = ["referee.llm", "referee.audit.trace", "referee.audit.jsonstream", "re
            "referee.audit.disposition", "referee.audit.decide", "referee.audit.policyfile", "referee.audit.extract",
            "referee.audit.extract.rules", "referee.audit.extract.llm", "referee.audit.cache",
            "referee.audit.pipeline", "referee.audit.replay", "referee.audit.summary", "referee.audit.auditfile",
-           "referee.audit.resume", "referee.lockfile"]
+           "referee.audit.resume", "referee.lockfile", "referee.audit.filechunks", "referee.audit.parallel"]
 
 
 @pytest.mark.parametrize("name", MODULES)

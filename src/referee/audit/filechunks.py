@@ -122,7 +122,7 @@ def whole_size(path: Path, fmt: str | None, most: int | None = None) -> int | No
     >>> import tempfile; p = Path(tempfile.mkdtemp()) / "t.json"
     >>> _ = p.write_text('{"run_id": "a", "task": "t", "steps": []}')
     >>> whole_size(p, None), whole_size(p, "my-plugin"), whole_size(p.parent, None), whole_size(p, None, most=10)
-    (42, None, None, None)
+    (41, None, None, None)
     """
     if fmt not in WHOLE_FORMATS:
         return None
