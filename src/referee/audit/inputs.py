@@ -240,13 +240,16 @@ def pickle_only_folders(paths: Iterable[Path], fmt: str | None = None) -> list[P
 
 
 SIZE_ENTRIES = 100_000  # files and folders looked at to size an input (more: it is big)
+MEDIA_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".mp4", ".webm")
 
 
 def input_size(paths: list[Path], entries: int = SIZE_ENTRIES) -> int:
-    """The bytes of the regular files under `paths` (links not followed), looking at no more than `entries`
-    files and folders: past that, a size as big as any input.
+    """The bytes of the regular files under `paths` (links not followed) but images and videos in folders, which no
+    reader parses (a run folder's screenshots), looking at no more than `entries` files and folders: past that, a
+    size as big as any input.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a").write_bytes(b"12345")
+    >>> _ = (d / "step_1.PNG").write_bytes(b"x" * 1000)
     >>> input_size([d]), input_size([d / "a", d / "missing"]), input_size([d], entries=1) > 1 << 40
     (5, 5, True)
     """
@@ -268,7 +271,7 @@ def input_size(paths: list[Path], entries: int = SIZE_ENTRIES) -> int:
                         return big
                     if e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
-                    elif e.is_file(follow_symlinks=False):
+                    elif e.is_file(follow_symlinks=False) and not e.name.lower().endswith(MEDIA_SUFFIXES):
                         total += e.stat(follow_symlinks=False).st_size
         except OSError:
             continue  # the reader says what is wrong with it
