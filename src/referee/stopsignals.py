@@ -1,4 +1,4 @@
-"""Stop signals handled for the length of a block, by the CLI and by `referee run -j N`."""
+"""Stop signals handled for the length of a block, by the CLI, `referee run -j N` and each plan's run."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from referee.audit.cache import EvidenceCache
 from referee.audit.claims import RulesClaimReader
 from referee.audit.extract.rules import RulesExtractor
 from referee.audit.parallel import ParallelAudit, executor_for
-from referee.audit.pipeline import Auditor, audit_files, iter_items
+from referee.audit.pipeline import Auditor, Intake, audit_files, iter_items
 from referee.audit.policyfile import load_policy
 from referee.audit.records import Finding
 from referee.audit.taskclass import ClassPattern, TaskClassRule, classify_task
@@ -691,6 +691,9 @@ def test_on_dask_the_claim_channel_never_leaves_this_process(tmp_path):
     items = list(iter_items([traces], None))  # records read here, as audit_files hands them to the executor
     dask_ex = ParallelAudit(ExecutorOptions("dask", 2, None, 4))
     dask_ex.strict_claims = dask_ex.options.kind == "dask"  # what run() decides for a Dask executor
+    # what run() is given: an audit file with no records yet (the chunks are only made here, never admitted)
+    dask_ex._intake = Intake(admit=lambda item, hashes: "audit", rest_of=lambda *a: iter(()), stopped=lambda: False,
+                             jobs_of=lambda items: iter(()))
     sent = [payload for _, payload in dask_ex._chunks(iter(items))]
     assert len(sent) == 8 and all(MARK.encode() not in part for payload in sent for part in payload)
     run_audit(traces, tmp_path / "serial.jsonl")

@@ -132,8 +132,6 @@ class ParallelAudit:
     _paths: list[Path] = field(default_factory=list, init=False, repr=False)
     _input_size: int | None = field(default=None, init=False, repr=False)
     _read_size: int = field(default=0, init=False, repr=False)
-    _done: dict = field(default_factory=dict, init=False, repr=False)  # Intake.done and .settings, set by run()
-    _settings: tuple = field(default=(), init=False, repr=False)
     _one_file: bool = field(default=False, init=False, repr=False)
 
     def expect(self, paths: list[Path]) -> None:
@@ -177,7 +175,6 @@ class ParallelAudit:
         if self.strict_claims is None:
             self.strict_claims = self.options.kind == "dask"
         self._intake, self._audit_one = intake, audit_one
-        self._done, self._settings = intake.done, intake.settings
         units = iter(units)
         head: list[Unit] = []
         whole = 0  # bytes of the small files in the head: more than one chunk of them is work for the pool
@@ -378,13 +375,13 @@ class ParallelAudit:
         trace = item.trace
         if trace is None:
             return u  # its error is said at its turn
-        prev = self._done.get(trace.run_id)
+        prev = self._intake.done.get(trace.run_id)
         if prev is not None:  # what its admission compares with the file's record, made once, here
             try:
                 u.hashes = build_view(trace).sha256, text_sha256(claim_text(trace))
             except SHAPE_ERRORS:
                 pass
-            if u.hashes is not None and action(prev, *u.hashes, self._settings) == "skip":
+            if u.hashes is not None and action(prev, *u.hashes, self._intake.settings) == "skip":
                 u.standing = True
                 return u
         try:
@@ -423,7 +420,7 @@ class ParallelAudit:
         results = iter(answer[1] if answer is not None else ())
         for u in units:
             got = next(results, None) if u.sent else None
-            what = self._intake.admit(u.item, _hashes(*u.hashes) if u.hashes else _hashes(None, None))
+            what = self._intake.admit(u.item, _hashes(*(u.hashes or (None, None))))
             if what == "stop":
                 return
             if what == "skip":

@@ -219,7 +219,7 @@ class Intake:
     rest_of: Callable[[Path, int, str | None], Iterator[Any]]
     stopped: Callable[[], bool]  # a record made with other settings was found: write nothing more
     # records read here admitted now, the traces to audit among them, each with its view when resume made it
-    jobs_of: Callable[[Iterable[TraceItem]], Iterator[tuple[Trace, ClaimBlindView | None]]] = lambda items: iter(())
+    jobs_of: Callable[[Iterable[TraceItem]], Iterator[tuple[Trace, ClaimBlindView | None]]]
     # what resume compares with (the audit file's records, this audit's settings): a worker that reads a run
     # whose record stands (`resume.action` says "skip") need not audit it; `admit` still decides
     done: dict[str, Done] = field(default_factory=dict)
@@ -354,6 +354,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                 f"{' ...' if len(damaged) > 10 else ''}: no audit record (damaged?); left as it is, and the run it "
                 "held is audited again")
     settings = auditor.settings()
+    allow = inputs.allow_pickle if inputs is not None else False  # pickled logs load (browsergym), when asked
     seen: dict[str, tuple[str, str]] = {}  # run_id -> (where it first came in this input, its file)
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
     stats = AuditStats()
@@ -441,7 +442,6 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         the workers still read (the first of two runs with one run_id is the one audited)."""
         workers_read = getattr(executor, "raw_file", None)  # the executor says which files its workers read
         later = getattr(executor, "admits", False)
-        allow = inputs.allow_pickle if inputs is not None else False
         for inp in walk(paths, fmt, inputs):
             if stop:
                 return
@@ -458,7 +458,6 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
     def rest_of(path: Path, skip_records: int, fmt: str | None = "referee") -> Iterator[AuditRecord | TraceError]:
         """A file read here from its start, as a serial audit reads it, past its first `skip_records` records;
         each record admitted and audited here."""
-        allow = inputs.allow_pickle if inputs is not None else False
         for job in jobs_of(skip_keeping_notes(read_traces(path, fmt, allow_pickle=allow), skip_records)):
             yield audit_one(job)
 
