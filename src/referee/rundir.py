@@ -113,6 +113,8 @@ class IsolationRecord(_Model):
     note: str = ""  # why this mode (what auto found missing)
     user: str | None = None  # user mode: the agent's account
     tracking: Literal["cgroup", "uid", "pidns", "session"] = "session"  # how every agent process is found
+    # the limits on each agent process (plan: actor.limits), as set; None: no limit was set
+    limits: dict[str, int] | None = None
 
 
 class Manifest(_Model):

@@ -193,7 +193,7 @@ def test_a_daemon_of_an_unisolated_agent_is_gone_too(tmp_path, run_plan):
         run = run_plan(_daemon_plan(actor(agent(tmp_path, "daemon.sh"), "none")), timeout=90)
         _assert_daemon_gone(run, tmp_path)
         assert isolation_of(run) | {"note": ""} == {"mode": "none", "requested": "none", "note": "", "user": None,
-                                                    "tracking": "cgroup"}
+                                                    "tracking": "cgroup", "limits": None}
     finally:
         kill_marked(tmp_path)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, ValidationInfo, field_validator
 
 from referee.timeouts import MAX_TIMEOUT_S, check_seconds
 
@@ -76,6 +76,20 @@ class AppSpec(_Model):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class AgentLimits(_Model):
+    """Resource limits on each of the agent's processes (setrlimit before it starts; docs/security-isolation.md).
+    Left out: no limit. The runner sets them as hard limits, so the agent cannot raise them again.
+
+    >>> AgentLimits(memory_mb=512).memory_mb, AgentLimits().cpu_s
+    (512, None)
+    """
+
+    memory_mb: PositiveInt | None = None  # data memory (heap, anonymous mappings) of each process: RLIMIT_DATA
+    cpu_s: PositiveInt | None = None  # CPU seconds of each process: SIGXCPU, then SIGKILL a second later
+    file_mb: PositiveInt | None = None  # the largest file a process may write: SIGXFSZ past it
+    processes: PositiveInt | None = None  # processes of the agent's account at once (user isolation only)
+
+
 class ActorSpec(_Model):
     """Who performs each step's `do:`."""
 
@@ -88,6 +102,7 @@ class ActorSpec(_Model):
     # how the agent's processes are kept from the run directory and the runner (docs/security-isolation.md):
     # auto picks the strongest of user/bwrap that can run this agent, else none with a loud warning
     isolation: Literal["auto", "user", "bwrap", "none"] = "auto"
+    limits: AgentLimits = Field(default_factory=AgentLimits)
 
 
 class Step(_Model):

@@ -19,23 +19,31 @@ from typing import BinaryIO
 
 from referee.fstree import remove_tree
 from referee.runner.isolation import Sandbox
+from referee.runner.limits import launcher_arg, limit_reached
 from referee.runner.reaper import uid_lock
 
 OUTPUT_KEEP = 1 << 20  # bytes of stdout and of stderr kept in agent/<step>/
 GRACE_S = 2.0  # after SIGTERM at the timeout, before SIGKILL
 NOT_STARTED = 125  # the launcher's exit code when it could not become the agent
 
-# Runs as the runner, becomes the agent: joins the step's cgroup (so nothing it forks escapes), drops
-# to the agent's account, forbids any way back (no_new_privs: setuid programs stay unprivileged), execs.
+# Runs as the runner, becomes the agent: joins the step's cgroup (so nothing it forks escapes), sets the
+# plan's limits (hard ones too: the agent cannot raise them), drops to the agent's account, forbids any
+# way back (no_new_privs: setuid programs stay unprivileged), execs.
 LAUNCHER = r"""
 import os, sys
-procs, uid, gid = sys.argv[1:4]
-argv = sys.argv[4:]
+procs, limits, uid, gid = sys.argv[1:5]
+argv = sys.argv[5:]
 try:
     if procs:
         fd = os.open(procs, os.O_WRONLY)
         os.write(fd, str(os.getpid()).encode())
         os.close(fd)
+    if limits:
+        import resource
+        for item in limits.split(","):
+            name, _, soft_hard = item.partition("=")
+            soft, _, hard = soft_hard.partition(":")
+            resource.setrlimit(getattr(resource, "RLIMIT_" + name), (int(soft), int(hard)))
     if uid:
         os.setgroups([])
         os.setgid(int(gid))
@@ -102,7 +110,8 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
     sandbox.prepare(agent_dir)
     tracker = sandbox.tracker()
     ident = sandbox.identity()
-    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path,
+    chosen, _ = sandbox.applied_limits()
+    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path, launcher_arg(chosen),
                 str(ident[0]) if ident else "", str(ident[1]) if ident else "", *sandbox.wrap(argv, agent_dir)]
     timed_out, killed = False, 0
     lock_dir = Path("/run") if os.access("/run", os.W_OK) else Path(tempfile.gettempdir())
@@ -137,7 +146,7 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
         err, err_size = _tail(ferr)
     code = proc.returncode
     why = _could_not_start(code, err)
-    error = why or (f"timed out after {timeout_s:g}s" if timed_out else None)
+    error = why or (f"timed out after {timeout_s:g}s" if timed_out else None) or limit_reached(code, chosen)
     return AgentOutput(code, timed_out, why is None, killed, out, err, out_size, err_size, error=error)
 
 

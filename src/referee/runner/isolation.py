@@ -30,7 +30,9 @@ from pathlib import Path
 from referee.errors import PlanError
 from referee.fstree import remove_tree, walk_tree
 from referee.keys import key_path
+from referee.plan.model import AgentLimits
 from referee.rundir import IsolationRecord
+from referee.runner.limits import applied
 from referee.runner.reaper import Tracker, new_tracker
 
 AGENT_USER = "referee-agent"
@@ -157,12 +159,19 @@ class Sandbox:
     gid: int | None = None
     home: Path | None = None
     tracking: str = "session"
+    limits: AgentLimits | None = None  # on each agent process (plan: actor.limits)
     _old_umask: int | None = field(default=None, repr=False)
 
+    def applied_limits(self) -> tuple[dict[str, int], list[str]]:
+        """The limits that hold in this sandbox's mode, and why any were left out (`limits.applied`)."""
+        return applied(self.limits, self.mode)
+
     def record(self) -> IsolationRecord:
-        return IsolationRecord(mode=self.mode, requested=self.requested, note=self.note,  # type: ignore[arg-type]
+        chosen, notes = self.applied_limits()
+        note = "; ".join(n for n in (self.note, *notes) if n)
+        return IsolationRecord(mode=self.mode, requested=self.requested, note=note,  # type: ignore[arg-type]
                                user=AGENT_USER if self.mode == "user" else None,
-                               tracking=self.tracking)  # type: ignore[arg-type]
+                               tracking=self.tracking, limits=chosen or None)  # type: ignore[arg-type]
 
     def tracker(self) -> Tracker:
         fallback = {"user": "uid", "bwrap": "pidns"}.get(self.mode, "session")
@@ -306,11 +315,20 @@ def _user_problems(run_dir: Path, cwd: Path, checks: list[tuple[str, str]]) -> t
 
 
 def open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: str | list[str],
-                 env_path: str | None, extra_read: tuple[str, ...] = ()) -> Sandbox:
-    """Decide the isolation of one run (see the module docstring) and make what it needs (account, home).
+                 env_path: str | None, extra_read: tuple[str, ...] = (), limits: AgentLimits | None = None) -> Sandbox:
+    """Decide the isolation of one run (see the module docstring) and make what it needs (account, home);
+    its agent processes get `limits`.
 
     PlanError when the plan asks for a mode that cannot work here, naming what is missing.
     """
+    sandbox = _open_sandbox(requested, run_dir=run_dir, cwd=cwd, command=command, env_path=env_path,
+                            extra_read=extra_read)
+    sandbox.limits = limits
+    return sandbox
+
+
+def _open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: str | list[str],
+                  env_path: str | None, extra_read: tuple[str, ...]) -> Sandbox:
     # the probe runs as the agent's user from elsewhere: a relative --out would be looked for there, fail, and
     # quietly cost user isolation
     run_dir, cwd = Path(os.path.abspath(run_dir)), Path(os.path.abspath(cwd))

@@ -91,7 +91,8 @@ def sandbox_for(spec, *, run_dir: Path, cwd: Path, command: str | list[str],
     if any(sys.executable in w for w in words):  # `{python} -m ...`: the agent also imports referee
         extra += (str(Path(referee.__file__).parent),)
     path = spec.env.get("PATH") or os.environ.get("PATH")
-    return open_sandbox(spec.isolation, run_dir=run_dir, cwd=cwd, command=command, env_path=path, extra_read=extra)
+    return open_sandbox(spec.isolation, run_dir=run_dir, cwd=cwd, command=command, env_path=path, extra_read=extra,
+                        limits=spec.limits)
 
 
 class CommandActor(ActorKind):
