@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field as dc_field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -62,7 +63,14 @@ class LoadedPlan:
         return self.where.error(msg, loc, fix)
 
     def step(self, step_id: str) -> Step:
-        return next(s for s in self.plan.steps if s.id == step_id)
+        return self._steps[step_id]
+
+    @cached_property
+    def _steps(self) -> dict[str, Step]:  # a plan may have thousands of steps, each looked up
+        steps: dict[str, Step] = {}
+        for s in self.plan.steps:
+            steps.setdefault(s.id, s)  # the first of a repeated id, as a search would find
+        return steps
 
 
 class _Where:

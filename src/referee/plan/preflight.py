@@ -43,6 +43,10 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
     found = Findings()
     kind = lp.plan.actor.kind if lp.plan.actor else "command"
     index = _step_index(lp)
+    holders: dict[str, list[str]] = {}  # capture name -> the steps that take one by that name (made once: a plan
+    for sid, caps in lp.captures.items():  # may have thousands of steps)
+        for c in caps:
+            holders.setdefault(c.params.name, []).append(sid)
     if kind == "python":
         _python_target(lp, cwd or Path.cwd(), env, found)
     for step in lp.plan.steps:
@@ -61,7 +65,7 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
                     f"plan's actor is '{kind}'", loc,
                     fix="set `actor: {kind: browser}`, or take the screen with a `command` capture "
                         "(stdout_as: NAME.png)"))
-        _evidence(lp, step.id, si, found)
+        _evidence(lp, step.id, si, found, holders)
     return found
 
 
@@ -101,11 +105,10 @@ def _capture_locs(lp: LoadedPlan, step_id: str, si: int) -> dict[str, tuple]:
     return locs
 
 
-def _evidence(lp: LoadedPlan, step_id: str, si: int, found: Findings) -> None:
+def _evidence(lp: LoadedPlan, step_id: str, si: int, found: Findings, holders: dict[str, list[str]]) -> None:
     """Validator evidence that names no capture of its step: a near miss or another step's capture is an
     error; a bare name (no folder, no extension) is a warning: only a file the agent saves can match it."""
     mine = {c.params.name for c in lp.captures.get(step_id, ())}
-    others = {c.params.name: sid for sid, caps in lp.captures.items() if sid != step_id for c in caps}
     for tv in lp.validators.get(step_id, ()):
         loc = ("steps", si, "validators", tv.index, "evidence")
         for ref in tv.spec.evidence_refs(tv.params, tv.index):
@@ -115,9 +118,9 @@ def _evidence(lp: LoadedPlan, step_id: str, si: int, found: Findings) -> None:
             if near:
                 found.errors.append(lp.error(f"evidence '{ref}' names no capture of this step",
                                              loc, fix=f"did you mean '{near[0]}'?"))
-            elif ref in others:
+            elif other := next((sid for sid in holders.get(ref, ()) if sid != step_id), None):
                 found.errors.append(lp.error(
-                    f"evidence '{ref}' is a capture of step '{others[ref]}', not of this step", loc,
+                    f"evidence '{ref}' is a capture of step '{other}', not of this step", loc,
                     fix="evidence is read per step: capture it in this step too"))
             elif tv.params.require_change:
                 found.errors.append(lp.error(
