@@ -24,11 +24,15 @@ class RefereeError(Exception):
         self.fix = fix
 
     def __str__(self) -> str:
+        from referee.safetext import visible
+
         where = ""
-        if self.file and self.place:
-            where = f"{self.file}:{self.place}: "
-        elif self.file:
-            where = f"{self.file}: "
+        # a file name is the user's, and may hold a newline: the error must stay one line
+        file = visible(self.file, keep_newlines=False) if self.file else None
+        if file and self.place:
+            where = f"{file}:{self.place}: "
+        elif file:
+            where = f"{file}: "
         elif self.place:
             where = f"{self.place}: "
         tail = f"; {self.fix}" if self.fix else ""

@@ -9,7 +9,7 @@ import click
 from rich.text import Text
 
 from referee.errors import RefereeError
-from referee.safetext import for_console
+from referee.safetext import for_console, visible
 
 EXIT_INTERRUPTED = 130
 
@@ -187,8 +187,9 @@ def grade(run_dirs, strict, json_mode, allow_unsigned):
 
 def _finding_line(err, level: str) -> str:
     """`file:line:col: warning: message; fix`, the form editors and CI problem matchers read."""
-    where = f"{err.file}:{err.place}: " if err.file and err.place else f"{err.file}: " if err.file else ""
-    return f"{where}{level}: {err.message}" + (f"; {err.fix}" if err.fix else "")
+    file = visible(err.file, keep_newlines=False) if err.file else None
+    where = f"{file}:{err.place}: " if file and err.place else f"{file}: " if file else ""
+    return f"{where}{level}: {visible(err.message, keep_newlines=False)}" + (f"; {err.fix}" if err.fix else "")
 
 
 def _load_checked(plans, console, plan_sha256: str | None = None) -> list:
@@ -265,10 +266,11 @@ def check(plans, json_mode):
         if found.errors:
             n, m = len(found.errors), len(found.warnings)
             more = f", {m} warning{'s' if m != 1 else ''}" if m else ""
-            click.echo(f"{p}: {n} error{'s' if n != 1 else ''}{more}")
+            click.echo(f"{visible(p, keep_newlines=False)}: {n} error{'s' if n != 1 else ''}{more}")
         elif summary is not None:
             skipped = summary["skipped"]
-            click.echo(f"{p}: ok ({summary['steps']} steps, {summary['validators']} validators"
+            shown = visible(p, keep_newlines=False)
+            click.echo(f"{shown}: ok ({summary['steps']} steps, {summary['validators']} validators"
                        + (f"; no validator, will be SKIPPED: {', '.join(skipped)}" if skipped else "") + ")")
     if json_mode:
         click.echo(json.dumps(report, indent=2))

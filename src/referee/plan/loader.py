@@ -78,12 +78,14 @@ class _Where:
                  sink: list[PlanError] | None = None) -> None:
         self.file, self.positions, self.data = file, positions, data
         self.sink = sink  # collect-all mode (`referee check`): errors are gathered here, not raised
+        self._said: set[str] = {str(e) for e in sink or ()}
 
     def report(self, err: PlanError) -> None:
         """Raise `err`, or in collect-all mode note it so loading goes on to find the next one."""
         if self.sink is None:
             raise err
-        if not any(str(e) == str(err) for e in self.sink):
+        if str(err) not in self._said:  # a set: a hostile plan may hold thousands of errors
+            self._said.add(str(err))
             self.sink.append(err)
 
     def place(self, loc: tuple) -> str | None:
@@ -120,11 +122,54 @@ def _pydantic_error(where: _Where, exc: ValidationError, base: tuple = (),
 
 def _pydantic_errors(where: _Where, exc: ValidationError, base: tuple = (),
                      model: type[BaseModel] | None = None) -> list[PlanError]:
-    """Every error of a validation, one PlanError each; a "missing" beside an unknown field (a typo) is left out."""
-    errors = exc.errors()
+    """Every error of a validation, one PlanError each; a "missing" beside an unknown field (a typo) is left out,
+    and the errors of one field that may take several forms (`str | list[str]`) are one."""
+    errors = [_untagged(where.data, base, e) for e in exc.errors()]
     typo_at = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
-    return [_one_error(where, e, base, model) for e in errors
-            if not (e["type"] == "missing" and tuple(e["loc"][:-1]) in typo_at)]
+    merged: dict[tuple, dict] = {}
+    for e in errors:
+        if e["type"] == "missing" and tuple(e["loc"][:-1]) in typo_at:
+            continue
+        first = merged.setdefault(tuple(e["loc"]), e)
+        if first is not e and e["msg"] not in first["msg"]:
+            merged[tuple(e["loc"])] = {**first, "msg": f"{first['msg']}; or {e['msg'][:1].lower()}{e['msg'][1:]}"}
+    return [_one_error(where, e, base, model) for e in merged.values()]
+
+
+def _untagged(data: Any, base: tuple, err: Any) -> Any:
+    """`err` with the union members pydantic names in its loc (`('evidence', 'list[str]')`) left out: they are
+    no field of the plan, and the message would name a Python type instead of the field."""
+    for part in base:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return err
+    loc: list = []
+    for i, part in enumerate(err["loc"]):
+        last = i == len(err["loc"]) - 1
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        elif isinstance(part, str) and last and err["type"] in ("missing", "extra_forbidden"):
+            pass  # a field not given, or one the model does not know: named as written
+        else:
+            continue  # a union member's tag
+        loc.append(part)
+    return {**err, "loc": tuple(loc)} if len(loc) != len(err["loc"]) else err
+
+
+# what to write instead, by pydantic's error type (the message says what was wrong)
+_TYPE_FIXES = {
+    "int_type": "give a whole number", "int_parsing": "give a whole number", "int_from_float": "give a whole number",
+    "float_type": "give a number", "float_parsing": "give a number",
+    "bool_type": "give true or false", "bool_parsing": "give true or false",
+    "string_type": "give a text (quote it if YAML reads it as something else)",
+    "list_type": "give a list, e.g. [a, b] or one '- item' per line",
+    "dict_type": "give a mapping, e.g. {name: value}", "model_type": "give a mapping, e.g. {name: value}",
+    "model_attributes_type": "give a mapping, e.g. {name: value}",
+    "literal_error": "use one of the values the message lists", "enum": "use one of the values the message lists",
+}
 
 
 def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | None) -> PlanError:
@@ -134,7 +179,7 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
     names = [str(p) for p in err["loc"] if isinstance(p, str)]
     field = names[-1] if names else "value"
     etype = err["type"]
-    fix = None
+    fix = _TYPE_FIXES.get(etype)
     if etype == "missing":
         msg, fix = f"missing required field '{field}'", "add it"
     elif etype == "extra_forbidden":

@@ -1,0 +1,58 @@
+"""`referee check` names the field and the fix of a wrongly typed value, and keeps each error one line whatever
+the plan's file is called (cases a black-box tester found)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_cli
+
+TYPES = """steps:
+  - id: a
+    do: x
+    validators:
+      - kind: http_status_eq
+        url: http://127.0.0.1:9/x
+        expected: "abc"
+      - kind: text_contains
+        evidence: 5
+        text: [1, 2]
+"""
+
+
+def _check(tmp_path, cli_env, name: str, text: str, *extra: str) -> tuple[int, str, str]:
+    path = tmp_path / name
+    path.write_text(text)
+    return run_cli(["check", *extra, str(path)], cwd=tmp_path, env=cli_env)
+
+
+def test_a_wrongly_typed_field_is_named_once_with_a_fix(tmp_path, cli_env):
+    rc, out, err = _check(tmp_path, cli_env, "types.yaml", TYPES)
+    assert rc == 2
+    lines = err.splitlines()
+    assert len(lines) == 3, err  # `evidence` may be a text or a list: one error, not one per form
+    evidence = next(ln for ln in lines if ":9:" in ln)
+    assert "invalid 'evidence'" in evidence and "list[str]" not in evidence, evidence
+    assert "a valid string" in evidence and "a valid list" in evidence, evidence
+    assert "types.yaml:7:19: invalid 'expected'" in err and "give a whole number" in err
+    rc, out, _ = _check(tmp_path, cli_env, "types.yaml", TYPES, "--json")
+    errors = json.loads(out)[str(tmp_path / "types.yaml")]["errors"]
+    assert [e["fix"] for e in errors] == ["give a whole number",
+                                          "give a text (quote it if YAML reads it as something else)",
+                                          "give a text (quote it if YAML reads it as something else)"], errors
+
+
+def test_steps_that_are_no_list_get_a_fix(tmp_path, cli_env):
+    rc, _, err = _check(tmp_path, cli_env, "p.yaml", "steps: 5\n")
+    assert rc == 2 and err.strip().endswith("give a list, e.g. [a, b] or one '- item' per line"), err
+
+
+def test_a_newline_or_escape_in_the_file_name_cannot_split_or_colour_a_line(tmp_path, cli_env):
+    rc, out, err = _check(tmp_path, cli_env, "bad\nna\x1bme.yaml", TYPES)
+    assert rc == 2
+    assert len(err.splitlines()) == 3 and all(ln.startswith("referee: error: ") for ln in err.splitlines()), err
+    assert "bad\\x0ana\\x1bme.yaml:7:19:" in err and "\x1b" not in err + out
+    assert out.splitlines() == [f"{tmp_path}/bad\\x0ana\\x1bme.yaml: 3 errors"], out
+    ok = "steps:\n  - id: a\n    do: x\n    validators: [{kind: text_contains, evidence: shot, text: hi}]\n"
+    rc, out, err = _check(tmp_path, cli_env, "w\narn.yaml", ok)
+    assert rc == 0 and len(out.splitlines()) == 2 and "\\x0aarn.yaml:4:" in out.splitlines()[0], out
