@@ -74,3 +74,22 @@ def test_an_app_that_dies_during_the_run_is_not_replaced_by_what_answers_on_its_
     if state not in ("gone", "Z", "X"):  # a zombie is ended; only its parent (init here) has yet to reap it
         os.kill(other, signal.SIGKILL)
         pytest.fail(f"the app's other server (pid {other}) was still running after the run ended")
+
+
+def test_a_start_command_that_backgrounds_the_app_and_returns_at_once_is_waited_for(tmp_path, run_plan):
+    """`app & exit 0` returns before the app answers: the runner polls `ready` until it does (docs/runner.md:
+    a start command that exits 0 once it started the app in the background is fine). Found by a black-box
+    tester as a race: 6 of 10 such runs stopped with "the app exited with code 0 before it was ready"."""
+    start = f"sh -c {shlex.quote('(sleep 1; exec ' + _app('{port}', tmp_path / 'app.db') + ') > /dev/null 2>&1 &')}"
+    run = run_plan({"name": "bg", "app": {"start": start, "url": "http://127.0.0.1:{port}", "ready": "/health"},
+                    "steps": [{"id": "s1", "do": "look", "validators": HEALTH}]}, agent="true")
+    assert run.verdicts() == {"s1": "PASS"} and run.rc == 0, run.explain()
+
+
+def test_a_start_command_that_returns_and_starts_nothing_says_so_at_the_ready_timeout(tmp_path, run_plan):
+    run = run_plan({"name": "none", "app": {"start": "true", "url": "http://127.0.0.1:{port}", "ready": "/health",
+                                            "ready_timeout_s": 2},
+                    "steps": [{"id": "s1", "do": "look", "validators": HEALTH}]}, agent="true")
+    said = " ".join((run.stdout + run.stderr).split())
+    assert "was not ready" in said and "its start command exited 0 and left nothing answering there" in said, said
+    assert run.verdicts() == {"s1": "ERROR"} and run.rc == 1, run.explain()

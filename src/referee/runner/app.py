@@ -114,7 +114,9 @@ class App:
         deadline = time.monotonic() + self.spec.ready_timeout_s
         last = "no answer"
         while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
+            # exit 0: a start command that put the app in the background and returned, maybe a moment before
+            # the app answered; only a failed start is known to be over
+            if self.proc is not None and self.proc.poll() not in (None, 0):
                 tail = self.log_tail()
                 raise AppError(f"the app exited with code {self.proc.returncode} before it was ready"
                                + (f" (its log ends: {tail})" if tail else ""),
@@ -128,8 +130,10 @@ class App:
             except httpx.HTTPError as exc:
                 last = type(exc).__name__
             time.sleep(0.1)
+        returned = self.proc is not None and self.proc.poll() == 0
         self.stop()
-        raise AppError(f"the app was not ready at {target} after {self.spec.ready_timeout_s:g}s ({last})",
+        raise AppError(f"the app was not ready at {target} after {self.spec.ready_timeout_s:g}s ({last})"
+                       + ("; its start command exited 0 and left nothing answering there" if returned else ""),
                        fix="raise app.ready_timeout_s or check app.ready")
 
     def log_tail(self, n: int = 300) -> str:
