@@ -110,7 +110,8 @@ def needed_paths(command: str | list[str], env_path: str | None, extra: tuple[st
 def probe(uid: int, gid: int, checks: list[tuple[str, str]], cwd: Path) -> list[str]:
     """The checks the account fails, run as that account (so ACLs and every path component count)."""
     script = 'for a; do f=${a%%:*}; p=${a#*:}; test -"$f" "$p" || printf "%s\\n" "$a"; done'
-    args = [f"{flag}:{path}" for flag, path in checks] + [f"x:{cwd}"]
+    # the probe runs from /, the agent from cwd: a relative path of its command line is the agent's cwd's
+    args = [f"{flag}:{os.path.join(cwd, path)}" for flag, path in checks] + [f"x:{cwd}"]
     try:
         proc = subprocess.run(["/bin/sh", "-c", script, "sh", *args], user=uid, group=gid, extra_groups=[],
                               cwd="/", env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL,
@@ -299,6 +300,18 @@ def _make_home(uid: int | None = None, gid: int | None = None) -> Path:
         for p in (home, home / "tmp"):
             os.chown(p, uid, gid)
     return home
+
+
+def user_cannot_run(command: str | list[str], env_path: str | None, cwd: Path) -> list[str]:
+    """Why the agent's account cannot run `command` from `cwd` (its program, the files it names, the folder), before
+    any run directory exists: an explicit `isolation: user` that cannot work is a plan error, not a run's ERROR."""
+    if not is_root():
+        return ["the runner is not root (only root can run the agent as another user)"]
+    try:
+        uid, gid = ensure_agent_user()
+    except OSError as exc:
+        return [str(exc)]
+    return probe(uid, gid, needed_paths(command, env_path), Path(os.path.abspath(cwd)))
 
 
 def _user_problems(run_dir: Path, cwd: Path, checks: list[tuple[str, str]]) -> tuple[tuple[int, int] | None, list[str]]:
