@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -417,7 +418,7 @@ def test_an_isolated_agent_has_a_home_a_temp_folder_and_its_workspace(tmp_path, 
     assert Path((adir / "cwd.txt").read_text().strip()).resolve() == tmp_path.resolve()
     if iso["mode"] == "user":
         assert (adir / "uid.txt").read_text().strip() != "0"
-        assert iso["user"] == "referee-agent"
+        assert re.fullmatch(r"referee-agent(-\d+)?", iso["user"]), iso  # one account per run going on
         # after the step its files are the runner's, so a later step cannot change them
         assert all(p.stat().st_uid == os.geteuid() for p in adir.iterdir())
     assert "UNISOLATED" not in run.stdout and "agent isolation:" in run.stdout
@@ -482,6 +483,6 @@ def test_a_relative_out_keeps_user_isolation(tmp_path, cli_env):
                     "      - kind: command_exit_code\n        command: 'true'\n")
     rc, out, err = run_cli(["run", "plan.yaml", "--agent", "id -un", "--out", "runs"], cwd=tmp_path, env=cli_env)
     assert rc == 0, out + err
-    assert "agent isolation: user as referee-agent" in out and "user isolation: cannot" not in out, out
+    assert re.search(r"agent isolation: user as referee-agent\b", out) and "user isolation: cannot" not in out, out
     (stdout,) = list((tmp_path / "runs").rglob("agent/a/stdout.txt")) or list((tmp_path / "runs").rglob("stdout.txt"))
-    assert stdout.read_text().strip() == "referee-agent"
+    assert re.fullmatch(r"referee-agent(-\d+)?", stdout.read_text().strip())

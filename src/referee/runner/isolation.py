@@ -33,9 +33,20 @@ from referee.keys import key_path
 from referee.plan.model import AgentLimits
 from referee.rundir import IsolationRecord
 from referee.runner.limits import applied
-from referee.runner.reaper import Tracker, new_tracker
+from referee.runner.reaper import Tracker, new_tracker, take_slot
 
 AGENT_USER = "referee-agent"
+AGENT_SLOTS = 64  # runs on one host at once with user isolation, each with an account of its own
+
+
+def agent_account(slot: int) -> str:
+    """The agent account of a slot: one per run in progress on this host, so that no run's agent can write
+    another's `agent/<step>/` (each is its account's) or be swept with it.
+
+    >>> agent_account(0), agent_account(1)
+    ('referee-agent', 'referee-agent-2')
+    """
+    return AGENT_USER if slot == 0 else f"{AGENT_USER}-{slot + 1}"
 Requested = str  # "auto" | "user" | "bwrap" | "none" (ActorSpec.isolation)
 
 
@@ -161,7 +172,9 @@ class Sandbox:
     home: Path | None = None
     tracking: str = "session"
     limits: AgentLimits | None = None  # on each agent process (plan: actor.limits)
+    user: str = AGENT_USER  # user mode: the account this run holds (agent_account)
     _old_umask: int | None = field(default=None, repr=False)
+    _slot_lock: int | None = field(default=None, repr=False)  # the open lock that holds `user` for this run
 
     def applied_limits(self) -> tuple[dict[str, int], list[str]]:
         """The limits that hold in this sandbox's mode, and why any were left out (`limits.applied`)."""
@@ -171,7 +184,7 @@ class Sandbox:
         chosen, notes = self.applied_limits()
         note = "; ".join(n for n in (self.note, *notes) if n)
         return IsolationRecord(mode=self.mode, requested=self.requested, note=note,  # type: ignore[arg-type]
-                               user=AGENT_USER if self.mode == "user" else None,
+                               user=self.user if self.mode == "user" else None,
                                tracking=self.tracking, limits=chosen or None)  # type: ignore[arg-type]
 
     def tracker(self) -> Tracker:
@@ -188,7 +201,7 @@ class Sandbox:
             return env
         env = {**env, "HOME": str(self.home), "TMPDIR": str(self.home / "tmp")}
         if self.mode == "user":
-            env.update(USER=AGENT_USER, LOGNAME=AGENT_USER)
+            env.update(USER=self.user, LOGNAME=self.user)
         env.pop("XDG_RUNTIME_DIR", None)
         return env
 
@@ -262,6 +275,9 @@ class Sandbox:
         if self._old_umask is not None:
             os.umask(self._old_umask)
             self._old_umask = None
+        if self._slot_lock is not None:
+            os.close(self._slot_lock)  # the account is free for the next run
+            self._slot_lock = None
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -273,10 +289,8 @@ HOME_PREFIX = "referee-agent-home-"
 
 def _sweep_homes() -> None:
     """Remove the homes of runners that died without removing them (SIGKILL); the name holds the pid."""
-    try:
-        owners = {os.geteuid(), pwd.getpwnam(AGENT_USER).pw_uid}
-    except KeyError:
-        owners = {os.geteuid()}
+    owners = {os.geteuid()} | {pw.pw_uid for pw in pwd.getpwall()  # every slot's account (agent_account)
+                               if pw.pw_name == AGENT_USER or pw.pw_name.startswith(AGENT_USER + "-")}
     for d in Path(tempfile.gettempdir()).glob(HOME_PREFIX + "*-*"):
         pid = d.name[len(HOME_PREFIX):].split("-")[0]
         if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
@@ -314,17 +328,36 @@ def user_cannot_run(command: str | list[str], env_path: str | None, cwd: Path) -
     return probe(uid, gid, needed_paths(command, env_path), Path(os.path.abspath(cwd)))
 
 
-def _user_problems(run_dir: Path, cwd: Path, checks: list[tuple[str, str]]) -> tuple[tuple[int, int] | None, list[str]]:
+@dataclass(frozen=True)
+class _Account:
+    """The agent account a run holds: its name, ids, and the open lock that holds it (`take_slot`)."""
+
+    name: str
+    uid: int
+    gid: int
+    lock: int
+
+
+def _user_problems(run_dir: Path, cwd: Path, checks: list[tuple[str, str]]) -> tuple[_Account | None, list[str]]:
+    """The account this run's agent would run as (its slot taken), or None; and why it cannot run the agent."""
     if not is_root():
         return None, ["the runner is not root (only root can run the agent as another user)"]
     try:
-        uid, gid = ensure_agent_user()
+        slot, lock = take_slot(AGENT_SLOTS)
     except OSError as exc:
+        return None, [str(exc)]
+    name = agent_account(slot)
+    try:
+        uid, gid = ensure_agent_user(name)
+    except OSError as exc:
+        os.close(lock)
         return None, [str(exc)]
     (run_dir / "agent").mkdir(exist_ok=True)
     problems = probe(uid, gid, [*checks, ("x", str(run_dir / "agent"))], cwd)
     problems += exposed_ancestors(run_dir, uid, gid)
-    return (uid, gid), problems
+    if problems:
+        os.close(lock)
+    return _Account(name, uid, gid, lock), problems
 
 
 def open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: str | list[str],
@@ -350,18 +383,19 @@ def _open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: st
     if requested == "none":
         return Sandbox("none", requested, "actor.isolation: none in the plan", run_dir, cwd, tracking=_tracking("none"))
     if requested in ("auto", "user"):
-        ident, problems = _user_problems(run_dir, cwd, checks)
-        if ident is not None and not problems:
+        account, problems = _user_problems(run_dir, cwd, checks)
+        if account is not None and not problems:
             old = os.umask(0)
             os.umask(old | 0o022)  # nothing the runner writes during the run may be writable by the agent
-            uid, gid = ident
-            return Sandbox("user", requested, "", run_dir, cwd, uid=uid, gid=gid, home=_make_home(uid, gid),
-                           tracking=_tracking("user"), _old_umask=old)
+            return Sandbox("user", requested, "", run_dir, cwd, uid=account.uid, gid=account.gid,
+                           home=_make_home(account.uid, account.gid), tracking=_tracking("user"),
+                           user=account.name, _old_umask=old, _slot_lock=account.lock)
         why = f"user isolation: {'; '.join(problems)}"
         if requested == "user":
+            name = account.name if account else AGENT_USER
             raise PlanError(f"actor.isolation: user cannot work here: {'; '.join(problems)}",
-                            fix=f"make these readable by the user {AGENT_USER} (chmod o+rx, or setfacl -m "
-                                f"u:{AGENT_USER}:rx), put --out where it cannot write, or choose another isolation")
+                            fix=f"make these readable by the user {name} (chmod o+rx, or setfacl -m "
+                                f"u:{name}:rx), put --out where it cannot write, or choose another isolation")
         if is_root():
             notes.append(why)
     if requested in ("auto", "bwrap"):

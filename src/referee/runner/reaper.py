@@ -292,6 +292,35 @@ def new_tracker(fallback: str, *, uid: int | None = None, gid: int | None = None
     return SessionTracker("pidns" if fallback == "pidns" else "session")
 
 
+def lock_dir() -> Path:
+    """Where the host-wide locks of agent accounts lie: /run where this runner may write, else the temp folder."""
+    import tempfile
+
+    return Path("/run") if os.access("/run", os.W_OK) else Path(tempfile.gettempdir())
+
+
+def take_slot(slots: int, where: Path | None = None) -> tuple[int, int]:
+    """(slot, fd): the first of `slots` agent-account slots no other run on this host holds, and the open lock
+    that holds it for this run (close `fd` to free it; a runner that dies frees it too). OSError if all are held.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> (a, fa), (b, fb) = take_slot(4, d), take_slot(4, d); a, b
+    (0, 1)
+    >>> os.close(fa); take_slot(4, d)[0]
+    0
+    """
+    where = where or lock_dir()
+    for slot in range(slots):
+        fd = os.open(where / f"referee-agent-slot-{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return slot, fd
+    raise OSError(f"all {slots} agent accounts are in use by other runs on this host")
+
+
 @contextlib.contextmanager
 def uid_lock(tracker: Tracker, lock_dir: Path) -> Iterator[None]:
     """Hold the agent account's lock while a uid-tracked step runs: its sweep kills every process of
