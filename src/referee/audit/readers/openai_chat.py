@@ -232,9 +232,14 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
             report_idx = i
     last_action_idx = max((i for i, m in enumerate(convo) if m.get("role") == "assistant" and _tool_calls(m)),
                           default=-1)
+    # the view is cut by where the agent's messages are, never by what they say: reaching back past a courtesy
+    # closing (below) is the claim reader's business, and must not change which steps the view holds. A user turn
+    # after the agent's first text after its last action answers a claim (or a closing): not evidence
+    final_idx = report_idx
     report_parts = _report_span(convo, report_idx, last_action_idx)
-    if report_parts:
-        report_idx = report_parts[0]
+    cut = final_idx if last_action_idx < 0 else next(
+        (i for i in range(last_action_idx + 1, len(convo)) if convo[i].get("role") == "assistant"
+         and (_text(convo[i].get("content")) or "").strip()), None)
     initial: dict[str, Any] = {}
     if system:
         initial["data"] = {"system": "\n\n".join(system)}
@@ -266,7 +271,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
                 if call.get("id"):
                     pending[call["id"]] = step
                 order.append(step)
-            if not calls and i not in report_parts:
+            if not calls and i != final_idx:
                 step = {"action": {"name": "reply", "args": {}}, "narration": narration}
                 steps.append(step)
                 last_reply = step
@@ -290,8 +295,8 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
                 else:
                     initial["text"] = text
                 continue
-            if report_idx is not None and i > report_idx and i > last_action_idx:
-                continue  # after the report and the last action: a reaction to the claim
+            if cut is not None and i > cut and i > last_action_idx:
+                continue  # a reaction to the claim (above)
             obs = {"text": text, "data": {"role": "user"}}
             if last_reply is not None and "observation" not in last_reply:
                 last_reply["observation"] = obs
