@@ -25,6 +25,11 @@ from referee.audit.claims import read_claim_rules
     ("You're welcome! Have a lovely evening!", "courtesy_only"),
     ("   ", "empty"),
     ("Okay.", "no_status"),
+    # a present tense that says whether something works, after its subject (a black-box tester's cases)
+    ("All tests pass.", "delivered_result"),
+    ("Everything works now.", "delivered_result"),
+    ("The page loads and the form submits.", "delivered_result"),
+    ("Run the tests to check.", "no_status"),                        # asks; states nothing
 ])
 def test_each_cue_family(report, family):
     r = read_claim_rules(report)

@@ -29,7 +29,12 @@ _CANNOT_BE = cues.Cue(rf"\b(can ?n[o']t|cannot|could not|may not|won't|will not)
 
 # a sentence about the agent itself ("I understand ...", "My options ...") states no result of the task
 _ABOUT_AGENT = cues.Cue(r"^\W*(i|i'm|i've|i'd|we|we're|we've|my|our|as an? )\b", re.I)
-_COPULA = cues.Cue(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|shows?|equals?|\w{3,}ed)\b", re.I)
+# a verb that states how things are: a copula, a past tense, or one of the present tenses that say whether
+# something works, after its subject ("All tests pass.", "It works now.", "The page loads.")
+_COPULA = cues.Cue(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|shows?|equals?|\w{3,}ed)\b|"
+                   # after a word: "Run the tests." asks, it does not state
+                   r"(?<=\w )(works?|pass(?:es)?|succeeds?|runs?|loads?|exists?|holds?|matches|compiles?|builds?)\b",
+                   re.I)
 
 
 def _sentences(text: str) -> list[str]:
