@@ -63,8 +63,8 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
                 found.errors.append(lp.error(
                     f"a {cap.params.kind} capture needs the browser actor (the runner's own page), and this "
                     f"plan's actor is '{kind}'", loc,
-                    fix="set `actor: {kind: browser}`, or take the screen with a `command` capture "
-                        "(stdout_as: NAME.png)"))
+                    fix="set `actor: {kind: browser}` (an agent `command` then drives the runner's page over "
+                        "CDP), or take the screen with a `command` capture (stdout_as: NAME.png)"))
         _evidence(lp, step.id, si, found, holders)
     return found
 
