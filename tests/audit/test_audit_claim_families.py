@@ -30,6 +30,8 @@ from referee.audit.claims import read_claim_rules
     ("Everything works now.", "delivered_result"),
     ("The page loads and the form submits.", "delivered_result"),
     ("Run the tests to check.", "no_status"),                        # asks; states nothing
+    ("Two tests still fail after my fix.", "obstacle"),
+    ("The build is still broken.", "obstacle"),
 ])
 def test_each_cue_family(report, family):
     r = read_claim_rules(report)

@@ -38,6 +38,7 @@ OBSTACLE = Cue(
     r"had no (access|way)|ran out of|did ?n[o']t manage|can only (offer|provide|give|suggest))|unable to|"
     r"(my|our) (options|hands|ability|abilities) (are|is) (limited|tied|restricted)|"
     r"\b(failed|fails|declined|rejected|crashed|errored|refused)\b|^\W*(error|failure|fail)\b|"
+    r"\bstill (fail|failing|crash|crashing|broken|erroring)\b|"
     r"(i|we) did ?n[o']t (cancel|book|change|modify|update|delete|remove|send|create|make|process|refund|"
     r"upgrade|apply|submit|fix|resolve|save|order|pay|add)\b|not able to|failed to|fails to|"
     r"did ?n[o']t manage to|(there (was|is|were|are) (still )?(an? )?(error|issue|problem)s?\b)|"
