@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from referee.audit.readers import read_traces, sniff_dir
 from referee.audit.trace import TraceItem, record_error
 from referee.errors import UsageError
+from referee.fstree import glob_paths, identity
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 NOT_TRACES = (".report.json",)  # SWE-bench harness reports: gold beside trajectories, not traces
@@ -68,8 +69,8 @@ def _included(rel: str, name: str, include: Sequence[str]) -> bool:
 
 def expand_args(args: Iterable[str | Path]) -> list[Path]:
     """Command-line inputs as paths; an argument that is no path but a glob (`'runs/**/summary_info.json'`,
-    quoted so the shell left it alone) is expanded, sorted. No match, or a path that does not exist,
-    is a UsageError.
+    quoted so the shell left it alone) is expanded, sorted, each folder entered once (`fstree.glob_paths`). No match,
+    or a path that does not exist, is a UsageError.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a.json").write_text("{}")
     >>> [p.name for p in expand_args([str(d / "*.json")])]
@@ -81,8 +82,9 @@ def expand_args(args: Iterable[str | Path]) -> list[Path]:
         if p.exists():
             out.append(p)
             continue
-        if any(c in str(a) for c in "*?["):
-            hits = sorted(glob.glob(str(a), recursive=True))
+        if glob.has_magic(str(a)):
+            # not glob.glob: it follows `up -> ..` links round and round (two such links never finish)
+            hits = glob_paths(str(a))
             if not hits:
                 raise UsageError(f"no file or folder matches {str(a)!r}", fix="check the pattern (quote it so the "
                                  "shell leaves it to referee; ** walks folders)")
@@ -93,16 +95,25 @@ def expand_args(args: Iterable[str | Path]) -> list[Path]:
 
 
 def own_outputs(inputs: Iterable[Path], **outputs: Path | None) -> frozenset[Path]:
-    """The real paths of an audit's output files (by option: `out=...`, `gold_out=...`), after checking that no two
+    """The real paths of a command's output files (by option: `out=...`, `gold_out=...`), after checking that no two
     are one file and that no input file is one of them (either would write over what it reads or wrote).
+
+    One file is one device and inode, so a symbolic or a hard link to an input is that input; an output that does
+    not exist yet is compared by its real path. Inputs that are no file (a folder, a policy name) are left out.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp())
     >>> own_outputs([d / "t.jsonl"], out=d / "a.jsonl", gold_out=d / "a.jsonl")
     Traceback (most recent call last):
     ...
     referee.errors.UsageError: ...a.jsonl: given as --out and as --gold-out; give each output a file of its own
+    >>> _ = (d / "t.jsonl").write_text("{}"); os.link(d / "t.jsonl", d / "hard.jsonl")
+    >>> own_outputs([d / "t.jsonl"], output=d / "hard.jsonl")
+    Traceback (most recent call last):
+    ...
+    referee.errors.UsageError: ...t.jsonl: given as an input and as --output; write --output to another file ...
     """
-    real: dict[Path, str] = {}
+    real: set[Path] = set()
+    named: dict[object, str] = {}  # (device, inode), or the real path of a file still to be made -> its option
     for option, path in outputs.items():
         if path is None:
             continue
@@ -110,14 +121,21 @@ def own_outputs(inputs: Iterable[Path], **outputs: Path | None) -> frozenset[Pat
         if Path(path).is_dir():
             raise UsageError(f"{name} is a folder", file=str(path), fix=f"give {name} a file name")
         at = Path(os.path.realpath(path))
-        if at in real:
-            raise UsageError(f"given as {real[at]} and as {name}", file=str(path),
+        key = identity(path) or at
+        if key in named:
+            raise UsageError(f"given as {named[key]} and as {name}", file=str(path),
                              fix="give each output a file of its own")
-        real[at] = name
+        named[key] = name
+        real.add(at)
     for p in inputs:
-        if not p.is_dir() and (at := Path(os.path.realpath(p))) in real:
-            raise UsageError(f"given as an input and as {real[at]}", file=str(p),
-                             fix=f"write {real[at]} to another file (it would be written over what is read)")
+        p = Path(p)
+        if p.is_dir():
+            continue
+        # a link to nothing yet (a glob's hit) would lead to the output once it is written
+        held = identity(p) or (Path(os.path.realpath(p)) if p.is_symlink() else None)
+        if held is not None and held in named:
+            raise UsageError(f"given as an input and as {named[held]}", file=str(p),
+                             fix=f"write {named[held]} to another file (it would be written over what is read)")
     return frozenset(real)
 
 
@@ -150,19 +168,11 @@ def _sibling_link(path: Path) -> bool:
         return False
 
 
-def _identity(folder: Path) -> tuple[int, int] | None:
-    try:
-        st = folder.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
 def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputOptions,
           walked: set[tuple[int, int]]) -> Iterator[InputItem | TraceItem]:
     # a folder reached again through a link (`up -> ..`, or two links to one folder) is walked once: its
     # files read twice would be every run a duplicate of itself
-    if (ident := _identity(folder)) is not None:
+    if (ident := identity(folder)) is not None:
         if ident in walked:
             return
         walked.add(ident)
@@ -176,7 +186,8 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
             continue
         rel = child.relative_to(root).as_posix()
         if child.is_symlink() and not child.exists():  # a loop (`self -> self`) or a target gone
-            if is_trace_name(child) or (options.include and _included(rel, child.name, options.include)):
+            # with --include, only what it matches is this walk's business, a broken link included
+            if _included(rel, child.name, options.include) if options.include else is_trace_name(child):
                 yield _dangling(child)
             continue
         if _sibling_link(child):
@@ -193,16 +204,26 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
             elif fmt is not None and fmt != kind:
                 if options.on_left_out:
                     options.on_left_out(child, kind)
-            else:
+            elif _first_time(child, walked):
                 yield InputItem(child, kind)
         elif child.is_file():
             if options.outputs and Path(os.path.realpath(child)) in options.outputs:
                 continue  # this audit's own output (`referee audit . --out audit.jsonl`, run again)
-            if options.include:
-                if _included(rel, child.name, options.include):
-                    yield InputItem(child, fmt)
-            elif is_trace_name(child):
+            wanted = _included(rel, child.name, options.include) if options.include else is_trace_name(child)
+            if wanted and _first_time(child, walked):
                 yield InputItem(child, fmt)
+
+
+def _first_time(path: Path, seen: set[tuple[int, int]]) -> bool:
+    """Whether this walk meets the file or run folder `path` leads to (by device and inode) for the first time."""
+    # a file reached again through a link (`sub/same.jsonl -> ../a.jsonl`, or a hard link) read twice would
+    # make each of its runs a duplicate of itself, blamed on "files that reuse run_ids"
+    if (ident := identity(path)) is None:
+        return True
+    if ident in seen:
+        return False
+    seen.add(ident)
+    return True
 
 
 def _dangling(path: Path) -> TraceItem:

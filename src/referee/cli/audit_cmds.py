@@ -445,18 +445,19 @@ def replay(audit_file, policy, out, gold):
     from referee.audit.replay import replay_file
     from referee.audit.summary import AuditSummary, render
 
+    from referee.audit.inputs import own_outputs
     from referee.lockfile import exclusive
 
     lp = load_policy(policy)
+    to_file = out is not None and str(out) != "-"
+    # before OUT.lock or anything else is written: an --out that is an input would be written over
+    own_outputs([audit_file, *([gold] if gold else []), Path(lp.path)], out=out if to_file else None)
     gold_map: dict[str, bool] = {}
     if gold:
         from referee.evaluation.gold import load_gold
 
         gold_map = {rid: g.completed for rid, g in load_gold(gold).items()}
     summary = AuditSummary()
-    to_file = out is not None and str(out) != "-"
-    if to_file and out.is_dir():
-        raise UsageError("--out is a folder", file=str(out), fix="give --out a file name")
     # replacing a file a running `referee audit` appends to would lose its records: take its lock
     with exclusive(out, by="referee replay", fix="wait for it to finish, or give another --out") if to_file \
             else nullcontext():

@@ -65,6 +65,11 @@ def _spec(resamples: int, seed: int, level: float):
     return BootstrapSpec(resamples=resamples, seed=seed, level=level) if resamples else None
 
 
+def _prediction_files(predictions) -> list[Path]:
+    """The files of `--predictions NAME=FILE` (a malformed one is left to run_eval to name)."""
+    return [Path(file) for name, sep, file in (p.partition("=") for p in predictions) if sep and file]
+
+
 def _emit(text: str | None, output: Path | None) -> None:
     if text is None:
         return
@@ -122,6 +127,7 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
                level, fmt, model, base_url, votes, k, concurrency, max_retries, cache_dir, as_json, as_markdown,
                output) -> None:
     """Score every method and policy on AUDIT.jsonl against gold labels, with bootstrap intervals."""
+    from referee.audit.inputs import own_outputs
     from referee.evaluation.bootstrap import BootstrapSpec
     from referee.evaluation.run import EvalOptions, run_eval
 
@@ -131,6 +137,13 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
     for a in axes:
         if a not in ("task_class", "group", "split"):
             raise UsageError(f"unknown breakdown axis '{a}'", fix="use task_class, group, split")
+    if not no_plot:
+        explicit = plot_path is not None
+        plot_path = plot_path or audit.with_name(audit.stem + ".tradeoff.png")
+    # before anything is written: an output that is an input (or another output) would be written over
+    own_outputs([audit, gold_path, *([traces] if traces else []), *_prediction_files(predictions),
+                 *map(Path, policies)], output=output, records_out=records_out,
+                plot=None if no_plot else plot_path)
     opts = EvalOptions(
         audit=audit, gold=gold_path, policies=tuple(policies), no_policies=no_policies,
         baselines=tuple(baseline_names) or None, judges=tuple(judges), traces=traces, trace_format=fmt,
@@ -144,8 +157,6 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
     from referee.evaluation import render
 
     if not no_plot:
-        explicit = plot_path is not None
-        plot_path = plot_path or audit.with_name(audit.stem + ".tradeoff.png")
         try:
             from referee.evaluation.plot import plot_tradeoff
 
@@ -179,7 +190,10 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
 def intervention_cmd(traces, gold_path, audit, resamples, seed, level, fmt, model, base_url, votes, k, concurrency,
                      max_retries, cache_dir, as_json, as_markdown, output) -> None:
     """Run one trace judge with and without the report on the same records: recall shift, flips, sign test."""
+    from referee.audit.inputs import own_outputs
     from referee.evaluation.run import run_intervention_cmd
+
+    own_outputs([traces, gold_path, *([audit] if audit else [])], output=output)
 
     rep = run_intervention_cmd(traces=traces, gold=gold_path, audit=audit, fmt=fmt, model=model, base_url=base_url,
                                votes=votes, k=k, concurrency=concurrency, max_retries=max_retries,
@@ -239,19 +253,21 @@ def gold_cmd(traces, fmt, output, gold_scorer, gold_threshold, on_error) -> None
 
     TRACES are what `referee audit` takes: trace files, run folders, folders walked for them, quoted globs.
     """
-    from referee.audit.inputs import expand_args
+    from referee.audit.inputs import expand_args, own_outputs
     from referee.cli.audit_cmds import _warn
     from referee.evaluation.gold import gold_from_traces, write_gold
 
+    paths = expand_args(traces)
+    outputs = own_outputs(paths, output=output)  # refused before anything is read: -o is one of TRACES
     bad: list[str] = []
 
     def on_bad(err: Exception) -> None:
         bad.append(str(err))
         _warn(f"skipped record: {err}")
 
-    labels, without = gold_from_traces(expand_args(traces), fmt, gold_scorer, gold_threshold,
+    labels, without = gold_from_traces(paths, fmt, gold_scorer, gold_threshold,
                                        on_bad=on_bad if on_error == "skip" else None,
-                                       on_note=_warn)
+                                       on_note=_warn, outputs=outputs)
     n = write_gold(output, labels)
     click.echo(f"wrote {n} gold labels to {output}" + (f"; {without} run(s) carry no gold" if without else "")
                + (f"; {len(bad)} bad record(s) skipped" if bad else ""), err=True)

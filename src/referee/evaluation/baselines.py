@@ -117,13 +117,14 @@ def load_predictions(path) -> dict[str, str]:
     from pathlib import Path
 
     from referee.errors import UsageError
+    from referee.evaluation.gold import csv_rows
 
     path = Path(path)
     out: dict[str, str] = {}
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             if path.suffix.lower() == ".csv":
-                rows = ((i + 2, r) for i, r in enumerate(csv.DictReader(fh)))
+                rows = csv_rows(csv.DictReader(fh), path, UsageError)
             else:
                 rows = ((i + 1, json.loads(line)) for i, line in enumerate(fh) if line.strip())
             for lineno, row in rows:

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from referee.errors import GoldError
+from referee.errors import GoldError, RefereeError
 
 ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
 GOLD_COLUMNS: tuple[str, ...] = ("run_id", "completed", "claim", "group", "split")
@@ -85,6 +85,32 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
                         fix="save the gold labels as UTF-8") from None
 
 
+def csv_rows(reader: csv.DictReader, path: Path, error: type[RefereeError] = GoldError) -> Iterator[tuple[int, dict]]:
+    """(line number, row) of a CSV, each row as many cells as the header has columns, else one `error` naming the line.
+
+    >>> import io; r = csv.DictReader(io.StringIO("run_id,completed\\nr1,true\\nr2,true,false\\n"))
+    >>> list(csv_rows(r, Path("g.csv")))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    referee.errors.GoldError: g.csv:line 3: 3 cells, but the header has 2 columns (run_id, completed); ...
+    """
+    columns = list(reader.fieldnames or ())
+    twice = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
+    if twice is not None:  # DictReader would keep the last of the two cells in silence
+        raise error(f"the header names column '{twice}' twice", file=str(path), place="line 1",
+                    fix="give each column once")
+    for row in reader:
+        # DictReader puts extra cells under None and fills missing ones with None: a cell dropped or
+        # a column left empty without a word would be a label nobody wrote
+        extra = row.get(None) or []
+        cells = sum(v is not None for k, v in row.items() if k is not None) + len(extra)
+        if extra or cells < len(columns):
+            raise error(f"{cells} cells, but the header has {len(columns)} columns ({', '.join(columns)})",
+                        file=str(path), place=f"line {reader.line_num}",
+                        fix="give each row one cell per column (quote a cell that holds the delimiter)")
+        yield reader.line_num, dict(row)
+
+
 def _parse_rows(fh, path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
     if suffix in (".jsonl", ".json", ".ndjson"):
         for lineno, line in enumerate(fh, start=1):
@@ -105,8 +131,7 @@ def _parse_rows(fh, path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
         if not reader.fieldnames or "run_id" not in reader.fieldnames:
             raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
                             fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
-        for row in reader:
-            yield reader.line_num, {k: v for k, v in row.items() if k is not None}
+        yield from csv_rows(reader, path)
     else:
         raise GoldError(f"unknown gold label format '{suffix or path.name}'", file=str(path),
                         fix="use a .csv or .jsonl file")
@@ -179,7 +204,8 @@ def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
 def gold_from_traces(paths: Path | Iterable[Path], fmt: str | None = None, scorer: str | None = None,
                      threshold: float = 1.0, *,
                      on_bad: Callable[[Exception], None] | None = None,
-                     on_note: Callable[[str], None] | None = None) -> tuple[list[GoldLabel], int]:
+                     on_note: Callable[[str], None] | None = None,
+                     outputs: frozenset[Path] = frozenset()) -> tuple[list[GoldLabel], int]:
     """Gold labels a trace reader found beside the traces (tau-bench: `reward == 1.0`; with `scorer`, the
     named score of an Inspect AI log is at least `threshold`): (labels, runs without gold).
 
@@ -187,8 +213,9 @@ def gold_from_traces(paths: Path | Iterable[Path], fmt: str | None = None, score
     `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task. A run_id that comes
     again keeps its first label, as the audit keeps its first record. A bad record raises, or with
     `on_bad` is handed to it and skipped; a gold source beside a run that does not read goes to `on_note`.
+    `outputs` (real paths, as `own_outputs` gives them) are never read as traces by a walk.
     """
-    from referee.audit.inputs import iter_inputs
+    from referee.audit.inputs import InputOptions, iter_inputs
     from referee.audit.trace import GoldScorer
 
     paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
@@ -197,7 +224,7 @@ def gold_from_traces(paths: Path | Iterable[Path], fmt: str | None = None, score
     seen: set[str] = set()
     without = 0
     scorers: set[str] = set()
-    for item in iter_inputs(paths, fmt):  # a file, a run folder, or a folder of them
+    for item in iter_inputs(paths, fmt, InputOptions(outputs=outputs)):  # a file, a run folder, or a folder of them
         if item.error is not None:
             if on_bad is None:
                 raise item.error

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from referee.errors import GoldError
+from referee.evaluation.gold import csv_rows
 
 NONE = "(none)"
 
@@ -39,7 +40,7 @@ def iter_split_rows(path: Path) -> Iterator[SplitRow]:
             if not reader.fieldnames or "run_id" not in reader.fieldnames:
                 raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
                                 fix="a split file has columns run_id, split and optionally group, task")
-            rows = ((reader.line_num, r) for r in reader)
+            rows = csv_rows(reader, path)
         elif suffix in (".jsonl", ".json", ".ndjson"):
             rows = ((i, _json(line, path, i)) for i, line in enumerate(fh, start=1) if line.strip())
         else:
