@@ -59,6 +59,8 @@ def limit_reached(exit_code: int | None, chosen: dict[str, int]) -> str | None:
     'the agent reached its CPU limit (actor.limits.cpu_s: 5)'
     >>> limit_reached(128 + signal.SIGXFSZ, {"file_mb": 1})
     'the agent wrote past its file size limit (actor.limits.file_mb: 1)'
+    >>> limit_reached(137, {"cpu_s": 5})[:48]
+    'the agent reached its CPU limit, most likely (ki'
     >>> limit_reached(-signal.SIGXFSZ, {}) is None, limit_reached(0, {"cpu_s": 5}) is None
     (True, True)
     """
@@ -67,6 +69,9 @@ def limit_reached(exit_code: int | None, chosen: dict[str, int]) -> str | None:
 
     if by(signal.SIGXCPU) and "cpu_s" in chosen:
         return f"the agent reached its CPU limit (actor.limits.cpu_s: {chosen['cpu_s']})"
+    if by(signal.SIGKILL) and "cpu_s" in chosen:  # it outlived SIGXCPU; the kernel does not say who killed it
+        return (f"the agent reached its CPU limit, most likely (killed with SIGKILL, as the kernel does a second past "
+                f"actor.limits.cpu_s: {chosen['cpu_s']})")
     if by(signal.SIGXFSZ) and "file_mb" in chosen:
         return f"the agent wrote past its file size limit (actor.limits.file_mb: {chosen['file_mb']})"
     return None
