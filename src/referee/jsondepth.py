@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from pydantic_core import from_json
@@ -107,9 +108,28 @@ def _cleaned(value: Any) -> Any:
     return value
 
 
+def too_many_digits(exc: BaseException) -> bool:
+    """Whether `json` refused a number for its length: an integer of more digits than Python converts to an int
+    (`sys.get_int_max_str_digits()`, 4300 by default; a guard against quadratic time), not a syntax error.
+
+    >>> try:
+    ...     json.loads("9" * 5000)
+    ... except ValueError as exc:
+    ...     too_many_digits(exc), too_many_digits(ValueError("Expecting value"))
+    (True, False)
+    """
+    return isinstance(exc, ValueError) and not isinstance(exc, json.JSONDecodeError) and \
+        "integer string conversion" in str(exc)
+
+
+def digits_message() -> str:
+    """What is wrong with a record `too_many_digits` refused, said without Python's advice to raise the limit."""
+    return f"an integer of more than {sys.get_int_max_str_digits()} digits"
+
+
 def loads(text: str | bytes) -> Any:
     """`json.loads` for one record of a file a user gives: ValueError for a value nested deeper than MAX_DEPTH
-    (bytes are read as UTF-8; a bad byte is a ValueError too).
+    (bytes are read as UTF-8; a bad byte, or an integer too long to convert, is a ValueError too).
 
     >>> loads('{"a": [1]}')
     {'a': [1]}
@@ -184,6 +204,10 @@ def loads_text(text: str, *, max_depth: int, message: str) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise ValueError(message) from None
+    except ValueError as exc:
+        if too_many_digits(exc):
+            raise ValueError(digits_message()) from None
+        raise
     if nested_deeper(value, max_depth):
         raise ValueError(message)
     return without_lone_surrogates(value, text)

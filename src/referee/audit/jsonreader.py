@@ -11,7 +11,7 @@ from referee.audit.jsonwindow import (
     _CHECKS, _DECODE, _KEY, _LINE_OPENER, _MARGIN, _NONE, _SCAN, _SEP, _WS, JsonValue, _end, _Layout, _scan,
     _shares_key, _whole_line, _Window,
 )
-from referee.jsondepth import MAX_DEPTH, parsed_deeper, without_lone_surrogates
+from referee.jsondepth import MAX_DEPTH, digits_message, parsed_deeper, too_many_digits, without_lone_surrogates
 
 class _Reader:
     def __init__(self, raw: BinaryIO, chunk: int, *, first_line: int = 1, sig: bool = True) -> None:
@@ -79,15 +79,29 @@ class _Reader:
             return False
         try:
             _, end = _DECODE(buf[self.pos:nl])
-        except RecursionError:  # too deep to decode, but its brackets may still close on the line
+        except json.JSONDecodeError:
+            return self._cut_line(nl)
+        except (RecursionError, ValueError):  # too deep or too long a number to decode: its brackets may still close
             st, stop = _scan(buf[:nl], self.pos, [], self.pos)
             if st != "end":
                 return False
             end = stop - self.pos
-        except ValueError:
-            return False
         j = _end(_WS, buf, self.pos + end)
         return j > nl and j < len(buf) and buf[j] in "[{"
+
+    def _cut_line(self, nl: int) -> bool:
+        """Whether a first line that does not decode is a cut JSONL line, not the first line of an array: a string
+        runs into its end (JSON strings hold no raw newline, so no value goes on past it) and the next line holds
+        one whole value."""
+        buf = self.w.buf
+        st, i = _scan(buf[:nl + 1], self.pos, [], self.pos)
+        if st != "bad" or buf[i] != '"':
+            return False
+        j = _end(_WS, buf, nl)
+        end = buf.find("\n", j)
+        if j >= len(buf) or buf[j] not in "[{" or (end < 0 and not self.w.eof):
+            return False
+        return _whole_line(buf, j, len(buf) if end < 0 else end)[0] is not _NONE
 
     def _step(self) -> Iterator[JsonValue]:
         """One record (or the array's end) by the general path: whatever `_fast` leaves."""
@@ -132,9 +146,9 @@ class _Reader:
             self._goto(b)
         elif kind == "probe":
             yield from self._probe(start, line, lay)
-        elif kind == "deep":  # well formed, maybe, but too deep to decode: skip it by its brackets
+        elif kind == "deep":  # well formed, maybe, but too deep (or a number too long) to decode: skip it
             msg = f"invalid JSON: {b} at line {line}"
-            end = self._close(start)
+            end = self._close(start) if self.w.buf[start] in "{[" else None  # a bare number: resync finds its end
             if end is None:
                 yield from self._recover(start, line, msg, a, lay)
             else:
@@ -263,7 +277,7 @@ class _Reader:
 
     def _decode(self, start: int, lay: _Layout, candidate: bool) -> tuple[str, Any, Any]:
         """("ok", value, end) | ("bad", error index, message) | ("sibling", next record, _) | ("probe", _, _)
-        | ("deep", _, message): too deep to decode (`candidate` says "bad" instead)."""
+        | ("deep", _, message): too deep, or a number too long, to decode (`candidate` says "bad" instead)."""
         w = self.w
         # a record alone on its line (a small file's only record, the first of a JSONL file): pydantic-core
         # parses the line, about twice as fast as `json`, and bounds its depth as it parses (no walk after);
@@ -298,6 +312,11 @@ class _Reader:
                     return "probe", None, None
                 w.grow(len(buf) - start)
                 continue
+            except ValueError as exc:
+                if not too_many_digits(exc):
+                    raise
+                # an integer longer than Python converts: this record is lost, not the file
+                return ("bad" if candidate else "deep"), start + 1, digits_message()
             if not w.eof and end > len(buf) - _MARGIN and type(value) in (int, float):
                 w.grow()  # a number may go on past the edge
                 continue
@@ -329,7 +348,20 @@ class _Reader:
                 yield from self._resync(line, msg, start + 1, lay, keys, stop=end)
                 return
             search = None
-        yield from self._resync(line, msg, start + 1 if search is None else search, lay, keys)
+        yield from self._resync(line, msg, start + 1 if search is None else search, lay, keys,
+                                also=self._other_opener(lay))
+
+    def _other_opener(self, lay: _Layout) -> _Layout | None:
+        """For a line layout no good record has had yet, the one whose lines start with the other bracket, where
+        good records did or no record has been read yet: one cut line that starts with '[' in a JSONL file of
+        objects must not hide the lines after it."""
+        if lay.lead is None or not lay.opener or lay.state != 0:
+            return None
+        key = (lay.lead, "{" if lay.opener == "[" else "[")
+        other = self.layouts.get(key)
+        if other is None:
+            return self._layout_for(*key) if self.ref is None else None
+        return other if other.state > 0 else None
 
     def _pick(self, start: int, own: _Layout) -> tuple[_Layout, set[str] | None]:
         """How to find the record after a broken one at buf[start]: by line, else by '{' and shared keys."""
@@ -412,14 +444,17 @@ class _Reader:
             return None
 
     def _resync(self, line: int, msg: str, i: int, lay: _Layout, keys: set[str] | None,
-                stop: int | None = None) -> Iterator[JsonValue]:
+                stop: int | None = None, also: _Layout | None = None) -> Iterator[JsonValue]:
         """Skip to the first record at or after buf[i] that parses; yield the error, then that record.
 
-        With `stop`, look only before buf[stop] and resume there when nothing is found.
+        With `stop`, look only before buf[stop] and resume there when nothing is found. `also`: a line layout
+        whose lines are looked at too (`_other_opener`).
         """
+        own = lay
         while True:
+            lay = own
             if stop is None:
-                c = self._next(i, lay)
+                c = self._next(i, lay, also)
             else:
                 c = self.w.buf.find(lay.opener, i, stop) if lay.opener else -1
             if stop is not None and c < 0:
@@ -436,6 +471,8 @@ class _Reader:
             c -= d
             if stop is not None:
                 stop -= d
+            if also is not None and self.w.buf[c] == also.opener:
+                lay = also
             kind, a, b = self._decode(c, lay, candidate=True)
             if lay.lead is not None:  # a line that starts like a record: it is the next record, good or bad
                 if kind == "ok" and (type(a) is not str or self._follows(b)):
@@ -461,7 +498,7 @@ class _Reader:
                 return
             i = a if kind == "sibling" else c + 1
 
-    def _next(self, i: int, lay: _Layout) -> int:
+    def _next(self, i: int, lay: _Layout, also: _Layout | None = None) -> int:
         """The next place a record may start at or after buf[i], reading on (dropping what is passed); -1 at EOF."""
         w = self.w
         while True:
@@ -469,6 +506,8 @@ class _Reader:
             keep = 0
             if lay.lead is not None:
                 c = self._sibling(i, lay)
+                if also is not None and (o := self._sibling(i, also)) >= 0 and (c < 0 or o < c):
+                    c = o  # the line that starts with the other bracket comes first
                 keep = len(lay.needle)
             elif lay.opener:
                 c = buf.find(lay.opener, i)
@@ -519,8 +558,12 @@ class _Reader:
             yield JsonValue(line=line, error=f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {line}")
             self._goto(min(n, len(w.buf)))
             return
-        except json.JSONDecodeError as exc:
-            yield JsonValue(line=line, error=self._message(0, line, exc.pos, exc.msg))
+        except ValueError as exc:
+            if not isinstance(exc, json.JSONDecodeError) and not too_many_digits(exc):
+                raise
+            why = self._message(0, line, exc.pos, exc.msg) if isinstance(exc, json.JSONDecodeError) else \
+                f"invalid JSON: {digits_message()} at line {line}"
+            yield JsonValue(line=line, error=why)
             self._goto(min(n, len(w.buf)))
             return
         self._good(lay, value, 0, end)

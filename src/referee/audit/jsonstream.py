@@ -13,7 +13,8 @@ the line it starts on, and reading resumes at the next record that parses:
 * records that start their own lines at one indentation (JSONL, an array with one element per
   line, pretty-printed records; learnt from the good records): at the next such line. A record
   that never closes (a truncated write) ends there too, as soon as that line is read. Each such
-  line that does not parse is an error of its own; other text goes with the error before it;
+  line that does not parse is an error of its own; other text goes with the error before it. After a
+  broken line that starts with the other bracket (a cut `[...` among objects), lines starting with either;
 * records on one long line: where the broken record's brackets balance again (string-aware) when
   a good record follows; otherwise at the next `{` (or `[`) after its start that parses, is
   followed by `,` or `]` and shares a key with the last good record (or the broken one's first
@@ -26,10 +27,14 @@ the line it starts on, and reading resumes at the next record that parses:
 A record nested deeper than `MAX_DEPTH` levels is a broken record too (one error, never a
 RecursionError): nothing downstream has to walk a tree that deep. A parsed record's containers are
 counted level by level (`nested_deeper`); a text not parsed yet is measured by its brackets (`too_deep`).
+A record holding an integer of more digits than Python converts (`sys.get_int_max_str_digits()`, 4300)
+is a broken record too. A file that is no text at all (gzip, a zip, NUL bytes: `undecodable.not_text` of
+its first 4 KiB) is one error saying so, not a line of "invalid JSON" per newline byte.
 
 Separators are lenient: a missing, doubled or trailing comma between records costs nothing, and
 arrays written one after another read as one. A file whose first line is a whole array with
-another value after it is a sequence of values (JSONL of message lists), not one array.
+another value after it is a sequence of values (JSONL of message lists), not one array; so is one whose
+first line is cut inside a string (JSON strings hold no newline) and whose second line is a whole value.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import Generator, Iterator
 
 from referee.audit.jsonreader import _Reader
 from referee.audit.jsonwindow import CHUNK, JsonValue  # noqa: F401 (re-export)
+from referee.audit.undecodable import HEAD_BYTES, not_text
 from referee.jsondepth import MAX_DEPTH, loads, nested_deeper, too_deep  # noqa: F401 (re-export)
 from referee.errors import TraceError
 from referee.fsutil import open_regular
@@ -61,11 +67,14 @@ def iter_json_values(path: Path, *, chunk: int = CHUNK) -> Generator[JsonValue, 
     """
     # a regular file only: a FIFO or a device given as a trace file is one line naming it, never a wait
     with open_regular(path, error=TraceError) as raw:
-        head = raw.read(4)
+        head = raw.read(HEAD_BYTES)
         raw.seek(0)
-        if (wide := _wide_text(head)) is not None:  # read as UTF-8, every other byte a NUL: JSON errors saying nothing
+        if (wide := _wide_text(head[:4])) is not None:  # read as UTF-8, every other byte a NUL: errors saying nothing
             yield JsonValue(line=1, error=f"{wide} text, not UTF-8: referee reads UTF-8 (convert it, e.g. "
                                           f"iconv -f {wide} -t UTF-8)")
+            return
+        if (why := not_text(head, Path(path).name)) is not None:  # a line of "invalid JSON" per newline byte, else
+            yield JsonValue(line=1, error=why)
             return
         yield from _Reader(raw, max(int(chunk), 1024)).run()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping
 
@@ -119,11 +120,16 @@ def score_number(value: Any) -> float | None:
 
     >>> score_number("C"), score_number("I"), score_number(0.75), score_number(True), score_number("maybe")
     (1.0, 0.0, 0.75, 1.0, None)
+    >>> score_number(10 ** 400), score_number(-10 ** 400)
+    (inf, -inf)
     """
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer too large for a float: past any threshold, one way or the other
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         word = value.strip().lower()
         if word in _SCORE_WORDS:

@@ -65,6 +65,52 @@ def _replace(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ERRORS, _replace)
 
 
+HEAD_BYTES = 4096  # of a file's start, looked at to tell a file that is no text at all
+
+# compressed files and archives by their first bytes: (magic, what it is, how to get the text out; {name}: the file's)
+_PACKED = ((b"\x1f\x8b", "gzip-compressed data", "decompress it first (e.g. gunzip -k {name})"),
+           (b"PK\x03\x04", "a zip archive", "unpack it first (e.g. unzip {name})"),
+           (b"BZh", "bzip2-compressed data", "decompress it first (e.g. bunzip2 -k {name})"),
+           (b"\xfd7zXZ\x00", "xz-compressed data", "decompress it first (e.g. unxz -k {name})"),
+           (b"\x28\xb5\x2f\xfd", "zstd-compressed data", "decompress it first (e.g. unzstd {name})"),
+           (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "unpack it first (e.g. 7z x {name})"))
+_JSON_START = frozenset(b'{["-0123456789tfn')
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r")  # bytes JSON text never holds raw
+
+
+def not_text(head: bytes, name: str) -> str | None:
+    """Why a file whose first bytes are `head` is no text at all (compressed, an archive, binary data), with what to
+    do; None for text, UTF-8 or not. A file that starts as JSON text is text (a NUL-filled tail left by a crash is
+    its own bad lines); one that does not is binary when its first bytes hold a NUL or mostly bytes no text holds.
+
+    >>> not_text(b"\\x1f\\x8b\\x08\\x00rest", "t.jsonl")
+    'not a text file (gzip-compressed data): decompress it first (e.g. gunzip -k t.jsonl)'
+    >>> not_text(b'{"task": "caf\\xe9"}\\n', "t.jsonl"), not_text(b'{"a": 1}\\n' + bytes(300), "t.jsonl")
+    (None, None)
+    >>> not_text(bytes(range(256)), "t.jsonl")  # doctest: +ELLIPSIS
+    'not a text file (binary data: NUL bytes or bytes that are not UTF-8 in its first 256 bytes); ...'
+    """
+    for magic, what, fix in _PACKED:
+        if head.startswith(magic):
+            return f"not a text file ({what}): {fix.format(name=name)}"
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:64].split(b"\n", 1)[0]  # its first line
+    if not start or (start[0] in _JSON_START and start.translate(None, _CONTROL) == start
+                     and not _undecodable(start, final=False)):
+        return None
+    bad = len(head) - len(head.translate(None, _CONTROL)) + _undecodable(head, final=False)
+    if b"\x00" not in head and 10 * bad < len(head):  # a few odd bytes: text in another encoding, noted as such
+        return None
+    return (f"not a text file (binary data: NUL bytes or bytes that are not UTF-8 in its first {len(head)} bytes); "
+            "referee reads JSON text in UTF-8: give it the trace file itself")
+
+
+def _undecodable(data: bytes, final: bool = True) -> int:
+    """How many bytes of `data` are not UTF-8 (a character cut at its end counts only when `final`)."""
+    dec = codecs.getincrementaldecoder("utf-8")("ignore")
+    kept = dec.decode(data, final=final)
+    return len(data) - len(kept.encode("utf-8", "surrogatepass")) - len(dec.getstate()[0])
+
+
 def first_bad_line(path: str | Path, block: int = 1 << 20) -> int | None:
     """The line (1-based) of a file's first byte that is not UTF-8; None when there is none or it is no regular
     file that can be read (a run folder). One streaming pass that stops there, made only for a file the audit

@@ -256,7 +256,8 @@ def recognise(raw_name: str, raw_args: Any, catalog: ToolCatalog = NO_TOOLS) -> 
         return None
     if HANDOFF.search(name):
         return Recognised("handoff", frozenset(), name, args, "verb")
-    method = _method_of(name, args) if (w & HTTP_NAMES or name.split()[0].upper() in HTTP_METHODS
+    head = name.split(maxsplit=1)[:1]  # none for an empty or blank name (a trace may give one)
+    method = _method_of(name, args) if (w & HTTP_NAMES or (head and head[0].upper() in HTTP_METHODS)
                                         or (isinstance(args, dict) and "url" in args)) else None
     if method is not None:
         url = " ".join(str(args.get(k, "")) for k in ("url", "path", "endpoint")) if isinstance(args, dict) else ""

@@ -144,7 +144,9 @@ def goal_text(goal_object: Any, goal: Any = None) -> tuple[str, int]:
     ('Add milk.', 1)
     """
     texts, images = [], 0
-    for part in goal_object or ():
+    if isinstance(goal_object, str):
+        goal_object = [goal_object]
+    for part in goal_object if isinstance(goal_object, (list, tuple)) else ():  # a goal of another shape: no parts
         if isinstance(part, dict):
             if part.get("type") == "text" and isinstance(part.get("text"), str):
                 texts.append(part["text"])
@@ -349,13 +351,17 @@ def _from_tape(tape_file: Path) -> tuple[list[_Entry], dict]:
         raise ValueError("a tape is an object with a 'steps' list")
     entries: list[_Entry] = []
     think: list[str] = []
-    for s in doc["steps"]:
+    for n, s in enumerate(doc["steps"]):
         if not isinstance(s, dict):
             continue
         kind = str(s.get("kind", ""))
         step_no = s["metadata"].get("step") if isinstance(s.get("metadata"), dict) else None
         if kind in ("browsergym_observation", "dict_observation"):
-            obs = s.get("obs") if kind == "browsergym_observation" else loads(s.get("content") or "null")
+            content = s.get("content")
+            if kind == "dict_observation" and not isinstance(content, (str, type(None))):
+                raise ValueError(f"tape step {n}: a dict_observation's content is {type(content).__name__}, "
+                                 "not JSON text")
+            obs = s.get("obs") if kind == "browsergym_observation" else loads(content or "null")
             shot = s.get("screenshot")
             entries.append(_Entry(step=int(step_no) if isinstance(step_no, int) else len(entries),
                                   obs=obs if isinstance(obs, dict) else None,
@@ -391,7 +397,7 @@ def _gold(summary: dict, tape_meta: dict) -> Gold | None:
         reward = result.get("cum_reward", tape_meta.get("reward"))
         source = "browsergym tape reward"
     if isinstance(reward, (int, float)) and not isinstance(reward, bool):
-        return Gold(completed=float(reward) > 0, source=source)
+        return Gold(completed=reward > 0, source=source)  # compared as it is: an integer too large for a float too
     return None
 
 
@@ -427,7 +433,7 @@ def read_experiment(path: Path, options: ReadOptions | None = None) -> TraceItem
     except PickleRefused as exc:
         return bad(f"pickle refused: {exc}", "read only experiment folders you trust the origin of; referee loads "
                    "no class outside its allow-list")
-    except (OSError, ValueError) as exc:
+    except (OSError, *SHAPE_ERRORS) as exc:  # a tape of an unexpected shape: this folder, never the audit
         return bad(f"{type(exc).__name__}: {str(exc)[:200]}")
     first = next((e.obs for e in entries if e.obs is not None), None) or {}
     task, images = goal_text(first.get("goal_object") or goal_object, first.get("goal"))

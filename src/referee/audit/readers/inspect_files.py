@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from referee.audit.jsonstream import MAX_DEPTH, loads, too_deep
+from referee.audit.jsonwindow import _scan
 from referee.audit.undecodable import ERRORS
+from referee.jsondepth import digits_message, too_many_digits
 from referee.errors import require
 
 ZIP_ZSTD = 93  # the zip method id of zstd (APPNOTE 4.4.5)
@@ -82,9 +84,25 @@ def _zstd_member(fh: BinaryIO, info: zipfile.ZipInfo) -> bytes:
     return data
 
 
+class MemberTooBig(ValueError):
+    """A zip member that would inflate past what referee reads of one member (a zip bomb, or a log that huge)."""
+
+
 def _member(fh: BinaryIO, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    # as much as referee reads of a run directory's results.json: a 1 MB member may inflate to gigabytes, and
+    # both readers stop at the size the zip directory gives, so a member is never inflated past this
+    from referee.rundir import MAX_RESULTS_BYTES
+
+    if info.file_size > MAX_RESULTS_BYTES:
+        raise MemberTooBig(f"it inflates to {info.file_size} bytes, more than referee reads of one member "
+                           f"({MAX_RESULTS_BYTES} bytes); not read")
     data = _zstd_member(fh, info) if info.compress_type == ZIP_ZSTD else zf.read(info)
     return loads(data)  # a member nested past jsonstream.MAX_DEPTH is a ValueError: one bad part
+
+
+def _unread(name: str, exc: BaseException) -> str:
+    """Why a member did not read, in one line."""
+    return f"{name}: {exc}" if isinstance(exc, MemberTooBig) else f"{name}: {type(exc).__name__}: {str(exc)[:160]}"
 
 
 _READ_ERRORS = (OSError, ValueError, zipfile.BadZipFile, NotImplementedError, EOFError, zlib.error, RecursionError)
@@ -116,7 +134,7 @@ def iter_eval_zip(path: Path) -> Iterator[LogPart]:
                     try:
                         header = _member(fh, zf, by_name[name])
                     except _READ_ERRORS as exc:
-                        yield LogPart("error", where=name, error=f"{name}: {type(exc).__name__}: {str(exc)[:160]}")
+                        yield LogPart("error", where=name, error=_unread(name, exc))
                         continue
                     break
             yield LogPart("header", value=header if isinstance(header, dict) else {})
@@ -126,8 +144,7 @@ def iter_eval_zip(path: Path) -> Iterator[LogPart]:
                 try:
                     yield LogPart("sample", value=_member(fh, zf, info), where=info.filename)
                 except _READ_ERRORS as exc:
-                    yield LogPart("error", where=info.filename,
-                                  error=f"{info.filename}: {type(exc).__name__}: {str(exc)[:160]}")
+                    yield LogPart("error", where=info.filename, error=_unread(info.filename, exc))
 
 
 class _Stream:
@@ -187,6 +204,22 @@ class _Stream:
             self.pos = end
             return val
 
+    def skip(self) -> None:
+        """Move the cursor past the value there, found by a string-aware bracket scan (one `value` cannot decode)."""
+        self.peek()
+        stack: list[str] = []
+        i = lo = self.pos
+        while True:
+            st, j = _scan(self.buf, i, stack, lo)
+            if st == "end":
+                break
+            shift = self.pos
+            if st == "bad" or not self._more(self.chunk):
+                raise ValueError(f"a value that never closes at line {self.line}")
+            i, lo = j - shift, lo - shift
+        self.line += self.buf.count("\n", self.pos, j)
+        self.pos = j
+
 
 def iter_json_log(path: Path, *, chunk: int = CHUNK) -> Iterator[LogPart]:
     """The header members (before `samples`), then each element of `samples`, of a `.json` log.
@@ -212,7 +245,15 @@ def iter_json_log(path: Path, *, chunk: int = CHUNK) -> Iterator[LogPart]:
                 s.take("[")
                 while s.peek(",") not in ("]", None):
                     line = s.line
-                    value = s.value()
+                    try:
+                        value = s.value()
+                    except ValueError as exc:
+                        if not too_many_digits(exc):
+                            raise
+                        s.skip()  # a sample with an integer too long to convert: that sample is lost, not the log
+                        yield LogPart("error", where=f"line {line}", line=line,
+                                      error=f"a sample with {digits_message()}")
+                        continue
                     if too_deep(s.buf, *s.last):  # read whole, but too deep to hand on: one bad sample
                         yield LogPart("error", where=f"line {line}", line=line,
                                       error=f"a sample nested deeper than {MAX_DEPTH} levels")

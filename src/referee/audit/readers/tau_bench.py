@@ -24,6 +24,53 @@ def tau_run_id(obj: dict, n: int) -> str:
     return f"run{n}"
 
 
+def _json_kind(value: object) -> str:
+    """A value's JSON type, as a user reading the file would name it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string" if isinstance(value, str) else "a list" if isinstance(value, list) else \
+        "an object" if isinstance(value, dict) else "null"
+
+
+def instruction(obj: dict) -> str:
+    """`info.task.instruction`, the task text; ValueError naming the level that is missing or not an object.
+
+    >>> instruction({"info": {"task": {"instruction": "Cancel ABC123."}}})
+    'Cancel ABC123.'
+    >>> instruction({"info": "see logs"})
+    Traceback (most recent call last):
+    ValueError: no info.task.instruction (the task text): 'info' is a string, not an object
+    """
+    value: object = obj
+    where = ""
+    for key in ("info", "task"):
+        value = value.get(key) if isinstance(value, dict) else None
+        where = f"{where}.{key}".lstrip(".")
+        if value is not None and not isinstance(value, dict):  # a run's info written as text, a number, a list
+            raise ValueError(f"no info.task.instruction (the task text): '{where}' is {_json_kind(value)}, "
+                             "not an object")
+    text = value.get("instruction") if isinstance(value, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("no info.task.instruction (the task text)")
+    return text
+
+
+def reward_gold(reward: object) -> Gold | None:
+    """Gold from a run's `reward`: completed when it is 1 (compared as it is: an integer too large for a float is
+    no error, and is not 1).
+
+    >>> reward_gold(1.0), reward_gold(10 ** 400), reward_gold("1")
+    (Gold(completed=True, source='tau-bench reward'), Gold(completed=False, source='tau-bench reward'), None)
+    """
+    if isinstance(reward, float):
+        return Gold(completed=abs(reward - 1.0) < 1e-9, source="tau-bench reward")
+    if isinstance(reward, int):
+        return Gold(completed=reward == 1, source="tau-bench reward")
+    return None
+
+
 @trace_readers.register("tau-bench")
 def read_tau_bench(path: Path) -> Iterator[TraceItem]:
     """Yield one trace per tau-bench run (one JSON array, JSONL, or concatenated objects).
@@ -43,16 +90,16 @@ def read_tau_bench(path: Path) -> Iterator[TraceItem]:
                 "tau-bench: a run needs a 'traj' list of messages", file=file, line=jv.line, run_id=rid))
             continue
         run_id = tau_run_id(obj, n)
-        task_info = (obj.get("info") or {}).get("task") or {}
-        instruction = task_info.get("instruction") if isinstance(task_info, dict) else None
-        if not isinstance(instruction, str) or not instruction.strip():
+        try:
+            task = instruction(obj)
+        except ValueError as exc:
             yield TraceItem(file=file, line=jv.line, run_id=run_id, error=record_error(
-                "tau-bench: no info.task.instruction (the task text)", file=file, line=jv.line, run_id=run_id))
+                f"tau-bench: {exc}", file=file, line=jv.line, run_id=run_id))
             continue
         meta = {"source": "tau-bench", "group": str(obj.get("task_id", "")), "task_id": obj.get("task_id"),
                 "trial": obj.get("trial")}
         try:
-            raw = messages_to_trace(obj["traj"], run_id=run_id, task=instruction, meta=meta)
+            raw = messages_to_trace(obj["traj"], run_id=run_id, task=task, meta=meta)
         except SHAPE_ERRORS as exc:
             yield TraceItem(file=file, line=jv.line, run_id=run_id,
                             error=shape_error(exc, "tau-bench", file=file, line=jv.line, run_id=run_id))
@@ -63,8 +110,4 @@ def read_tau_bench(path: Path) -> Iterator[TraceItem]:
             yield TraceItem(file=file, line=jv.line, run_id=run_id,
                             error=trace_error(exc, raw, file=file, line=jv.line, what="tau-bench"))
             continue
-        gold = None
-        reward = obj.get("reward")
-        if isinstance(reward, (int, float)):
-            gold = Gold(completed=abs(float(reward) - 1.0) < 1e-9, source="tau-bench reward")
-        yield TraceItem(file=file, line=jv.line, run_id=run_id, trace=trace, gold=gold)
+        yield TraceItem(file=file, line=jv.line, run_id=run_id, trace=trace, gold=reward_gold(obj.get("reward")))
