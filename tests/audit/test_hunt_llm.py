@@ -305,3 +305,24 @@ def test_a_predictions_file_with_a_run_twice_or_none_is_one_line(tmp_path):
         run = cli("eval", str(audit), "--gold", str(gold), "--no-plot", "--resamples", "0",
                   "--predictions", f"other={tmp_path / name}", cwd=tmp_path)
         assert run.returncode == 2 and words in run.stderr, run.stderr
+
+
+def test_a_json_answer_with_no_evidence_field_is_unusable_and_never_cached(tmp_path):
+    # docs/auditor.md: a call with no usable answer is all `unknown`, listed in the record's `errors`, and never
+    # cached. A JSON object that answers none of the fields ({"foo": "bar", "transition": 42}) was cached as a real
+    # answer: the run after the server recovered kept its all-`unknown` evidence and asked nothing (a black-box
+    # tester's case).
+    traces = write_jsonl(tmp_path / "t.jsonl", [trace("r1")])
+    with LLMStub(default={"foo": "bar", "transition": 42}) as stub:
+        run = llm_audit(tmp_path, stub.url, traces, "--max-retries", "0")
+    assert run.returncode == 0, run.stderr
+    [rec] = records(tmp_path / "a.jsonl")
+    assert any("no evidence field answered" in e for e in rec["errors"]), rec["errors"]
+    (tmp_path / "a.jsonl").unlink()  # the cache beside it stays: a second audit finds there only what was parsed
+    with LLMStub(default={f: {"value": "yes", "support": [0]} for f in FIELDS}) as stub:
+        run = llm_audit(tmp_path, stub.url, traces, "--max-retries", "0")
+        asked = stub.calls
+    assert run.returncode == 0, run.stderr
+    [rec] = records(tmp_path / "a.jsonl")
+    assert asked >= 1 and not rec["errors"], (asked, rec["errors"])
+    assert all(rec["evidence"][0][f]["value"] == "yes" for f in FIELDS), rec["evidence"][0]

@@ -117,7 +117,21 @@ class LLMExtractor:
             # no answer to stand by (transport failure, timeout, a malformed response, no JSON object): the
             # auditor makes the sample unknown and caches nothing, so a later run asks again
             raise LLMError(f"model answer unusable: {res.error or 'no JSON'}"[:200])
+        if not any(_answered(res.data.get(f)) for f in FINDING_FIELDS):
+            # a JSON object that answers nothing asked ({"foo": "bar", "transition": 42}): no more an answer than
+            # no JSON, and cached it would stand for this view until the prompt version changes
+            raise LLMError(f"model answer unusable: no evidence field answered ({', '.join(FINDING_FIELDS)})")
         return parse_fields(res.data)
+
+
+def _answered(raw: Any) -> bool:
+    """Whether a model gave a field a value at all (yes, no or unknown), cited or not.
+
+    >>> _answered({"value": "no", "support": []}), _answered("yes"), _answered(42), _answered({"value": "maybe"})
+    (True, True, False, False)
+    """
+    value = raw.get("value") if isinstance(raw, dict) else raw
+    return isinstance(value, str) and value in ("yes", "no", "unknown")
 
 
 extractors.add("llm", LLMExtractor)
