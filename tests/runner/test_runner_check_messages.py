@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import run_cli
 
 TYPES = """steps:
@@ -56,3 +58,14 @@ def test_a_newline_or_escape_in_the_file_name_cannot_split_or_colour_a_line(tmp_
     ok = "steps:\n  - id: a\n    do: x\n    validators: [{kind: text_contains, evidence: shot, text: hi}]\n"
     rc, out, err = _check(tmp_path, cli_env, "w\narn.yaml", ok)
     assert rc == 0 and len(out.splitlines()) == 2 and "\\x0aarn.yaml:4:" in out.splitlines()[0], out
+
+
+@pytest.mark.parametrize("name", ["home", "screen", "bigshot"])
+def test_evidence_naming_a_captures_stdout_as_file_is_no_near_miss(tmp_path, cli_env, name):
+    """`evidence: screen.png` names the file `stdout_as: screen.png` writes; it was taken for a near miss of the
+    capture `screen` once the name had 6 letters or more (a black-box tester's case)."""
+    plan = ("steps:\n  - id: s\n    do: x\n"
+            f"    capture: [{{kind: command, name: {name}, command: 'cat shot.png', stdout_as: {name}.png}}]\n"
+            f"    validators: [{{kind: ocr_contains, evidence: {name}.png, text: Order}}]\n")
+    rc, out, err = _check(tmp_path, cli_env, "p.yaml", plan)
+    assert rc == 0 and not err, err

@@ -109,10 +109,12 @@ def _evidence(lp: LoadedPlan, step_id: str, si: int, found: Findings, holders: d
     """Validator evidence that names no capture of its step: a near miss or another step's capture is an
     error; a bare name (no folder, no extension) is a warning: only a file the agent saves can match it."""
     mine = {c.params.name for c in lp.captures.get(step_id, ())}
+    # a file a capture of this step writes (`stdout_as: screen.png`) is named by its file name, not a near miss
+    written = {f for c in lp.captures.get(step_id, ()) for f, _ in c.params.files()}
     for tv in lp.validators.get(step_id, ()):
         loc = ("steps", si, "validators", tv.index, "evidence")
         for ref in tv.spec.evidence_refs(tv.params, tv.index):
-            if ref in mine:
+            if ref in mine or ref in written:
                 continue
             near = difflib.get_close_matches(ref, sorted(n for n in mine if not n.startswith("_v")), n=1, cutoff=0.75)
             if near:
