@@ -48,6 +48,11 @@ class HttpBodyContains(HttpBodyContainsSpec, ValidatorKind):
         hay, needle = (body.lower(), params.text.lower()) if params.ignore_case else (body, params.text)
         if needle in hay:
             return Outcome.hold(f"body contains {params.text!r}", matched=params.text)
+        record = ev.record(ref)
+        if isinstance(record, HttpRecord) and record.body_truncated:
+            # the rest of the body was never kept: the text may lie there, so the grader could not look
+            return Outcome.error(f"the body was cut at the runner's limit ({len(body)} characters kept) and its kept "
+                                 f"part does not contain {params.text!r}; the text may lie past it")
         return Outcome.fail(f"body does not contain {params.text!r} (body: {short(body)})")
 
 
