@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from referee.fsutil import atomic_write_text
 from referee.rundir import HttpRecord, dump_record, record_file
@@ -44,8 +45,8 @@ def _fetch(method: str, url: str, headers: dict[str, str], json_body: Any, timeo
     import httpx
 
     try:
-        with httpx.Client(timeout=timeout_s, follow_redirects=True, trust_env=False) as client:
-            with client.stream(method, url, headers=headers, json=json_body) as resp:
+        with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
+            with _followed(client, client.build_request(method, url, headers=headers, json=json_body)) as resp:
                 answer.headers, answer.encoding = resp.headers, resp.encoding
                 # decoded bytes: a small gzip answer may decode to gigabytes; stop reading past the limit
                 for chunk in resp.iter_bytes(1 << 16):
@@ -60,6 +61,30 @@ def _fetch(method: str, url: str, headers: dict[str, str], json_body: Any, timeo
         answer.error = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # noqa: BLE001 - handed to the capture's own thread, never printed here
         answer.raised = exc
+
+
+MAX_REDIRECTS = 10
+
+
+@contextmanager
+def _followed(client: Any, request: Any) -> Iterator[Any]:
+    """The streamed answer to `request`, redirects followed while they stay on its origin (scheme, host, port).
+
+    A redirect to another origin is the answer (its status and Location are recorded): the runner tests the
+    app, and sends nothing to whatever host the app points it at.
+    """
+    origin = request.url.scheme, request.url.host, request.url.port
+    for hop in range(MAX_REDIRECTS + 1):
+        resp = client.send(request, stream=True)
+        nxt = resp.next_request if resp.is_redirect else None
+        if nxt is None or (nxt.url.scheme, nxt.url.host, nxt.url.port) != origin or hop == MAX_REDIRECTS:
+            break  # the last of too many redirects is the answer too
+        resp.close()
+        request = nxt
+    try:
+        yield resp
+    finally:
+        resp.close()
 
 
 @register("http")
