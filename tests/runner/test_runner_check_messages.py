@@ -69,3 +69,13 @@ def test_evidence_naming_a_captures_stdout_as_file_is_no_near_miss(tmp_path, cli
             f"    validators: [{{kind: ocr_contains, evidence: {name}.png, text: Order}}]\n")
     rc, out, err = _check(tmp_path, cli_env, "p.yaml", plan)
     assert rc == 0 and not err, err
+
+
+def test_a_bad_pattern_or_json_path_gets_a_fix(tmp_path, cli_env):
+    plan = ("steps:\n  - id: s\n    do: x\n    validators:\n"
+            "      - {kind: regex_match, evidence: a.txt, pattern: 'a(('}\n"
+            "      - {kind: json_path_eq, evidence: a.json, path: '$..[', expected: 1}\n")
+    rc, out, _ = _check(tmp_path, cli_env, "p.yaml", plan, "--json")
+    fixes = [e["fix"] for e in json.loads(out)[str(tmp_path / "p.yaml")]["errors"]]
+    assert fixes == ["write a Python regular expression (the `re` module's syntax)",
+                     "write a JSON path such as $.items[0].name"], fixes

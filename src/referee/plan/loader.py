@@ -172,6 +172,11 @@ _TYPE_FIXES = {
 }
 
 
+# what to write instead, for a value a field's own rule refused
+_FIELD_FIXES = {"pattern": "write a Python regular expression (the `re` module's syntax)",
+                "path": "write a JSON path such as $.items[0].name"}
+
+
 def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | None) -> PlanError:
     import difflib
 
@@ -179,7 +184,7 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
     names = [str(p) for p in err["loc"] if isinstance(p, str)]
     field = names[-1] if names else "value"
     etype = err["type"]
-    fix = _TYPE_FIXES.get(etype)
+    fix = _TYPE_FIXES.get(etype) or (_FIELD_FIXES.get(field) if etype == "value_error" else None)
     if etype == "missing":
         msg, fix = f"missing required field '{field}'", "add it"
     elif etype == "extra_forbidden":
