@@ -207,8 +207,8 @@ class LocalPool(_FuturesPool):
     def _new(self):
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx, initializer=self._init[0],
-                                   initargs=self._init[1])
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx, initializer=_worker_start,
+                                   initargs=(os.getpid(), *self._init))
 
     def is_lost(self, exc: BaseException) -> bool:
         from concurrent.futures.process import BrokenProcessPool
@@ -226,6 +226,31 @@ class LocalPool(_FuturesPool):
 
 def _nothing() -> None:
     """What a local pool's workers are started with."""
+
+
+PARENT_POLL_S = 1.0  # how often a local worker looks whether the process that made its pool is still there
+
+
+def _worker_start(parent: int, initializer: Callable[..., Any] | None, initargs: tuple) -> None:
+    """A local worker's start: the pool's own initializer, and a watch on the process that made the pool. A
+    worker's parent is the forkserver, so nothing else tells it that process was killed (SIGKILL, the OOM
+    killer): it would wait on its queue for ever, holding memory and the input's pipes."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(0)  # nobody is left to take what this worker would answer
+            except PermissionError:
+                pass  # there, under another uid (a recycled pid would be too: rare, and then it stays as before)
+
+    threading.Thread(target=watch, name="referee-parent-watch", daemon=True).start()
+    if initializer is not None:
+        initializer(*initargs)
 
 
 class ThreadPool(_FuturesPool):

@@ -311,6 +311,46 @@ def test_sigkill_mid_audit_with_workers_then_resume_is_byte_identical_to_a_seria
     assert len(ids) == len(set(ids)) == n  # nothing written twice, nothing lost
 
 
+def test_sigkill_to_the_parent_alone_ends_its_workers_too(tmp_path):
+    # the OOM killer or `kill -9 PID` kills the parent alone: its workers' parent is the forkserver, so they
+    # waited on their queue for ever (a black-box tester found them and the forkserver still there). Each
+    # worker now watches the parent, and resume finishes the audit as after any SIGKILL
+    n = 400
+    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
+    out = tmp_path / "pool.jsonl"
+    proc = _audit_until(traces, out, 40)
+    try:
+        pids = {int(p) for p in os.listdir("/proc") if p.isdigit() and _in_session(int(p), proc.pid)}
+        assert len(pids) >= 3, pids  # the parent, the forkserver, the workers
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 15
+        while (left := {p for p in pids if _alive(p)}) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left, f"processes of the killed audit still running: {sorted(left)}"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever outlived a failed test
+        except ProcessLookupError:
+            pass
+    _resume_is_serial(traces, out, _lines(out))
+
+
+def _in_session(pid: int, sid: int) -> bool:
+    try:
+        return os.getsid(pid) == sid
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
 def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_the_audit(tmp_path):
     # what a job runner's timeout sends: to the parent only, not to its process group. Killed where it stood,
     # the parent left its forkserver and workers behind, holding its stderr open: communicate() never returned
