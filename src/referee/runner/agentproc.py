@@ -20,7 +20,6 @@ from typing import BinaryIO
 from referee.fstree import remove_tree
 from referee.runner.isolation import Sandbox
 from referee.runner.limits import launcher_arg, limit_reached
-from referee.runner.reaper import lock_dir, uid_lock
 
 OUTPUT_KEEP = 1 << 20  # bytes of stdout and of stderr kept in agent/<step>/
 GRACE_S = 2.0  # after SIGTERM at the timeout, before SIGKILL
@@ -114,8 +113,7 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
     launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path, launcher_arg(chosen),
                 str(ident[0]) if ident else "", str(ident[1]) if ident else "", *sandbox.wrap(argv, agent_dir)]
     timed_out, killed = False, 0
-    with uid_lock(tracker, lock_dir()), tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, \
-            tempfile.TemporaryFile() as ferr:
+    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
         fin.write(stdin)
         fin.seek(0)
         try:

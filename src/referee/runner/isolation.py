@@ -47,6 +47,8 @@ def agent_account(slot: int) -> str:
     ('referee-agent', 'referee-agent-2')
     """
     return AGENT_USER if slot == 0 else f"{AGENT_USER}-{slot + 1}"
+
+
 Requested = str  # "auto" | "user" | "bwrap" | "none" (ActorSpec.isolation)
 
 
@@ -316,6 +318,14 @@ def _make_home(uid: int | None = None, gid: int | None = None) -> Path:
     return home
 
 
+def user_unfit(problems: list[str], name: str = AGENT_USER, *, run_dir: bool = False) -> PlanError:
+    """The plan error of an explicit `isolation: user` that cannot run the agent (`run_dir`: the run directory is
+    among what the account must reach)."""
+    return PlanError(f"actor.isolation: user cannot work here: {'; '.join(problems)}",
+                     fix=f"make these readable by the user {name} (chmod o+rx, or setfacl -m u:{name}:rx), "
+                         + ("put --out where it cannot write, " if run_dir else "") + "or choose another isolation")
+
+
 def user_cannot_run(command: str | list[str], env_path: str | None, cwd: Path) -> list[str]:
     """Why the agent's account cannot run `command` from `cwd` (its program, the files it names, the folder), before
     any run directory exists: an explicit `isolation: user` that cannot work is a plan error, not a run's ERROR."""
@@ -392,10 +402,7 @@ def _open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: st
                            user=account.name, _old_umask=old, _slot_lock=account.lock)
         why = f"user isolation: {'; '.join(problems)}"
         if requested == "user":
-            name = account.name if account else AGENT_USER
-            raise PlanError(f"actor.isolation: user cannot work here: {'; '.join(problems)}",
-                            fix=f"make these readable by the user {name} (chmod o+rx, or setfacl -m "
-                                f"u:{name}:rx), put --out where it cannot write, or choose another isolation")
+            raise user_unfit(problems, account.name if account else AGENT_USER, run_dir=True)
         if is_root():
             notes.append(why)
     if requested in ("auto", "bwrap"):

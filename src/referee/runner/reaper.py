@@ -9,7 +9,6 @@ namespace catches those, since the namespace dies with its first process).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import itertools
@@ -18,7 +17,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Iterator
 
 # "off" keeps the runner out of cgroups (hosts whose policy forbids it; tests of the fallbacks)
 CGROUP_ENV = "REFEREE_CGROUP"
@@ -319,18 +317,3 @@ def take_slot(slots: int, where: Path | None = None) -> tuple[int, int]:
             continue
         return slot, fd
     raise OSError(f"all {slots} agent accounts are in use by other runs on this host")
-
-
-@contextlib.contextmanager
-def uid_lock(tracker: Tracker, lock_dir: Path) -> Iterator[None]:
-    """Hold the agent account's lock while a uid-tracked step runs: its sweep kills every process of
-    that account, so two runs in parallel (`-j`, two CLIs) take turns instead of killing each other's agent."""
-    if not isinstance(tracker, UidTracker):
-        yield
-        return
-    fd = os.open(lock_dir / f"referee-agent-{tracker.uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)

@@ -10,7 +10,7 @@ from pathlib import Path
 import referee
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
 from referee.runner.agentproc import AgentOutput, run_agent
-from referee.runner.isolation import AGENT_USER, Sandbox, bwrap_problem, is_root, open_sandbox, user_cannot_run
+from referee.runner.isolation import Sandbox, bwrap_problem, is_root, open_sandbox, user_cannot_run, user_unfit
 
 # Only these reach the agent from the runner's environment: never credentials, tokens or DB URLs.
 ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME", "SHELL",
@@ -80,9 +80,7 @@ def check_isolation(spec) -> None:
     if spec.isolation == "user" and spec.command:
         path = spec.env.get("PATH") or os.environ.get("PATH")
         if problems := user_cannot_run(spec.command, path, Path.cwd()):
-            raise PlanError(f"actor.isolation: user cannot work here: {'; '.join(problems)}",
-                            fix=f"make these readable by the user {AGENT_USER} (chmod o+rx, or setfacl -m "
-                                f"u:{AGENT_USER}:rx), or choose another isolation")
+            raise user_unfit(problems)
     if spec.isolation == "bwrap" and (problem := bwrap_problem()):
         raise PlanError(f"actor.isolation: bwrap cannot work here: {problem}",
                         fix="install bubblewrap (apt-get install bubblewrap), or use isolation: auto")
