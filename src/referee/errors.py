@@ -23,20 +23,21 @@ class RefereeError(Exception):
         self.place = place
         self.fix = fix
 
-    def __str__(self) -> str:
+    def where(self) -> str:
+        """`file:place: ` (or the part of it known) that every line about this error starts with.
+
+        >>> RefereeError("x", file="p.yaml", place="3:5").where(), RefereeError("x", place="3:5").where()
+        ('p.yaml:3:5: ', '3:5: ')
+        """
         from referee.safetext import visible
 
-        where = ""
         # a file name is the user's, and may hold a newline: the error must stay one line
         file = visible(self.file, keep_newlines=False) if self.file else None
-        if file and self.place:
-            where = f"{file}:{self.place}: "
-        elif file:
-            where = f"{file}: "
-        elif self.place:
-            where = f"{self.place}: "
+        return ":".join(p for p in (file, self.place) if p) + ": " if file or self.place else ""
+
+    def __str__(self) -> str:
         tail = f"; {self.fix}" if self.fix else ""
-        return f"{where}{self.message}{tail}"
+        return f"{self.where()}{self.message}{tail}"
 
 
 class UsageError(RefereeError):

@@ -187,9 +187,7 @@ def grade(run_dirs, strict, json_mode, allow_unsigned):
 
 def _finding_line(err, level: str) -> str:
     """`file:line:col: warning: message; fix`, the form editors and CI problem matchers read."""
-    file = visible(err.file, keep_newlines=False) if err.file else None
-    where = f"{file}:{err.place}: " if file and err.place else f"{file}: " if file else ""
-    return f"{where}{level}: {visible(err.message, keep_newlines=False)}" + (f"; {err.fix}" if err.fix else "")
+    return f"{err.where()}{level}: {visible(err.message, keep_newlines=False)}" + (f"; {err.fix}" if err.fix else "")
 
 
 def _load_checked(plans, console, plan_sha256: str | None = None) -> list:
