@@ -27,6 +27,8 @@ from referee.audit.taskclass import ClassPattern, TaskClassRule, classify_task
 from referee.audit.view import pack_parts, view_parts
 from referee.errors import MissingExtraError, TraceError, UsageError
 from referee.executors import ExecutorOptions, LocalPool, WorkerLostError, make_pool, map_chunks
+from referee.runner.reaper import session_members
+from tests.runner.runner_helpers import pid_alive
 from tests.support import scale_work
 from tests.support.scale_work import MARK, write_corpus
 
@@ -320,35 +322,25 @@ def test_sigkill_to_the_parent_alone_ends_its_workers_too(tmp_path):
     out = tmp_path / "pool.jsonl"
     proc = _audit_until(traces, out, 40)
     try:
-        pids = {int(p) for p in os.listdir("/proc") if p.isdigit() and _in_session(int(p), proc.pid)}
+        pids = set(session_members(proc.pid))
         assert len(pids) >= 3, pids  # the parent, the forkserver, the workers
         proc.kill()
         proc.wait(10)
         deadline = time.monotonic() + 15
-        while (left := {p for p in pids if _alive(p)}) and time.monotonic() < deadline:
+        while (left := {p for p in pids if pid_alive(p)}) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not left, f"processes of the killed audit still running: {sorted(left)}"
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # whatever outlived a failed test
-        except ProcessLookupError:
-            pass
+        _kill_session(proc)
     _resume_is_serial(traces, out, _lines(out))
 
 
-def _in_session(pid: int, sid: int) -> bool:
+def _kill_session(proc: subprocess.Popen) -> None:
+    """SIGKILL whatever of `proc`'s session outlived a failed test."""
     try:
-        return os.getsid(pid) == sid
-    except OSError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
-    except OSError:
-        return False
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_the_audit(tmp_path):
@@ -362,10 +354,7 @@ def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_t
         proc.send_signal(signal.SIGTERM)  # SIGHUP, SIGINT and Dask: tests/audit/test_stop_signals_acceptance.py
         _, err = proc.communicate(timeout=30)  # every holder of the pipe is gone
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # whatever outlived a failed test
-        except ProcessLookupError:
-            pass
+        _kill_session(proc)
     assert proc.returncode == 130, err
     assert "referee: interrupted (SIGTERM)" in err.decode()
     at_stop = _lines(out)
