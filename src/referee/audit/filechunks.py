@@ -174,8 +174,8 @@ def read_lines(chunk: LineChunk) -> list[TraceItem] | None:
     return list(referee_items(values, chunk.file))
 
 
-# what a worker gives back per record: (file, line, run_id, error, gold, scores, ignored, meta.group when there is
-# gold, notes, view sha, claim sha, answer);
+# what a worker gives back per record: (file, line, run_id, error, gold, scores, ignored, meta.group and task when
+# there is gold, notes, view sha, claim sha, answer);
 # answer: (record JSON, [findings JSON or None per sample]), a could-not-audit message (str), or None: the
 # record in the audit file stands
 Got = tuple
@@ -224,8 +224,10 @@ def audit_items(auditor: Any, items: list[TraceItem], resume: Resume | None = No
     done, settings = resume or ({}, ())
     out: list[Got] = []
     for it in items:
-        group = (it.trace.meta or {}).get("group") if it.trace is not None and (it.gold or it.scores) else None
-        head = (it.file, it.line, it.run_id, it.error, it.gold, it.scores, it.ignored, group, it.notes)
+        gold_of = it.trace is not None and (it.gold or it.scores)
+        group = (it.trace.meta or {}).get("group") if gold_of else None  # type: ignore[union-attr]
+        task = it.trace.task if gold_of else None  # type: ignore[union-attr]
+        head = (it.file, it.line, it.run_id, it.error, it.gold, it.scores, it.ignored, group, task, it.notes)
         if it.trace is None:
             out.append(head + (None, None, None))
             continue

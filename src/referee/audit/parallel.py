@@ -471,9 +471,9 @@ class ParallelAudit:
     def _admitted(self, auditor: Auditor, got: list[tuple]) -> Iterator[Result]:
         """The records a worker read, each admitted here in order: its record written, its error said, or
         nothing (a repeated run_id, a record that stands)."""
-        for file, line, run_id, error, gold, scores, ignored, group, notes, view_sha, claim_sha, answer_ in got:
+        for file, line, run_id, error, gold, scores, ignored, group, task, notes, view_sha, claim_sha, answer_ in got:
             item = TraceItem(file=file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
-                             ignored=ignored, group=group, notes=notes)
+                             ignored=ignored, group=group, task=task, notes=notes)
             what = self._intake.admit(item, _hashes(view_sha, claim_sha))
             self.not_again += what == "skip" and answer_ is None and error is None
             if what == "stop":

@@ -105,7 +105,10 @@ class TraceItem:
     # named scores the file carries beside the run (an Inspect AI log's scorers): gold only when the user
     # names one (GoldScorer), never evidence
     scores: Mapping[str, Any] | None = None
-    group: Any = None  # the trace's meta.group, for a record a worker read (its trace stayed on the worker)
+    # the trace's meta.group and task, for a record with gold a worker read (its trace stayed on the worker):
+    # what --gold-out writes beside the label
+    group: Any = None
+    task: str | None = None
     # what the reader found beside the run but could not use (a gold report that does not read), said as a
     # warning: the run itself is audited
     notes: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from referee.errors import GoldError, RefereeError
 
 ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
-GOLD_COLUMNS: tuple[str, ...] = ("run_id", "completed", "claim", "group", "split")
+GOLD_COLUMNS: tuple[str, ...] = ("run_id", "completed", "claim", "group", "split", "task", "note")
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
 
@@ -149,7 +149,7 @@ def iter_gold(path: Path) -> Iterator[tuple[int, GoldLabel]]:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"]) or "row"
             if err["type"] == "extra_forbidden":
-                msg, fix = f"unknown column '{loc}'", f"gold columns are {', '.join(GOLD_COLUMNS)} (and task, note)"
+                msg, fix = f"unknown column '{loc}'", f"gold columns are {', '.join(GOLD_COLUMNS)}"
             elif err["type"] == "missing":
                 msg, fix = f"missing '{loc}'", "every gold label needs run_id and completed"
             else:
@@ -181,7 +181,8 @@ def load_gold(path: Path) -> dict[str, Gold]:
 
 
 def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
-    """Write gold labels as JSONL (or CSV when the path ends in .csv), atomically; returns the count."""
+    """Write gold labels as JSONL (or CSV when the path ends in .csv), atomically; returns the count. Both carry
+    every field a label has (a CSV's empty cell is a field left out), so `eval split --by-task` works on either."""
     from referee.fsutil import atomic_write_text
 
     labels = list(labels)
@@ -193,8 +194,9 @@ def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(GOLD_COLUMNS)
         for lab in labels:
-            w.writerow([lab.run_id, "true" if lab.completed else "false", lab.claim or "", lab.group or "",
-                        lab.split or ""])
+            row = lab.model_dump(exclude={"gold_version"})
+            row["completed"] = "true" if lab.completed else "false"
+            w.writerow([row[c] if row[c] is not None else "" for c in GOLD_COLUMNS])
         atomic_write_text(path, buf.getvalue())
     else:
         atomic_write_text(path, "".join(lab.model_dump_json(exclude_none=True) + "\n" for lab in labels))
