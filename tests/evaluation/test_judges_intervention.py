@@ -10,7 +10,7 @@ from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.intervention import run_intervention, summarize
 from referee.evaluation.judges import JudgeCache, TraceJudge, judge_input, parse_state
 from referee.llm import LLMClient, LLMConfig
-from tests.evaluation.helpers import FAIL_MARK, record, write_jsonl
+from tests.evaluation.helpers import FAIL_MARK, biased_judge, record, write_jsonl
 
 OK_OBS = "Saved. The list now shows the new item."
 
@@ -146,3 +146,26 @@ def test_cli_eval_with_both_judges_side_by_side(cli, judge_stub, corpus):
 def test_judge_without_traces_is_a_usage_error(cli, corpus):
     code, _, err = cli("eval", corpus["audit"], "--gold", corpus["gold"], "--judge", "prompt-blind", "--no-plot")
     assert code == 2 and "--traces" in err
+
+
+def test_failed_judge_calls_are_counted_in_text_and_markdown_reports(cli, corpus):
+    # evaluation.md: a judge call that fails after its retries counts as failed "and the report says how many
+    # failed": every report, not only the JSON's method description
+    from tests.support.llm_stub import LLMStub, Status
+
+    def h1_fails(body: dict):
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return Status(500) if "Create a note for h1\n" in user else biased_judge(body)
+
+    with LLMStub(handler=h1_fails) as stub:
+        for i, fmt in enumerate(([], ["--markdown"], ["--json"])):
+            code, out, err = cli("eval", corpus["audit"], "--gold", corpus["gold"], "--judge", "claim-aware",
+                                 "--traces", corpus["traces"], "--model", "m", "--base-url", stub.url,
+                                 "--votes", "3", "--max-retries", "0", "--cache-dir", corpus["dir"] / f"f{i}",
+                                 "--no-plot", "--no-policies", "--resamples", "0", *fmt)
+            assert code == 0, err
+            said = "--judge claim-aware: 3 of 30 judge calls got no usable answer: read as unknown votes"
+            if fmt == ["--json"]:
+                assert any(said in n for n in json.loads(out)["notes"])
+            else:
+                assert said in " ".join(out.split()), out

@@ -48,8 +48,11 @@ class EvalOptions:
     claim_channel: str = "reader"       # "gold": methods read the gold claim where gold has one
 
 
-def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
-    """Run (or replay from cache) each LLM judge on the wanted traces; the same claim gate decides."""
+def _judge_methods(opts: EvalOptions, wanted: set[str], notes: list[str]) -> list[Method]:
+    """Run (or replay from cache) each LLM judge on the wanted traces; the same claim gate decides.
+
+    Failed calls go into `notes` too: a description is in JSON only, and the docs promise every report says it.
+    """
     if not opts.judges:
         return []
     if opts.traces is None:
@@ -69,6 +72,8 @@ def _judge_methods(opts: EvalOptions, wanted: set[str]) -> list[Method]:
             judged = list(judge.judge_all(iter_traces(opts.traces, opts.trace_format, wanted)))
             unanswered = _unanswered(sum(j.model_calls for j in judged), sum(j.failed_calls for j in judged),
                                      f"--judge {name}: ")
+            if unanswered:
+                notes.append(f"--judge {name}: {unanswered}")
             states = {j.run_id: j.state for j in judged}
 
             def decide(rec, states=states):
@@ -96,8 +101,9 @@ def _unanswered(calls: int, failed: int, who: str = "") -> str:
            "asks them again)" if failed else ""
 
 
-def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Method]:
-    """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order."""
+def build_methods(opts: EvalOptions, wanted: set[str] | None = None, notes: list[str] | None = None) -> list[Method]:
+    """The auditor as recorded, baselines, replayed policies, external predictions and judges, in that order;
+    what the report must say about them (judge calls that failed) is appended to `notes`."""
     regate = None
     if opts.claim_channel == "gold":
         from referee.evaluation.compare import gate_for_records
@@ -115,7 +121,7 @@ def build_methods(opts: EvalOptions, wanted: set[str] | None = None) -> list[Met
         if not sep or not name or not file:
             raise UsageError(f"--predictions '{spec}' is not NAME=FILE", fix="e.g. --predictions mytool=preds.jsonl")
         methods.append(predictions_method(name, load_predictions(file), description=f"dispositions from {file}"))
-    methods.extend(_judge_methods(opts, wanted or set()))
+    methods.extend(_judge_methods(opts, wanted or set(), notes if notes is not None else []))
     names = [m.name for m in methods]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
@@ -162,7 +168,8 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     wanted = None
     if opts.judges:
         wanted = {rec.run_id for _, rec in iter_records(opts.audit) if rec.run_id in gold}
-    methods = build_methods(opts, wanted)
+    method_notes: list[str] = []
+    methods = build_methods(opts, wanted, method_notes)
     t = tally(opts.audit, gold, methods, primary="auditor", records_out=opts.records_out,
               claim_channel=opts.claim_channel)
     cov = t.coverage
@@ -181,7 +188,7 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     spec = opts.spec if opts.intervals else None  # --resamples 0: no bootstrap at all, not one resample
     rep = evaluate(t, spec, audit=str(opts.audit), gold=str(opts.gold), primary="auditor",
                    breakdown_methods=None, axes=opts.axes, leave_one_group_out=opts.logo)
-    rep.notes.extend(unmatched)
+    rep.notes.extend(method_notes + unmatched)
     small = few_positives(rep)
     if small:
         more = f", and {len(small) - 12} more slices" if len(small) > 12 else ""
