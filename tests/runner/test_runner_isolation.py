@@ -486,3 +486,21 @@ def test_a_relative_out_keeps_user_isolation(tmp_path, cli_env):
     assert re.search(r"agent isolation: user as referee-agent\b", out) and "user isolation: cannot" not in out, out
     (stdout,) = list((tmp_path / "runs").rglob("agent/a/stdout.txt")) or list((tmp_path / "runs").rglob("stdout.txt"))
     assert re.fullmatch(r"referee-agent(-\d+)?", stdout.read_text().strip())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_isolated_agent_cannot_read_the_users_default_key_when_another_is_active(tmp_path, run_plan, cli_env,
+                                                                                       mode):
+    # REFEREE_KEY_FILE names this run's key; the user's default key signs their other runs and was left readable
+    # in the bwrap sandbox (only the active key was hidden)
+    config = tmp_path / "config"
+    default = config / "referee" / "key"
+    default.parent.mkdir(parents=True, mode=0o700)
+    default.write_text(os.urandom(32).hex())
+    default.chmod(0o600)
+    env = {**cli_env, "XDG_CONFIG_HOME": str(config)}
+    run = run_plan(_key_plan(actor(agent(tmp_path, "key_thief.sh"), mode, env={"KEY_PATH": str(default)})), env=env)
+    assert run.run_dir is not None, run.explain()
+    assert (run.run_dir / "agent/s/claim.json").exists(), "the thief did not run"
+    assert default.read_text() not in _loot(run), "the agent copied the user's default signing key"
+    assert_isolated(run, mode)

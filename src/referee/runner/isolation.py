@@ -29,7 +29,7 @@ from pathlib import Path
 
 from referee.errors import PlanError
 from referee.fstree import remove_tree, walk_tree
-from referee.keys import key_path
+from referee.keys import KEY_ENV, key_path
 from referee.plan.model import AgentLimits
 from referee.rundir import IsolationRecord
 from referee.runner.limits import applied
@@ -231,9 +231,12 @@ class Sandbox:
         a += ["--bind", str(self.home), str(self.home), "--bind", agent, agent,
               "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
               "--die-with-parent", "--new-session"]
-        key = key_path()
-        if key.is_file():  # the runner's signing key: whoever reads it can seal a forged run directory
-            a += ["--ro-bind", "/dev/null", str(key)]
+        # the runner's signing key, and the user's default one when REFEREE_KEY_FILE names another: whoever
+        # reads either can seal a forged run directory of this user
+        default = key_path({k: v for k, v in os.environ.items() if k != KEY_ENV})
+        for key in dict.fromkeys((key_path(), default)):
+            if key.is_file():
+                a += ["--ro-bind", "/dev/null", str(key)]
         if is_root():
             a += ["--cap-drop", "ALL"]
         return a + ["--chdir", str(cwd), "--", *argv]
