@@ -73,3 +73,18 @@ def test_show_unknown_run_is_one_line(cli, audited):
     out, _ = audited
     code, stdout, err = cli("show", out, "no-such-run")
     assert code == 2 and err.count("\n") == 1 and "no-such-run" in err
+
+
+def test_show_prints_cited_step_arguments_as_json_not_python_internals(cli, tmp_path):
+    # the view freezes arguments (mappingproxy, tuples); `show` printed their Python repr for the cited step
+    trace = json.loads(next(ln for ln in EXAMPLES.read_text().splitlines() if '"del-empty"' in ln))
+    trace["steps"][0]["action"]["args"] = {"filter": {"name": "dup", "tags": ["a", "é"]}, "limit": 2}
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps(trace) + "\n", encoding="utf-8")
+    out = tmp_path / "audit.jsonl"
+    code, _, err = cli("audit", traces, "--out", out, "--no-progress")
+    assert code == 0, err
+    code, stdout, err = cli("show", out, "del-empty", "--traces", traces)
+    assert code == 0, err
+    assert 'step 0: list_recipes(filter={"name": "dup", "tags": ["a", "é"]}, limit=2) -> []' in stdout, stdout
+    assert "mappingproxy" not in stdout

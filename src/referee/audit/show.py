@@ -89,10 +89,23 @@ def flag_lines(records: Iterable[AuditRecord], show: set[str], limit: int | None
         yield f"... and {len(picked) - limit} more (--show {','.join(sorted(show))} lists them all)"
 
 
+def _json(value: Any) -> str:
+    """One argument value as the trace's JSON writes it.
+
+    >>> _json({"flight_number": "HAT028"}), _json("JG7FMM"), _json(["é", 1.5])
+    ('{"flight_number": "HAT028"}', '"JG7FMM"', '["é", 1.5]')
+    """
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _step_text(view: ClaimBlindView, index: int) -> str:
     for s in view.steps:
         if s.index == index:
-            act = f"{s.action}({', '.join(f'{k}={v!r}' for k, v in list(s.args.items())[:4])})" if s.action else "-"
+            # the args are frozen (mappingproxy, tuples): their repr is Python's, so print the thawed JSON
+            args = list(s.plain_args().items())[:4]
+            act = f"{s.action}({', '.join(f'{k}={_json(v)}' for k, v in args)})" if s.action else "-"
             obs = s.observation.as_text() if s.observation is not None else ""
             mark = " [error]" if s.observation is not None and s.observation.error else ""
             text = f"{act}{mark} -> {obs}".replace("\n", " ")
