@@ -1,7 +1,16 @@
 """referee: an independent grader for AI agents. The agent that does the work never decides whether it was correct."""
 
-from referee.errors import RefereeError
-from referee.registry import Registry
+import os as _os
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"]:
+    # `python -m referee` is importing this package to find its __main__, with the working directory first on
+    # sys.path; the runner's working directory is where its agent works, so an agent's `collections.py` there
+    # would be imported, as the runner's user, by the very next import (Python's `-P`, done here, before any)
+    _sys.path[:] = [p for p in _sys.path if p and _os.path.normpath(p) != _os.getcwd()]
+
+from referee.errors import RefereeError  # noqa: E402
+from referee.registry import Registry  # noqa: E402
 
 __version__ = "0.1.0"
 

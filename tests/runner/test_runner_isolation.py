@@ -461,6 +461,26 @@ def test_a_runner_started_with_python_m_imports_nothing_the_agent_left_in_the_wo
         marker.unlink(missing_ok=True)
 
 
+@pytest.mark.parametrize("module", ["referee", "referee.cli.main"])
+def test_python_m_referee_started_later_in_the_workspace_imports_nothing_the_agent_left_there(tmp_path, cli_env,
+                                                                                               module):
+    """A user who re-grades with `python -m referee grade` from the agent's workspace: the working directory
+    is first on sys.path from the start, and referee's own first imports (`re`, `typing`, `dataclasses`, ...)
+    came before the CLI took it off. (Python's runpy imports a few more itself, `collections` among them,
+    before any of referee runs: security-isolation.md says to use the `referee` script or `python -P`.)"""
+    marker = tmp_path.parent / f"planted-early-{tmp_path.name}"
+    payload = f"open({str(marker)!r}, 'a').write(__name__ + ' ')\nraise ImportError('planted')\n"
+    for name in ("re", "typing", "dataclasses", "enum", "inspect", "click", "yaml", "pydantic"):
+        (tmp_path / f"{name}.py").write_text(payload)
+    try:
+        proc = subprocess.run([sys.executable, "-m", module, "grade", str(tmp_path / "no-such-run")], cwd=tmp_path,
+                              env=cli_env, capture_output=True, text=True, timeout=60)
+        assert not marker.exists(), f"planted modules ran in referee: {marker.read_text()}\n{proc.stderr[-2000:]}"
+        assert proc.returncode == 2 and "no-such-run" in proc.stderr, proc.stderr
+    finally:
+        marker.unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize("name", ["referee.runner.agentproc", "referee.runner.isolation", "referee.runner.reaper",
                                   "referee.report.console"])
 def test_doctests(name):

@@ -124,7 +124,6 @@ def _interrupted(exc: BaseException | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and turn every failure into one line and an exit code (0/1/2/3/130)."""
-    forget_working_dir()
     try:
         with stop_signals():
             rv = cli.main(args=argv, prog_name="referee", standalone_mode=False)
@@ -163,21 +162,6 @@ def main(argv: list[str] | None = None) -> int:
                    "(set REFEREE_DEBUG=1 for a traceback, and please report it)", err=True)
         return EXIT_INTERNAL
     return rv if isinstance(rv, int) else 0
-
-
-def forget_working_dir() -> None:
-    """Take the working directory off sys.path, where `python -m referee` put it first.
-
-    The runner's working directory is where its agent works: a `html.py` the agent left there would
-    otherwise be imported, as the runner's user, by the first `import html` after the agent's step
-    (Python's `-P`, done here for `python -m`). The `referee` script never had it on the path. Only
-    when referee is the program (not when a test or a tool calls `main` in its own process).
-    """
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if getattr(spec, "name", None) not in ("referee.__main__", "referee.cli.main"):
-        return
-    cwd = os.getcwd()
-    sys.path[:] = [p for p in sys.path if p and os.path.normpath(p) != cwd]
 
 
 if __name__ == "__main__":  # pragma: no cover
