@@ -231,3 +231,28 @@ def test_gold_claim_channel_re_disposes_with_the_gold_claim(cli, tmp_path):
     assert by["auditor"]["tp"] == 1 and by["policy:causal"]["tp"] == 1        # success over not_completed: flag
     assert (by["claim-gate-only"]["tp"], by["claim-gate-only"]["fp"]) == (1, 1)
     assert rep["misses"] == {} and any("claim channel: gold" in n for n in rep["notes"])
+
+
+def test_resamples_where_a_metric_is_0_over_0_are_counted_in_json_and_text(cli, files):
+    # evaluation.md: such resamples "are left out of its percentiles and counted": the count was kept by the
+    # bootstrap and shown nowhere
+    from referee.evaluation.bootstrap import bootstrap_rates
+
+    audit, gold = files
+    args = (audit, "--gold", gold, "--resamples", "200", "--no-plot", "--no-policies", "--by", "", "--no-logo")
+    code, out, err = cli("eval", *args, "--json")
+    assert code == 0, err
+    auditor = json.loads(out)["overall"][0]
+    conf = tally(audit, load_gold(gold), methods()).confusion("auditor")
+    want = bootstrap_rates(conf, BootstrapSpec(resamples=200, seed=0))
+    got = {name: m["undefined_resamples"] for name, m in auditor["metrics"].items()}
+    assert got == {name: iv.undefined for name, iv in want.items()}
+    k = got["precision"]
+    assert k > 0 and got["inspection_load"] == 0   # it flags 2 of 7 runs: some resamples draw neither
+    for fmt in (["--markdown"], []):
+        code, out, err = cli("eval", *args, *fmt)
+        assert code == 0, err
+        assert f"({k} n/a)" in out, out
+        assert "(k n/a): in k resamples the metric was 0/0; they are left out of its interval" in " ".join(out.split())
+    code, out, err = cli("eval", *args, "--resamples", "0", "--json")
+    assert json.loads(out)["overall"][0]["metrics"]["precision"]["undefined_resamples"] is None  # no bootstrap

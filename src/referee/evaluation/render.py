@@ -23,16 +23,30 @@ class Table:
 
 
 def cell_ci(m: Metric, digits: int = 2) -> str:
-    """A metric with its interval: "0.75 [0.62, 0.86]", or "n/a".
+    """A metric with its interval: "0.75 [0.62, 0.86]", or "n/a"; "(k n/a)" after it when k resamples were
+    0/0 and left out of that interval (LEFT_OUT says so under the table).
 
     >>> cell_ci(Metric(value=0.75, lo=0.6, hi=0.9)), cell_ci(Metric(value=None))
     ('0.75 [0.60, 0.90]', 'n/a')
+    >>> cell_ci(Metric(value=1.0, lo=1.0, hi=1.0, undefined_resamples=368))
+    '1.00 [1.00, 1.00] (368 n/a)'
     """
     if m.value is None:
         return "n/a"
     if m.lo is None or m.hi is None:
         return fmt(m.value, digits)
-    return f"{fmt(m.value, digits)} [{fmt(m.lo, digits)}, {fmt(m.hi, digits)}]"
+    left_out = f" ({m.undefined_resamples} n/a)" if m.undefined_resamples else ""
+    return f"{fmt(m.value, digits)} [{fmt(m.lo, digits)}, {fmt(m.hi, digits)}]{left_out}"
+
+
+LEFT_OUT = "(k n/a): in k resamples the metric was 0/0; they are left out of its interval"
+
+
+def _left_out(rows: list[Scores], metrics: tuple[str, ...], caption: str = "") -> str:
+    """`caption`, with LEFT_OUT after it when a cell of `metrics` in `rows` carries a count (as cell_ci shows)."""
+    shown = any(s.metrics[n].value is not None and s.metrics[n].lo is not None and s.metrics[n].undefined_resamples
+                for s in rows for n in metrics)
+    return "; ".join(c for c in (caption, LEFT_OUT if shown else "") if c)
 
 
 def fmt_p(p: float | None) -> str:
@@ -71,7 +85,8 @@ def detection_table(rep: EvalReport | None, rows: list[Scores] | None = None, ti
                  tuple(((s.method, kinds.get(s.method, "")) if kinds else (s.method,))
                        + (str(s.counts["tp"]), str(s.counts["fp"]), str(s.counts["fn"]), str(s.counts["flag"]),
                           cell_ci(s.metrics["precision"]), cell_ci(s.metrics["recall"]), cell_ci(s.metrics["f1"]))
-                       for s in rows))
+                       for s in rows),
+                 caption=_left_out(rows, ("precision", "recall", "f1")))
 
 
 def gating_table(rep: EvalReport | None, rows: list[Scores] | None = None, title: str = "") -> Table:
@@ -83,7 +98,9 @@ def gating_table(rep: EvalReport | None, rows: list[Scores] | None = None, title
                         f"{s.counts['blocked_positives']}/{s.counts['positives']}",
                         cell_ci(s.metrics["blocked_recall"]), cell_ci(s.metrics["silent_pass_rate"]),
                         cell_ci(s.metrics["inspection_load"]), cell_ci(s.metrics["inspection_yield"]))
-                       for s in rows))
+                       for s in rows),
+                 caption=_left_out(rows, ("blocked_recall", "silent_pass_rate", "inspection_load",
+                                          "inspection_yield")))
 
 
 def equal_load_table(rep: EvalReport) -> Table | None:
@@ -144,7 +161,8 @@ def breakdown_tables(rep: EvalReport, method: str, max_rows: int = 20) -> list[T
                                 f"{s.counts['tp']}/{s.counts['fp']}/{s.counts['fn']}",
                                 cell_ci(s.metrics["precision"]), cell_ci(s.metrics["recall"]),
                                 cell_ci(s.metrics["f1"]), cell_ci(s.metrics["blocked_recall"]),
-                                cell_ci(s.metrics["inspection_load"])) for s in rows), caption))
+                                cell_ci(s.metrics["inspection_load"])) for s in rows),
+                         _left_out(rows, ("precision", "recall", "f1", "blocked_recall", "inspection_load"), caption)))
     return out
 
 

@@ -26,6 +26,9 @@ class Metric(_Model):
     value: float | None
     lo: float | None = None
     hi: float | None = None
+    undefined_resamples: int | None = Field(
+        default=None, description="bootstrap resamples where the metric was 0/0: left out of its percentiles, "
+                                  "counted here (None: no bootstrap)")
 
 
 class Scores(_Model):
@@ -138,7 +141,8 @@ def score(method: str, c: Confusion, spec: BootstrapSpec | None, axis: SliceAxis
     metrics = {}
     for name in RATE_METRICS:
         iv = ivs.get(name)
-        metrics[name] = Metric(value=point[name], lo=iv.lo if iv else None, hi=iv.hi if iv else None)
+        metrics[name] = Metric(value=point[name], lo=iv.lo if iv else None, hi=iv.hi if iv else None,
+                               undefined_resamples=iv.undefined if iv else None)
     return Scores(method=method, axis=axis, slice=slice_, counts=counts(c), metrics=metrics)
 
 
