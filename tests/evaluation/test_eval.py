@@ -256,3 +256,29 @@ def test_resamples_where_a_metric_is_0_over_0_are_counted_in_json_and_text(cli, 
         assert "(k n/a): in k resamples the metric was 0/0; they are left out of its interval" in " ".join(out.split())
     code, out, err = cli("eval", *args, "--resamples", "0", "--json")
     assert json.loads(out)["overall"][0]["metrics"]["precision"]["undefined_resamples"] is None  # no bootstrap
+
+
+def test_gate_recall_note_is_printed_exactly_when_it_is_1_by_construction(cli, files, tmp_path):
+    # it was printed with no positive (recall n/a) and missing under --claim-channel gold, where the gold
+    # claim both defines the positives and is what claim-gate-only reads
+    audit, gold = files
+
+    def gate_notes(gold_file, *more):
+        code, out, err = cli("eval", audit, "--gold", gold_file, "--json", "--no-plot", "--no-policies",
+                             "--resamples", "0", *more)
+        assert code == 0, err
+        rep = json.loads(out)
+        recall = next(s for s in rep["overall"] if s["method"] == "claim-gate-only")["metrics"]["recall"]["value"]
+        return [n for n in rep["notes"] if "by construction" in n], recall
+
+    reader_notes, recall = gate_notes(gold)
+    assert recall == 1.0 and len(reader_notes) == 1
+    all_done = tmp_path / "done.csv"
+    all_done.write_text("run_id,completed\n" + "".join(f"r{i},true\n" for i in range(1, 8)))
+    assert gate_notes(all_done) == ([], None)                 # no positive: recall is n/a, not 1
+    claims = tmp_path / "claims.csv"                # r5, r7: the reader says failure, unclear; gold says success
+    claims.write_text("run_id,completed,claim\n" + "".join(f"r{i},false,success\n" for i in range(1, 8)))
+    assert gate_notes(claims) == ([], 5 / 7)        # positives from gold, the gate reads the reader
+    notes, recall = gate_notes(claims, "--claim-channel", "gold")
+    assert recall == 1.0 and len(notes) == 1 and "on the 7 run(s) (7 positive(s))" in notes[0]
+    assert "on the 7 run(s) (3 positive(s)) whose positives come from the same claim reading" in reader_notes[0]

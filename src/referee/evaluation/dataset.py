@@ -36,6 +36,10 @@ class Coverage:
     duplicates: list[str] = field(default_factory=list)      # run_ids with several records (the last is scored)
     claim_from_gold: int = 0
     claim_from_reader: int = 0
+    # positives defined by the very claim the methods read (the shared reading; under the gold claim channel,
+    # whichever claim defines the positive): claim-gate-only blocks every one of them by construction
+    same_claim_runs: int = 0
+    same_claim_positives: int = 0
     advisory: int = 0
     with_errors: int = 0
     policies: dict[str, int] = field(default_factory=dict)   # policy name of the records, as written
@@ -172,6 +176,9 @@ def tally(audit_path: Path, gold: dict[str, Gold], methods: Sequence[Method], *,
                 claim = rec.claim.label
                 cov.claim_from_reader += 1
             pos = is_positive(claim, g.completed)
+            same = g.claim is None or claim_channel == "gold"
+            cov.same_claim_runs += same
+            cov.same_claim_positives += same and pos
             if claim_channel == "gold" and g.claim is not None and g.claim != rec.claim.label:
                 rec = _with_claim(rec, g.claim)
             key = (rec.task_class, g.group or rec.group or NONE, g.split or rec.split or NONE)

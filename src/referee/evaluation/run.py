@@ -197,9 +197,14 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     if opts.claim_channel == "gold":
         rep.notes.append(f"claim channel: gold — every method reads the gold claim on the {cov.claim_from_gold} "
                          "run(s) gold gives one for (a diagnostic of the claim reader, not a deployable auditor)")
-    if cov.claim_from_reader and any(m.name == "claim-gate-only" for m in methods):
+    # only where it holds: with no such positive that recall is n/a, and under the gold channel the gold
+    # claim defines the positives and is what the gate reads
+    if cov.same_claim_positives and any(m.name == "claim-gate-only" for m in methods):
+        which = ("the claim every method reads (gold's where it has one, else the shared reading)"
+                 if opts.claim_channel == "gold" else "the same claim reading")
         rep.notes.append("claim-gate-only flags every success claim, so its recall is 1 by construction on the "
-                         f"{cov.claim_from_reader} run(s) whose positives come from the same claim reading")
+                         f"{cov.same_claim_runs} run(s) ({cov.same_claim_positives} positive(s)) whose positives "
+                         f"come from {which}")
     if len(cov.policies) == 1 and opts.claim_channel != "gold":
         (pol,) = cov.policies
         rep.methods[0] = MethodInfo(name="auditor", kind="auditor",
