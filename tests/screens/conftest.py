@@ -1,4 +1,5 @@
-"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, a Chromium per module, the journey run."""
+"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, a Chromium per module, the journey run,
+and a tiny loopback server with a page that never finishes loading."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -167,3 +171,44 @@ def journey(tmp_path_factory, home_control) -> Journey:
     except (ValueError, KeyError, IndexError):
         pytest.fail(f"referee run gave no run directory (rc={rc})\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}")
     return Journey(plan, run_dir, rc, out, err, trace)
+
+
+class _PagesHandler(BaseHTTPRequestHandler):
+    """`/slow`: the headers and the start of a page, then nothing more for ever; anything else: a small page."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/slow":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html><body style='font-size:30px'><p>Slow loading")
+            self.wfile.flush()
+            time.sleep(120)  # the page never finishes: its load event never fires
+            return
+        body = b"<html><body style='font-size:40px'><h1>Static Screen Text</h1></body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _PagesServer(ThreadingHTTPServer):
+    daemon_threads = True  # a `/slow` request still hanging never holds up the end of the session
+
+
+@pytest.fixture(scope="session")
+def pages_server():
+    """A loopback server in this process (`/slow` never finishes loading, any other path is a static page
+    showing "Static Screen Text"); yields its URL."""
+    server = _PagesServer(("127.0.0.1", 0), _PagesHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from referee.fsutil import atomic_write_bytes, atomic_write_text
@@ -18,11 +19,30 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
-def _settle(page, timeout_s: float) -> None:
+def _wait_loaded(page, timeout_s: float, what: str) -> None:
+    """Wait up to `timeout_s` for the page to finish loading; a page still loading then is a failed capture.
+
+    Playwright's own load state is not enough: a navigation an external agent started over CDP may not
+    have reached the runner's connection yet, and its load state then still says "load" from the page
+    before. The document's `readyState` is the page's own word ('complete' once its load event fired).
+    """
+    deadline = time.monotonic() + timeout_s
     try:
-        page.wait_for_load_state("load", timeout=min(timeout_s, 10.0) * 1000)
+        page.wait_for_load_state("load", timeout=timeout_s * 1000)
+        left = max(deadline - time.monotonic(), 0.001)
+        page.wait_for_function("document.readyState === 'complete'", timeout=left * 1000, polling=100)
+    except Exception as exc:
+        if type(exc).__name__ != "TimeoutError":
+            raise CaptureFailed(f"{what} failed: {_first_line(exc)}") from None
+        raise CaptureFailed(f"{what} failed: the page was still loading after the capture's timeout_s "
+                            f"({timeout_s:g}s): {_url(page)}") from None
+
+
+def _url(page) -> str:
+    try:
+        return str(page.url)
     except Exception:
-        pass
+        return "(no URL)"
 
 
 class PageCapture(CaptureKind):
@@ -34,7 +54,7 @@ class PageCapture(CaptureKind):
         page = ctx.page
         if page is None:
             raise CaptureFailed(NO_PAGE)
-        _settle(page, params.timeout_s)
+        _wait_loaded(page, params.timeout_s, self.what)
         try:
             return self.take_from(page, params, ctx)
         except Exception as exc:
