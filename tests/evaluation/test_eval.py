@@ -282,3 +282,17 @@ def test_gate_recall_note_is_printed_exactly_when_it_is_1_by_construction(cli, f
     notes, recall = gate_notes(claims, "--claim-channel", "gold")
     assert recall == 1.0 and len(notes) == 1 and "on the 7 run(s) (7 positive(s))" in notes[0]
     assert "on the 7 run(s) (3 positive(s)) whose positives come from the same claim reading" in reader_notes[0]
+
+
+def test_a_miss_over_a_not_completed_state_is_other_and_the_report_says_what_that_is(cli, tmp_path):
+    # a custom policy may review a success claim over not_completed: neither claim-side, trace-side nor
+    # uncertain, so the header's legend must say what `other` is (evaluation.md lists it too)
+    audit, gold = audit_and_gold(tmp_path, [
+        record("a", claim="success", trace_state="not_completed", disposition="review", policy="mine"),
+        record("b", claim="success", trace_state="completed", disposition="pass", policy="mine")],
+        "run_id,completed\na,false\nb,false\n")
+    code, out, err = cli("eval", audit, "--gold", gold, "--markdown", "--no-plot", "--no-policies",
+                         "--resamples", "0")
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if "did not flag" in ln)
+    assert "other 1, trace-side 1" in line and "other: state not_completed, yet the policy did not flag it" in line

@@ -192,7 +192,9 @@ def header_lines(rep: EvalReport) -> list[str]:
         lines.append(f"positives {rep.primary} did not flag: "
                      + ", ".join(f"{k} {v}" for k, v in rep.misses.items())
                      + " (claim-side: the claim reading is not success; trace-side: the trace state is completed;"
-                       " uncertain: unknown state, sent to review)")
+                       " uncertain: unknown state, sent to review"
+                     + ("; other: state not_completed, yet the policy did not flag it" if "other" in rep.misses
+                        else "") + ")")
     return lines + [f"note: {n}" for n in rep.notes]
 
 

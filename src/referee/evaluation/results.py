@@ -119,7 +119,8 @@ class EvalReport(_Model):
                                         description="every method against claim-gate-only at the method's load")
     misses: dict[str, int] = Field(default_factory=dict,
                                    description="positives the primary did not flag, by side: claim-side, "
-                                               "trace-side (state completed), uncertain (state unknown)")
+                                               "trace-side (state completed), uncertain (state unknown), "
+                                               "other (state not_completed, not flagged: a custom policy)")
 
     def overall_of(self, method: str) -> Scores:
         for s in self.overall:
