@@ -89,3 +89,21 @@ def test_write_then_read_round_trip(tmp_path, suffix):
     g = load_gold(p)
     assert g["a"].claim == "success" and g["a"].group == "g" and g["a"].split == "dev"
     assert g["b"].completed is False and g["b"].claim is None
+
+
+def test_eval_gold_on_error_skip_warnings_drop_the_hint_to_pass_it(tmp_path, capsys):
+    # auditor.md: with --on-error skip given, what is said of a skipped record leaves "or pass --on-error skip"
+    # out; eval gold still told the user to pass the option they had passed
+    from pathlib import Path
+
+    from referee.cli.main import main
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples" / "traces.jsonl"
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(examples.read_text().splitlines()[0] + '\n{"trace_version": 1, "run_id": "x"}\n')
+    assert main(["eval", "gold", str(traces), "-o", str(tmp_path / "g.jsonl"), "--on-error", "skip"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped record: " in err and "t.jsonl:2: run_id x" in err and "fix the record" in err, err
+    assert "--on-error skip" not in err, err
+    assert main(["eval", "gold", str(traces), "-o", str(tmp_path / "g2.jsonl")]) == 2   # stopping: the hint stays
+    assert "fix the record or pass --on-error skip" in capsys.readouterr().err

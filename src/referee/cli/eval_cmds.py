@@ -262,8 +262,9 @@ def gold_cmd(traces, fmt, output, gold_scorer, gold_threshold, on_error) -> None
     bad: list[str] = []
 
     def on_bad(err: Exception) -> None:
-        bad.append(str(err))
-        _warn(f"skipped record: {err}")
+        # skipping was asked for: the fix's "or pass --on-error skip" is noise here (as in the audit's listing)
+        bad.append(str(err).replace(" or pass --on-error skip", ""))
+        _warn(f"skipped record: {bad[-1]}")
 
     labels, without = gold_from_traces(paths, fmt, gold_scorer, gold_threshold,
                                        on_bad=on_bad if on_error == "skip" else None,
