@@ -6,10 +6,17 @@ was written against.
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
+from pathlib import Path
+
 import pytest
 
 from referee.runner.captures.base import CaptureContext, CaptureFailed
 from referee.runner.captures.screens import AriaCapture, DomCapture, ScreenshotCapture
+from tests.conftest import run_cli
+from tests.runner.runner_helpers import find_run_dirs, write_plan
 
 
 @pytest.mark.parametrize("capture", [ScreenshotCapture, DomCapture, AriaCapture])
@@ -25,3 +32,48 @@ def test_a_page_still_loading_past_timeout_s_is_a_failed_capture(browser, pages_
         assert list(tmp_path.iterdir()) == []
     finally:
         browser.page.goto("about:blank")  # stop the endless load for the tests after this one
+
+
+_CLOSING_AGENT = '''
+import json, os
+from playwright.sync_api import sync_playwright
+with sync_playwright() as p:
+    page = p.chromium.connect_over_cdp(os.environ["REFEREE_CDP_URL"]).contexts[0].pages[0]
+    page.goto(os.environ["PAGE_URL"])
+    page.close()
+json.dump({"pass": True, "note": "closed the tab"}, open(os.environ["REFEREE_CLAIM_FILE"], "w"))
+'''
+
+
+def _browser_run(tmp_path: Path, steps: list[dict], *, agent: str | None = None, env: dict | None = None,
+                 timeout: float = 120) -> tuple[int, str, str, Path | None]:
+    """`referee run` of a browser-actor plan (no app: the steps use absolute loopback URLs)."""
+    actor: dict = {"kind": "browser", "headless": True, "env": env or {}}
+    if agent is not None:
+        (tmp_path / "agent.py").write_text(agent)
+        actor["command"] = f"{shlex.quote(sys.executable)} {shlex.quote(str(tmp_path / 'agent.py'))}"
+    plan = write_plan(tmp_path / "plan.yaml", {"name": "hunt", "actor": actor, "steps": steps})
+    rc, out, err = run_cli(["run", str(plan), "--out", str(tmp_path / "out")], cwd=tmp_path, timeout=timeout)
+    dirs = find_run_dirs(tmp_path / "out")
+    return rc, out, err, (dirs[-1] if dirs else None)
+
+
+def _results(run_dir: Path) -> dict[str, dict]:
+    return {s["id"]: s for s in json.loads((run_dir / "results.json").read_text())["steps"]}
+
+
+def test_a_page_the_agent_closed_is_replaced_before_the_captures(tmp_path, pages_server):
+    """docs/screens.md: "if the agent closed it, a fresh page takes its place (and the screenshots show that)".
+    The runner only noticed the close when a capture failed on it (TargetClosedError): the step was ERROR."""
+    steps = [{"id": "close_it", "do": "open the page, then close the tab",
+              "capture": [{"kind": "screenshot", "name": "shot"}],
+              "validators": [{"kind": "dom_contains", "raw": True, "text": "<html"},
+                             {"kind": "aria_contains", "text": "Static Screen Text", "name": "gone"}]}]
+    rc, out, err, run_dir = _browser_run(tmp_path, steps, agent=_CLOSING_AGENT,
+                                         env={"PAGE_URL": pages_server + "/"})
+    assert run_dir is not None, err
+    step = _results(run_dir)["close_it"]
+    # the fresh page is blank: the DOM capture works, and the closed page's text is gone
+    assert [v["status"] for v in step["validators"]] == ["PASS", "FAIL"], step["validators"]
+    files = [f["path"] for f in json.loads((run_dir / "manifest.json").read_text())["files"]]
+    assert "evidence/close_it/after/shot.png" in files and not any(p.endswith(".error.json") for p in files), files

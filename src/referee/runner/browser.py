@@ -111,7 +111,7 @@ class BrowserSession:
             sess._browser = sess._pw.chromium.launch(executable_path=chromium_path(), headless=headless, args=args)
             sess._context = sess._browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US",
                                                       timezone_id="UTC", service_workers="block")
-            sess._page = sess._context.new_page()
+            sess._page = sess._new_page()
         except ActorError:
             sess.close()
             raise
@@ -119,9 +119,14 @@ class BrowserSession:
             sess.close()
             raise ActorError(f"cannot start Chromium: {str(exc).splitlines()[0]}",
                              fix="check that /usr/bin/chromium runs (apt-get install chromium)") from None
-        sess._page.on("requestfailed", sess._on_failed)
-        sess._page.on("console", sess._on_console)
         return sess
+
+    def _new_page(self) -> Any:
+        """A page of the runner's context, watched for refused requests and console errors like the first."""
+        page = self._context.new_page()
+        page.on("requestfailed", self._on_failed)
+        page.on("console", self._on_console)
+        return page
 
     def _on_failed(self, request) -> None:
         failure = request.failure or ""
@@ -135,8 +140,18 @@ class BrowserSession:
     @property
     def page(self) -> Any:
         """The runner's page. If an agent closed it, a fresh one takes its place (the page stays the runner's)."""
-        if self._page is not None and self._page.is_closed() and self._context is not None:
-            self._page = self._context.new_page()
+        if self._page is None or self._context is None:
+            return self._page
+        if not self._page.is_closed():
+            # An agent closes the page over its own CDP connection: Playwright learns of it from an event that
+            # is only read while this connection waits for an answer. One round trip to the browser (not to
+            # the page, whose scripts may be busy) makes sure a close already done is known here.
+            try:
+                self._context.cookies()
+            except Exception:
+                pass
+        if self._page.is_closed():
+            self._page = self._new_page()
         return self._page
 
     @property
