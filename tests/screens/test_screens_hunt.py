@@ -77,3 +77,28 @@ def test_a_page_the_agent_closed_is_replaced_before_the_captures(tmp_path, pages
     assert [v["status"] for v in step["validators"]] == ["PASS", "FAIL"], step["validators"]
     files = [f["path"] for f in json.loads((run_dir / "manifest.json").read_text())["files"]]
     assert "evidence/close_it/after/shot.png" in files and not any(p.endswith(".error.json") for p in files), files
+
+
+def test_goto_honours_its_own_timeout_s(tmp_path, pages_server):
+    """docs/screens.md: "Each action waits up to its own `timeout_s`". `goto: {url, timeout_s}` passed the check
+    (even `timeout_s: 0`), was missing from the schema and `referee kinds`, and always waited 10 s."""
+    bad = write_plan(tmp_path / "bad.yaml", {"name": "bad", "actor": {"kind": "browser"}, "steps": [
+        {"id": "a", "do": "x", "script": [{"goto": {"url": "/", "timeout_s": 0}}],
+         "validators": [{"kind": "dom_contains", "text": "hi"}]}]})
+    rc, out, err = run_cli(["check", str(bad)], cwd=tmp_path)
+    assert rc == 2 and "script item #1 (goto): a timeout must be a number of seconds above 0" in err, err
+    rc, out, err = run_cli(["kinds", "--json"], cwd=tmp_path)
+    assert json.loads(out)["script actions"]["goto"]["params"] == ["url", "timeout_s=None"]
+    from referee.plan.schema import plan_schema
+
+    (goto,) = [b for b in plan_schema()["$defs"]["ScriptAction"]["oneOf"] if b["title"] == "goto"]
+    assert "timeout_s" in goto["properties"]["goto"]["anyOf"][0]["properties"]
+
+    steps = [{"id": "slow", "do": "open a page that never finishes loading, give up after 1 s",
+              "script": [{"goto": {"url": pages_server + "/slow", "timeout_s": 1}}],
+              "capture": [{"kind": "dom", "name": "d", "timeout_s": 1}],
+              "validators": [{"kind": "dom_contains", "evidence": "d", "raw": True, "text": "<html"}]}]
+    rc, out, err, run_dir = _browser_run(tmp_path, steps)
+    assert run_dir is not None, err
+    rec = json.loads((run_dir / "manifest.json").read_text())["steps"]["slow"]
+    assert "script item #1 (goto" in rec["actor_error"] and "Timeout 1000ms exceeded" in rec["actor_error"], rec

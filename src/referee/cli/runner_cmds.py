@@ -312,10 +312,9 @@ def kinds(json_mode, actions, tools, readers_):
     table = {"validators": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in validator_specs.items()},
              "captures": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in capture_specs.items()},
              "actors": {n: {"summary": doc(a), "params": []} for n, a in actors.items()},
-             "script actions": {"goto": {"summary": SUMMARY["goto"], "params": ["url"]},
-                                **{v: {"summary": SUMMARY.get(v, doc(m))
-                                       + (f" (shorthand: `{v}: TEXT` sets {SHORTHAND[v]})" if v in SHORTHAND else ""),
-                                       "params": params(m)} for v, m in ACTIONS.items()}},
+             "script actions": {v: {"summary": SUMMARY.get(v, doc(m))
+                                    + (f" (shorthand: `{v}: TEXT` sets {SHORTHAND[v]})" if v in SHORTHAND else ""),
+                                    "params": params(m)} for v, m in ACTIONS.items()},
              "plan fields": {"app": {"summary": doc(AppSpec), "params": params(AppSpec)},
                              "actor": {"summary": doc(ActorSpec), "params": params(ActorSpec, skip_kind=False)}}}
     if json_mode:

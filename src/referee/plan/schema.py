@@ -22,16 +22,13 @@ def _kind_variant(kind: str, params: type[BaseModel], summary: str, defs: dict[s
     return s
 
 
-def _script_item(verb: str, model: type[BaseModel] | None, shorthand: bool, defs: dict[str, Any]) -> dict[str, Any]:
-    if model is None:  # goto: a URL or path, or {url: ...}
-        arg: dict[str, Any] = {"anyOf": [{"type": "string", "minLength": 1},
-                                         {"type": "object", "properties": {"url": {"type": "string"}},
-                                          "required": ["url"], "additionalProperties": False}]}
-    else:
-        s = model.model_json_schema(ref_template="#/$defs/{model}")
-        for name, d in s.pop("$defs", {}).items():
-            defs.setdefault(name, d)
-        arg = {"anyOf": [s, {"type": "string"}]} if shorthand else s
+def _script_item(verb: str, model: type[BaseModel], shorthand: bool, defs: dict[str, Any]) -> dict[str, Any]:
+    s = model.model_json_schema(ref_template="#/$defs/{model}")
+    for name, d in s.pop("$defs", {}).items():
+        defs.setdefault(name, d)
+    # `goto: ""` opens nothing, so the parser refuses it; the other shorthands take any text
+    short: dict[str, Any] = {"type": "string", **({"minLength": 1} if verb == "goto" else {})}
+    arg = {"anyOf": [s, short]} if shorthand else s
     return {"type": "object", "title": verb, "properties": {verb: arg}, "required": [verb],
             "additionalProperties": False}
 
@@ -55,8 +52,7 @@ def plan_schema() -> dict[str, Any]:
     defs["Validator"] = {"oneOf": [_kind_variant(n, s.Params, s.summary, defs)
                                    for n, s in sorted(validator_specs.items())]}
     defs["Capture"] = {"oneOf": [_kind_variant(n, s.Params, s.summary, defs) for n, s in sorted(capture_specs.items())]}
-    defs["ScriptAction"] = {"oneOf": [_script_item("goto", None, False, defs)]
-                            + [_script_item(v, m, v in SHORTHAND, defs) for v, m in ACTIONS.items()]}
+    defs["ScriptAction"] = {"oneOf": [_script_item(v, m, v in SHORTHAND, defs) for v, m in ACTIONS.items()]}
     step = defs["Step"]["properties"]
     step["validators"]["items"] = {"$ref": "#/$defs/Validator"}
     step["capture"]["items"] = {"$ref": "#/$defs/Capture"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from referee.plan.model import Seconds
 
@@ -79,9 +79,22 @@ class WaitFor(Target):
         return self
 
 
-ACTIONS: dict[str, type[BaseModel]] = {"click": Target, "check": Target, "fill": Fill, "press": Press,
+class Goto(BaseModel):
+    """Open `url`: a URL, or a path joined to app.url; waits up to `timeout_s` for the page to load."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1)
+    timeout_s: Seconds | None = None
+
+    def describe(self) -> str:
+        return self.url if self.timeout_s is None else f"{self.url} (timeout_s={self.timeout_s:g})"
+
+
+ACTIONS: dict[str, type[BaseModel]] = {"goto": Goto, "click": Target, "check": Target, "fill": Fill, "press": Press,
                                        "select": Select, "wait_for": WaitFor}
-SHORTHAND = {"click": "text", "check": "label", "wait_for": "text"}  # `click: Send` == `click: {text: Send}`
+# `click: Send` == `click: {text: Send}`, `goto: /` == `goto: {url: /}`
+SHORTHAND = {"goto": "url", "click": "text", "check": "label", "wait_for": "text"}
 SUMMARY = {"goto": "open a URL, or a path of the app", "click": "click an element", "check": "tick a checkbox or radio",
            "fill": "type `value` into a field", "press": "press `key` (e.g. Enter) on an element",
            "select": "choose `option` in a select", "wait_for": "wait for an element's `state`, or for the URL"}
@@ -93,7 +106,7 @@ def parse_action(item: Any, index: int) -> tuple[str, Any]:
     >>> parse_action({"click": {"role": "button", "name": "Send"}}, 0)[1].describe()
     "role='button', name='Send'"
     >>> parse_action({"goto": "/x"}, 0)
-    ('goto', '/x')
+    ('goto', Goto(url='/x', timeout_s=None))
     >>> parse_action({"click": {"role": "button", "text": "x"}}, 2)
     Traceback (most recent call last):
     ...
@@ -102,14 +115,11 @@ def parse_action(item: Any, index: int) -> tuple[str, Any]:
     if not isinstance(item, dict) or len(item) != 1:
         raise ValueError(f"script item #{index + 1}: one action per item, e.g. `- click: {{role: button, name: Send}}`")
     (verb, arg), = item.items()
-    if verb == "goto":
-        url = arg.get("url") if isinstance(arg, dict) else arg
-        if not isinstance(url, str) or not url:
-            raise ValueError(f"script item #{index + 1} (goto): give a URL or path, e.g. `- goto: /`")
-        return verb, url
+    if verb == "goto" and not (isinstance(arg, str) and arg or isinstance(arg, dict)):
+        raise ValueError(f"script item #{index + 1} (goto): give a URL or path, e.g. `- goto: /`")
     model = ACTIONS.get(verb)
     if model is None:
-        known = ", ".join(["goto", *ACTIONS])
+        known = ", ".join(ACTIONS)
         raise ValueError(f"script item #{index + 1}: unknown action '{verb}'; known actions: {known}")
     if isinstance(arg, str) and verb in SHORTHAND:
         arg = {SHORTHAND[verb]: arg}
@@ -127,5 +137,5 @@ def parse_script(items: list[Any]) -> list[tuple[str, Any]]:
     return [parse_action(item, i) for i, item in enumerate(items)]
 
 
-__all__ = ["Target", "Fill", "Press", "Select", "WaitFor", "ACTIONS", "SHORTHAND", "SUMMARY", "TARGET_WAYS",
+__all__ = ["Goto", "Target", "Fill", "Press", "Select", "WaitFor", "ACTIONS", "SHORTHAND", "SUMMARY", "TARGET_WAYS",
            "parse_action", "parse_script"]

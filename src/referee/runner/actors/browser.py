@@ -47,7 +47,7 @@ def perform_action(page, verb: str, arg: Any, app_url: str | None, cap_s: float 
     # each action's own timeout, never past what is left of the step's (`cap_s`)
     ms = lambda t: min(t if t is not None else DEFAULT_TIMEOUT_S, cap_s if cap_s is not None else 1e9) * 1000  # noqa: E731
     if verb == "goto":
-        page.goto(join(app_url, arg), wait_until="load", timeout=ms(None))
+        page.goto(join(app_url, arg.url), wait_until="load", timeout=ms(arg.timeout_s))
     elif verb == "click":
         locate(arg, page).click(timeout=ms(arg.timeout_s))
     elif verb == "check":
@@ -141,7 +141,7 @@ class BrowserActor(ActorKind):
                 done += 1
         except Exception as exc:
             verb, arg = actions[done]
-            what = arg if isinstance(arg, str) else arg.describe()
+            what = arg.describe()
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             session.settle(2.0)
             if not self.command:
