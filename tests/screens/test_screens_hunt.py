@@ -102,3 +102,27 @@ def test_goto_honours_its_own_timeout_s(tmp_path, pages_server):
     assert run_dir is not None, err
     rec = json.loads((run_dir / "manifest.json").read_text())["steps"]["slow"]
     assert "script item #1 (goto" in rec["actor_error"] and "Timeout 1000ms exceeded" in rec["actor_error"], rec
+
+
+_CLAIMING_AGENT = '''
+import json, os
+print("AGENT STARTED")
+json.dump({"pass": True, "note": "agent ran"}, open(os.environ["REFEREE_CLAIM_FILE"], "w"))
+'''
+
+
+def test_a_failing_script_action_still_lets_the_agent_act(tmp_path, pages_server):
+    """docs/screens.md: "A step runs its `script:` first, then the agent command"; a failing action "decides
+    nothing". The agent was silently never started, and the manifest then said "no claim file" as if it ran."""
+    steps = [{"id": "a", "do": "a script with a failing action, then the agent",
+              "script": [{"goto": pages_server + "/"}, {"click": {"text": "No such button", "timeout_s": 1}}],
+              "validators": [{"kind": "dom_contains", "text": "Static Screen Text"}]}]
+    rc, out, err, run_dir = _browser_run(tmp_path, steps, agent=_CLAIMING_AGENT)
+    assert run_dir is not None, err
+    rec = json.loads((run_dir / "manifest.json").read_text())["steps"]["a"]
+    assert rec["actor_exit"] == 0, rec
+    assert rec["actor_error"].startswith("script item #2 (click text='No such button', timeout_s=1.0) failed: ")
+    assert "no claim" not in rec["actor_error"], rec
+    assert "AGENT STARTED" in (run_dir / "agent" / "a" / "stdout.txt").read_text()
+    step = _results(run_dir)["a"]
+    assert step["verdict"] == "PASS" and step["claim"]["pass"] is True, step

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +133,7 @@ class BrowserActor(ActorKind):
             return ActorResult(exit_code=None, error=f"step '{run.step.id}': {exc}")
         done = 0
         deadline = time.monotonic() + run.timeout_s  # the whole script shares the step's timeout
+        script_error: str | None = None
         try:
             for verb, arg in actions:
                 left = deadline - time.monotonic()
@@ -141,21 +143,22 @@ class BrowserActor(ActorKind):
                 done += 1
         except Exception as exc:
             verb, arg = actions[done]
-            what = arg.describe()
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            script_error = f"script item #{done + 1} ({verb} {arg.describe()}) failed: {first}"
             session.settle(2.0)
-            if not self.command:
-                _no_opinion(run)
-            return ActorResult(exit_code=1, error=f"script item #{done + 1} ({verb} {what}) failed: {first}")
-        result = ActorResult(exit_code=0)
-        if self.command:
-            from referee.runner.actors.command import run_agent_command
-
-            run.cdp_url = run.cdp_url or self.cdp_url
-            result = run_agent_command(self.command, run, sandbox=self.sandbox, cwd=Path.cwd())
-        else:
+        if not self.command:
             _no_opinion(run)
+            if script_error is None:
+                session.settle()
+            return ActorResult(exit_code=1 if script_error else 0, error=script_error)
+        # a failed action decides nothing (docs/screens.md): the agent still gets the step, on the page as it is
+        from referee.runner.actors.command import run_agent_command
+
+        run.cdp_url = run.cdp_url or self.cdp_url
+        result = run_agent_command(self.command, run, sandbox=self.sandbox, cwd=Path.cwd())
         session.settle()
+        if script_error is not None:
+            result = replace(result, error="; ".join(e for e in (script_error, result.error) if e))
         return result
 
     def teardown(self) -> None:
