@@ -180,8 +180,38 @@ def resolve_controls(plan, controls: Sequence[str | Path] = ()) -> list[Path]:
                              fix="pass a screenshot, aria snapshot, HTML page or capture JSON "
                                  "of a screen the plan must NOT accept")
         if c.resolve() not in [o.resolve() for o in out]:
+            _check_readable(c)
             out.append(c)
     return out
+
+
+IMAGE_NAMES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+_FIX = "pass a screenshot, aria snapshot, HTML page or capture JSON of a screen the plan must NOT accept"
+
+
+def _check_readable(control: Path) -> None:
+    """A control the lint cannot read is a usage error, never a control: an empty or truncated screenshot
+    would otherwise be read as an empty snapshot or page, and every check against it reported "ok"."""
+    try:
+        data = read_regular(control, max_bytes=MAX_CONTROL_BYTES)
+    except (OSError, EvidenceError) as exc:
+        why = exc.message if isinstance(exc, EvidenceError) else exc.strerror or str(exc)
+        raise UsageError(f"control cannot be read: {why}", file=str(control), fix=_FIX) from None
+    if not data.strip():
+        raise UsageError("control is empty", file=str(control), fix=_FIX)
+    if not (_control_kind(control, data, None) == "screenshot" or control.name.lower().endswith(IMAGE_NAMES)):
+        return
+    from referee.errors import MissingExtraError
+    from referee.ocr.base import decode_image
+
+    try:
+        decode_image(data, control.name)
+    except MissingExtraError:
+        return  # without Pillow no validator reads an image either: the checks say n/a
+    except EvidenceError as exc:
+        why = exc.message.split("evidence ", 1)[-1]
+        raise UsageError(f"control {why}", file=str(control),
+                         fix="save the screenshot again (a PNG or JPEG) or pass another control") from None
 
 
 def _script_problems(plan) -> list[str]:

@@ -93,3 +93,17 @@ def test_lint_lines_never_carry_raw_bytes():
     shown = _shown(b"\x89PNG\r\n\x1a\n\x00\x00\rIHDR" + bytes(range(128, 160)) + b"\x1b[2J")
     assert shown.isprintable() and "\\x89PNG\\r\\n" in shown and "\x1b" not in shown
     assert len(_shown("x" * 10_000)) <= 160
+
+
+def test_an_unreadable_control_is_a_one_line_error(tmp_path, home_control):
+    """A zero-byte or truncated PNG given as a control exited 0 with every check against it "ok" (read as an
+    empty snapshot); like a missing control, it is a usage error naming the file and the fix (exit 2)."""
+    plan = _plan(tmp_path, [{"kind": "ocr_contains", "text": "Welcome"}, {"kind": "aria_contains", "text": "Welcome"}])
+    (tmp_path / "zero.png").write_bytes(b"")
+    (tmp_path / "trunc.png").write_bytes(home_control.read_bytes()[:200])
+    for name, why in (("zero.png", "control is empty"), ("trunc.png", "is not a readable image")):
+        rc, out, err = run_cli(["lint", plan, "--control", tmp_path / name], env=base_cli_env(), timeout=120)
+        assert rc == 2 and out == "", (name, out, err)
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"referee: error: {tmp_path / name}: ") and why in line, line
+        assert "; pass " in line or "; save the screenshot again" in line, line
