@@ -126,3 +126,26 @@ def test_a_failing_script_action_still_lets_the_agent_act(tmp_path, pages_server
     assert "AGENT STARTED" in (run_dir / "agent" / "a" / "stdout.txt").read_text()
     step = _results(run_dir)["a"]
     assert step["verdict"] == "PASS" and step["claim"]["pass"] is True, step
+
+
+def test_the_runners_own_captures_can_be_named_as_evidence(tmp_path, pages_server):
+    """`_screen`, `_aria` and `_dom` are the runner's after-step captures (every OCR reason and the lint name
+    `_screen`). Named explicitly they were never taken: the check warned (or, with another step using the
+    default, said "'_screen' is a capture of step 'b'") and the run was ERROR "evidence '_screen' ... not found"."""
+    two = write_plan(tmp_path / "two.yaml", {"name": "two", "actor": {"kind": "browser"}, "steps": [
+        {"id": "a", "do": "x", "validators": [{"kind": "ocr_contains", "evidence": "_screen", "text": "x"}]},
+        {"id": "b", "do": "x", "validators": [{"kind": "ocr_contains", "text": "x"}]}]})
+    rc, out, err = run_cli(["check", str(two)], cwd=tmp_path)
+    assert rc == 0 and "warning" not in err and "_screen" not in err, err
+    steps = [{"id": "a", "do": "open the page", "script": [{"goto": pages_server + "/"}],
+              "validators": [{"kind": "ocr_contains", "evidence": ["_screen"], "text": "Static Screen Text"},
+                             {"kind": "aria_contains", "evidence": "_aria", "role": "heading",
+                              "text": "Static Screen Text"},
+                             {"kind": "dom_contains", "evidence": ["_dom"], "text": "Static Screen Text",
+                              "require_change": True}]}]
+    rc, out, err, run_dir = _browser_run(tmp_path, steps)
+    assert run_dir is not None, err
+    step = _results(run_dir)["a"]
+    assert [v["status"] for v in step["validators"]] == ["PASS", "PASS", "PASS"], step["validators"]
+    files = {f["path"] for f in json.loads((run_dir / "manifest.json").read_text())["files"]}
+    assert {"evidence/a/after/_screen.png", "evidence/a/after/_dom.html", "evidence/a/before/_dom.html"} <= files

@@ -14,7 +14,8 @@ from referee.errors import PlanError, RefereeError
 from referee.plan.envvars import references, unset
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
 from referee.plan.model import Plan, Step, name_from
-from referee.plan.validators import CaptureRequest, ValidatorParams, ValidatorSpec, reserved_name, validator_specs
+from referee.plan.validators import (ARIA, DOM, SCREEN, CaptureRequest, ValidatorParams, ValidatorSpec,
+                                     reserved_name, validator_specs)
 from referee.plan.yamlnodes import Pos, compose, to_data
 
 
@@ -319,7 +320,7 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
                 continue
             tv = TypedValidator(vi, vs, params)
             try:
-                for req in vs.captures(params, vi):
+                for req in _requests(vs, params, vi):
                     if req.name in names:
                         if frozen or requested.get(req.name) == req:
                             continue  # the same capture for several validators (the runner's `_screen`)
@@ -349,6 +350,18 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
     return LoadedPlan(Path(file), text, plan, typed_v, typed_c, frozenset(env_check.names), where=where)
+
+
+RUNNER_SCREENS = {SCREEN: "screenshot", ARIA: "aria", DOM: "dom"}  # the runner's own after-step captures, by name
+
+
+def _requests(vs: ValidatorSpec, params: ValidatorParams, index: int) -> list[CaptureRequest]:
+    """The captures a validator has the runner take: its own, and the runner's `_screen`, `_aria` or `_dom`
+    when its evidence names them (as a screen validator without `evidence` does by default)."""
+    own = list(vs.captures(params, index))
+    taken = {r.name for r in own}
+    return own + [CaptureRequest(RUNNER_SCREENS[ref], ref) for ref in dict.fromkeys(vs.evidence_refs(params, index))
+                  if isinstance(ref, str) and ref in RUNNER_SCREENS and ref not in taken]
 
 
 def _salvage(data: dict[str, Any]) -> tuple[Plan, list[tuple[int, Step]]]:
