@@ -213,6 +213,9 @@ class CommandRecord(_Record):
     stdout_file: str | None = None
     stdout_base64: str | None = None  # the exact bytes of a kept stdout that is not UTF-8 (`stdout` has U+FFFD)
     stdout_bytes: int | None = None  # the whole size of stdout; more than what is kept: it was cut
+    # who ran it: "runner" (the runner's own user), or the run's isolation ("user referee-agent", "bwrap"): a
+    # command runs what the agent wrote (its tests, a repository's hooks) with no more rights than the agent had
+    ran_as: str | None = None
 
     def text(self) -> str:
         return self.stdout + ("\n" + self.stderr if self.stderr else "")

@@ -105,18 +105,26 @@ def test_a_sqlite_database_the_agent_linked_elsewhere_is_not_opened(run_plan, tm
     assert _holding(run.run_dir, b"private-row-91c2") == []
 
 
-def test_a_command_capture_that_prints_the_signing_key_is_not_kept(run_plan, tmp_path):
-    """`cat report.txt` is the plan's command, run by the runner; the agent made report.txt a link to the key."""
+@pytest.mark.parametrize("run_as", ["agent", "runner"])
+def test_a_command_capture_that_prints_the_signing_key_is_not_kept(run_plan, tmp_path, run_as):
+    """`cat report.txt` is the plan's command; the agent made report.txt a link to the key. Run as the agent (the
+    default, under user isolation) it cannot read the key at all; run as the runner, what it printed is refused."""
     key_file, secret = _key()
     agent = _sh(tmp_path, f"ln -sf {shlex.quote(str(key_file))} {shlex.quote(str(tmp_path / 'report.txt'))}\n")
-    steps = [{"id": "s1", "do": "x", "validators": [{"kind": "command_exit_code", "command": "cat report.txt"}]},
+    steps = [{"id": "s1", "do": "x", "validators": [{"kind": "command_exit_code", "command": "cat report.txt",
+                                                     "run_as": run_as}]},
              {"id": "s2", "do": "x", "capture": [{"kind": "command", "name": "raw", "command": "cat report.txt",
-                                                  "stdout_as": "raw.txt"}],
+                                                  "stdout_as": "raw.txt", "run_as": run_as}],
               "validators": [{"kind": "text_contains", "evidence": "raw", "text": "x"}]}]
     run = run_plan({"name": "catkey", "steps": steps}, agent=agent)
-    assert run.verdicts() == {"s1": "ERROR", "s2": "ERROR"}, run.explain()
-    for sid in ("s1", "s2"):
-        assert "holds the runner's signing key; removed" in run.reasons(sid), run.reasons(sid)
+    as_agent = run_as == "agent" and run.manifest["isolation"]["mode"] in ("user", "bwrap")
+    if as_agent and run.manifest["isolation"]["mode"] == "user":
+        assert run.verdicts() == {"s1": "FAIL", "s2": "FAIL"}, run.explain()
+        assert "Permission denied" in run.reasons("s1"), run.reasons("s1")
+    elif not as_agent:
+        assert run.verdicts() == {"s1": "ERROR", "s2": "ERROR"}, run.explain()
+        for sid in ("s1", "s2"):
+            assert "holds the runner's signing key; removed" in run.reasons(sid), run.reasons(sid)
     assert _holding(run.run_dir, secret) == []
 
 

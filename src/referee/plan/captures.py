@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
-from referee.plan.model import Seconds, check_name
+from referee.plan.model import RunAs, Seconds, check_name
 from referee.registry import Item, Registry
 from referee.rundir import record_file
 
@@ -103,6 +103,7 @@ class CommandParams(CaptureParams):
     command: str
     timeout_s: Seconds = 60.0
     stdout_as: str | None = None  # e.g. home.png for `adb exec-out screencap -p`
+    run_as: RunAs = "agent"
 
     @field_validator("stdout_as")
     @classmethod

@@ -46,6 +46,11 @@ def _seconds(v: float, info: ValidationInfo) -> float:
     return v if (info.context or {}).get("frozen") else check_seconds(v)
 
 
+# who runs a command capture: "agent", with the run's isolation (the agent's account under `user`, a sandbox under
+# `bwrap`), since the command often runs what the agent wrote; "runner", the runner's own user and environment, for a
+# command that needs them and runs nothing of the agent's
+RunAs = Literal["agent", "runner"]
+
 Seconds = Annotated[float, AfterValidator(_seconds),
                     Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_S})]
 """The type of every `timeout_s`-like field of a plan (`check_seconds`)."""

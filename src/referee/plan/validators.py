@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.ocr import DEFAULT_ENGINE, engines
-from referee.plan.model import Seconds
+from referee.plan.model import RunAs, Seconds
 from referee.registry import Registry
 
 
@@ -270,6 +270,7 @@ class CommandExitCodeSpec(ValidatorSpec):
         evidence: str | None = None
         expected: int = 0
         timeout_s: Seconds = 60.0
+        run_as: RunAs = "agent"
 
         @model_validator(mode="after")
         def _one_source(self) -> CommandExitCodeSpec.Params:
@@ -281,7 +282,7 @@ class CommandExitCodeSpec(ValidatorSpec):
         if params.command is None:
             return []
         return [CaptureRequest("command", implicit_name(params.kind, index),
-                               {"command": params.command, "timeout_s": params.timeout_s})]
+                               {"command": params.command, "timeout_s": params.timeout_s, "run_as": params.run_as})]
 
 
 # ------------------------------------------------------------------ rows: a query the runner runs

@@ -20,6 +20,7 @@ from typing import BinaryIO
 from referee.fstree import remove_tree
 from referee.runner.isolation import Sandbox
 from referee.runner.limits import launcher_arg, limit_reached
+from referee.runner.reaper import Tracker
 
 OUTPUT_KEEP = 1 << 20  # bytes of stdout and of stderr kept in agent/<step>/
 GRACE_S = 2.0  # after SIGTERM at the timeout, before SIGKILL
@@ -60,6 +61,15 @@ except OSError as exc:
 """
 
 _SHELL_CANNOT = re.compile(r"^(/bin/)?sh: .*(not found|Permission denied|No such file or directory|cannot execute)")
+
+
+def launch_line(sandbox: Sandbox, argv: list[str], limits: str = "") -> tuple[list[str], Tracker]:
+    """The command line that runs `argv` (already `sandbox.wrap`ped) as the sandbox's agent, and the tracker of
+    its processes: start it, then `tracker.started(pid)`; `kill_all` and `close` the tracker when done."""
+    tracker = sandbox.tracker()
+    ident = sandbox.identity()
+    return [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path, limits,
+            str(ident[0]) if ident else "", str(ident[1]) if ident else "", *argv], tracker
 
 
 @dataclass(frozen=True)
@@ -107,11 +117,8 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
     (0, b'hi\\n')
     """
     sandbox.prepare(agent_dir)
-    tracker = sandbox.tracker()
-    ident = sandbox.identity()
     chosen, _ = sandbox.applied_limits()
-    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path, launcher_arg(chosen),
-                str(ident[0]) if ident else "", str(ident[1]) if ident else "", *sandbox.wrap(argv, agent_dir)]
+    launcher, tracker = launch_line(sandbox, sandbox.wrap(argv, agent_dir), launcher_arg(chosen))
     timed_out, killed = False, 0
     with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
         fin.write(stdin)

@@ -51,6 +51,11 @@ def agent_account(slot: int) -> str:
 
 Requested = str  # "auto" | "user" | "bwrap" | "none" (ActorSpec.isolation)
 
+# Only these reach the agent (and a command run as the agent) from the runner's environment: never credentials,
+# tokens or DB URLs.
+ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME", "SHELL",
+             "PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT", "DISPLAY", "XDG_RUNTIME_DIR")
+
 
 def is_root() -> bool:
     return os.geteuid() == 0

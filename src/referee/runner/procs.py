@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from referee.runner.reaper import kill_each, session_members
 
@@ -71,19 +72,32 @@ class _Kept:
         return bytes(self.buf[: self.limit] if self.head else self.buf[-self.limit:])
 
 
+COMMAND_VAR = "REFEREE_COMMAND"  # the environment variable that carries a command's text to its shell
+
+
 def run_bounded(cmd: str, *, timeout_s: float, keep: int, cwd=None, env=None, stdout_head: bool = False,
-                drain_s: float = 1.0) -> Ran:
+                drain_s: float = 1.0, prefix: Sequence[str] = (), on_start: Callable[[int], None] | None = None
+                ) -> Ran:
     """Run a shell command in its own session; keep the last `keep` bytes of stdout and stderr.
 
     The shell's exit code is what counts: once it has exited, what is already written is read for at most
     `drain_s` more (a daemon it left behind may hold the pipes open forever), then its whole process group
     is killed, as it is when `timeout_s` runs out. `stdout_head` keeps the first bytes instead (a file).
+    `prefix` runs the shell through a launcher (an isolated account), which `on_start` gets the pid of.
+
+    The shell reads the command's text from its environment (`COMMAND_VAR`), never from its arguments: a
+    `${SECRET}` substituted into it would be in /proc/<pid>/cmdline, which every local user may read, while
+    the environment is readable by the process's own user only.
 
     >>> r = run_bounded("echo hi; sleep 30 & exit 3", timeout_s=5, keep=10); (r.exit_code, r.stdout, r.timed_out)
     (3, b'hi\\n', False)
     """
-    proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    env = {**(os.environ if env is None else env), COMMAND_VAR: cmd}
+    proc = subprocess.Popen([*prefix, "/bin/sh", "-c", f'eval "${COMMAND_VAR}"'], cwd=cwd, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    if on_start is not None:
+        on_start(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Kept(keep, stdout_head), _Kept(keep, False)
     kept = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}

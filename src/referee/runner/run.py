@@ -250,7 +250,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.manifest.isolation = actor.sandbox.record()
                 store.flush()
                 on_event("isolation", "", store.manifest.isolation.model_dump())
-            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets}
+            base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets,
+                        "sandbox": actor.sandbox}
             schedule = StepSchedule(plan, store, options, on_event)
             for step in schedule:  # the steps --only/-k keep, each again for a retry
                 if plan.plan.app:

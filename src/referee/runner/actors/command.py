@@ -10,11 +10,9 @@ from pathlib import Path
 import referee
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
 from referee.runner.agentproc import AgentOutput, run_agent
-from referee.runner.isolation import Sandbox, bwrap_problem, is_root, open_sandbox, user_cannot_run, user_unfit
+from referee.runner.isolation import (ENV_ALLOW, Sandbox, bwrap_problem, is_root, open_sandbox, user_cannot_run,
+                                      user_unfit)
 
-# Only these reach the agent from the runner's environment: never credentials, tokens or DB URLs.
-ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME", "SHELL",
-             "PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT", "DISPLAY", "XDG_RUNTIME_DIR")
 
 
 def agent_env(run: StepRun, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -57,6 +57,7 @@ class CaptureContext:
     page: Any = None  # the runner's Playwright page, when the actor is a browser
     public: frozenset[str] = frozenset()  # the plan's `public_env`
     secrets: Secrets = field(default_factory=Secrets)  # shared by the run's captures
+    sandbox: Any = None  # the run's isolation (`referee.runner.isolation.Sandbox`), which command captures run in
 
     def expand(self, value: str) -> str:
         """`value` with `${NAME}` substituted from the runner's environment: what the capture uses.
