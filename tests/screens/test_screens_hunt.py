@@ -15,7 +15,7 @@ import pytest
 
 from referee.runner.captures.base import CaptureContext, CaptureFailed
 from referee.runner.captures.screens import AriaCapture, DomCapture, ScreenshotCapture
-from tests.conftest import run_cli
+from tests.conftest import base_cli_env, run_cli
 from tests.runner.runner_helpers import find_run_dirs, write_plan
 
 
@@ -149,3 +149,30 @@ def test_the_runners_own_captures_can_be_named_as_evidence(tmp_path, pages_serve
     assert [v["status"] for v in step["validators"]] == ["PASS", "PASS", "PASS"], step["validators"]
     files = {f["path"] for f in json.loads((run_dir / "manifest.json").read_text())["files"]}
     assert {"evidence/a/after/_screen.png", "evidence/a/after/_dom.html", "evidence/a/before/_dom.html"} <= files
+
+
+def test_a_bad_referee_chromium_is_named_not_replaced(tmp_path, pages_server):
+    """REFEREE_CHROMIUM naming a missing file was silently replaced by /usr/bin/chromium (the run PASSed), and
+    a file that is not an executable Chromium failed with "check that /usr/bin/chromium runs"."""
+    not_exec = tmp_path / "chromium-copy"
+    not_exec.write_text("not a browser")
+    fake = tmp_path / "fake-chromium"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    steps = [{"id": "a", "do": "open", "script": [{"goto": pages_server + "/"}],
+              "validators": [{"kind": "dom_contains", "text": "Static Screen Text"}]}]
+    plan = write_plan(tmp_path / "plan.yaml", {"name": "chrome", "actor": {"kind": "browser"}, "steps": steps})
+    for value, why in ((tmp_path / "missing", "does not exist"), (not_exec, "is not an executable file"),
+                       (fake, None)):
+        env = {**base_cli_env(), "REFEREE_CHROMIUM": str(value)}
+        out_dir = tmp_path / f"out-{value.name}"
+        rc, out, err = run_cli(["run", str(plan), "--out", str(out_dir)], cwd=tmp_path, env=env)
+        said = "".join((out + err).split())  # the console wraps long lines, even inside a path
+        assert rc != 0 and "1PASS·" not in said, said
+        if why is not None:  # found before the run: one line, and no run directory
+            assert err.strip() == (f"referee: error: REFEREE_CHROMIUM={value} {why}; point REFEREE_CHROMIUM at a "
+                                   "Chromium binary, or unset it to use /usr/bin/chromium"), err
+            assert not out_dir.exists()
+        else:
+            assert f"cannotstartChromiumfromREFEREE_CHROMIUM={value}:" in said, said
+            assert "unsetittouse/usr/bin/chromium" in said and "checkthat/usr/bin/chromium" not in said, said

@@ -23,7 +23,14 @@ def chromium_path() -> str:
     >>> chromium_path().endswith("chromium") or chromium_path().endswith("chrome")  # doctest: +SKIP
     True
     """
-    path = os.environ.get("REFEREE_CHROMIUM") or CHROMIUM
+    override = os.environ.get("REFEREE_CHROMIUM")
+    if override:  # asked for by name: never silently replaced by another browser
+        if not (os.path.isfile(override) and os.access(override, os.X_OK)):
+            why = "is not an executable file" if os.path.exists(override) else "does not exist"
+            raise ActorError(f"REFEREE_CHROMIUM={override} {why}",
+                             fix=f"point REFEREE_CHROMIUM at a Chromium binary, or unset it to use {CHROMIUM}")
+        return override
+    path = CHROMIUM
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         found = shutil.which("chromium") or shutil.which("chromium-browser")
         if not found:
@@ -96,6 +103,7 @@ class BrowserSession:
         """Launch the system Chromium; the page is `about:blank` until a script or agent navigates."""
         sync_api = require("playwright.sync_api", "browser")
         os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        exe = chromium_path()
         sess = cls(headless=headless, cdp_port=free_port() if cdp else 0)
         sess._dead = _dead_end()
         proxy_port = sess._dead.getsockname()[1]
@@ -108,7 +116,7 @@ class BrowserSession:
             args += [f"--remote-debugging-port={sess.cdp_port}", "--remote-debugging-address=127.0.0.1"]
         try:
             sess._pw = sync_api.sync_playwright().start()
-            sess._browser = sess._pw.chromium.launch(executable_path=chromium_path(), headless=headless, args=args)
+            sess._browser = sess._pw.chromium.launch(executable_path=exe, headless=headless, args=args)
             sess._context = sess._browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US",
                                                       timezone_id="UTC", service_workers="block")
             sess._page = sess._new_page()
@@ -117,8 +125,13 @@ class BrowserSession:
             raise
         except Exception as exc:
             sess.close()
-            raise ActorError(f"cannot start Chromium: {str(exc).splitlines()[0]}",
-                             fix="check that /usr/bin/chromium runs (apt-get install chromium)") from None
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if os.environ.get("REFEREE_CHROMIUM"):  # the user's choice failed: say so, not "check /usr/bin/chromium"
+                raise ActorError(f"cannot start Chromium from REFEREE_CHROMIUM={exe}: {first}",
+                                 fix=f"point REFEREE_CHROMIUM at a Chromium binary, or unset it to use {CHROMIUM}"
+                                 ) from None
+            raise ActorError(f"cannot start Chromium ({exe}): {first}",
+                             fix=f"check that {exe} runs (apt-get install chromium)") from None
         return sess
 
     def _new_page(self) -> Any:

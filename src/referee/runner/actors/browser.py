@@ -98,6 +98,9 @@ class BrowserActor(ActorKind):
         from referee.errors import require
 
         require("playwright.sync_api", "browser")
+        from referee.runner.browser import chromium_path
+
+        chromium_path()  # no Chromium, or a REFEREE_CHROMIUM that is not one: said before any run directory exists
         if spec.command:
             from referee.runner.actors.command import check_isolation
 
