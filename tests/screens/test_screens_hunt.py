@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,32 @@ def test_a_bad_referee_chromium_is_named_not_replaced(tmp_path, pages_server):
         else:
             assert f"cannotstartChromiumfromREFEREE_CHROMIUM={value}:" in said, said
             assert "unsetittouse/usr/bin/chromium" in said and "checkthat/usr/bin/chromium" not in said, said
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG that says it is width x height (1-bit grey) and holds no pixel data: what a decompression bomb
+    looks like to anything that reads its header."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+    ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([1, 0, 0, 0, 0])
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+
+
+def test_an_image_the_grader_refused_as_a_bomb_is_not_embedded_in_the_report(tmp_path):
+    """A 30000x30000 PNG the grader refused (DecompressionBombError: ERROR) was still embedded in report.html as
+    a data: URI, for the browser to decode (gigabytes); it is named as refused and linked, like a too-big image."""
+    (tmp_path / "bomb.png").write_bytes(_png_header_only(30000, 30000))
+    agent = (f"cp {shlex.quote(str(tmp_path / 'bomb.png'))} \"$REFEREE_AGENT_DIR/bomb.png\" && "
+             "printf '{\"pass\": true}' > \"$REFEREE_CLAIM_FILE\"")
+    plan = write_plan(tmp_path / "plan.yaml", {"name": "bomb", "actor": {"kind": "command", "command": agent},
+                                               "steps": [{"id": "bomb", "do": "save a screenshot", "validators": [
+                                                   {"kind": "ocr_contains", "evidence": "bomb.png", "text": "x"}]}]})
+    rc, out, err = run_cli(["run", str(plan), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    (run_dir,) = find_run_dirs(tmp_path / "out")
+    (check,) = _results(run_dir)["bomb"]["validators"]
+    assert check["status"] == "ERROR" and "decompression bomb" in check["reason"], check
+    html = (run_dir / "report.html").read_text()
+    assert "data:image/png" not in html
+    assert "refused: 30000x30000 pixels, a decompression bomb (not embedded)" in html
+    assert 'href="./agent/bomb/bomb.png"' in html

@@ -26,6 +26,9 @@ EMBED_MAX = 2 * 1024 * 1024  # one image embedded up to this size; bigger ones a
 EMBED_TOTAL = 48 * 1024 * 1024  # and no more than this per report
 CHECK_MAX = 64 * 1024 * 1024  # an image bigger than this is linked unchecked ("too big to check")
 IMAGE_TYPES = {b"\x89PNG": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF8": "image/gif"}
+# Pillow, which the grader decodes with (its defaults), refuses an image of more than twice its MAX_IMAGE_PIXELS
+# as a decompression bomb: a browser would decode it all the same, gigabytes for a few kilobytes of file
+BOMB_PIXELS = 2 * 89_478_485
 
 _SCRIPT = """
 document.addEventListener('click', function (e) {
@@ -127,6 +130,36 @@ def _image_type(data: bytes) -> str | None:
     return next((mime for sig, mime in IMAGE_TYPES.items() if data.startswith(sig)), None)
 
 
+def image_size(data: bytes) -> tuple[int, int] | None:
+    r"""Width and height from a PNG, GIF or JPEG header, without decoding; None when the header does not say.
+
+    >>> image_size(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (30000).to_bytes(4, "big") * 2)
+    (30000, 30000)
+    >>> image_size(b"GIF89a" + (640).to_bytes(2, "little") + (480).to_bytes(2, "little"))
+    (640, 480)
+    """
+    if data.startswith(b"\x89PNG") and data[12:16] == b"IHDR" and len(data) >= 24:
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if data.startswith(b"GIF8") and len(data) >= 10:
+        return int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little")
+    if data.startswith(b"\xff\xd8"):
+        i = 2
+        while i + 9 <= len(data) and data[i] == 0xFF:
+            marker = data[i + 1]
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame
+                return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big")
+            i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
+    return None
+
+
+def _refused(data: bytes) -> str | None:
+    """Why an image is not embedded although it is small enough: the grader refused it as a bomb."""
+    size = image_size(data)
+    if size is not None and size[0] * size[1] > BOMB_PIXELS:
+        return f"refused: {size[0]}x{size[1]} pixels, a decompression bomb (not embedded)"
+    return None
+
+
 def _shots(run_dir: Path, files: list[dict], step_id: str, budget: _Budget) -> list[Shot]:
     """The step's images: runner screenshots before, after, then the agent's own; hash-checked before embedding."""
     order = {("before", "runner"): 0, ("after", "runner"): 1, ("after", "agent"): 2}
@@ -154,6 +187,9 @@ def _shots(run_dir: Path, files: list[dict], step_id: str, budget: _Budget) -> l
             out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, None, "modified after capture")))
             continue
         mime = _image_type(data)
+        if mime and (refused := _refused(data)):
+            out.append((order.get((phase, by), 3), Shot(label, phase, by, rel, None, refused)))
+            continue
         uri = None
         if mime and len(data) <= EMBED_MAX and len(data) <= budget.left:
             budget.left -= len(data)
