@@ -8,6 +8,7 @@ by any capture or agent file, and a copy is no more readable than the file it co
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sqlite3
@@ -152,3 +153,19 @@ def test_doctests():
     for name in ("referee.runner.captures.sources", "referee.runner.captures.files"):
         result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
         assert not result.failed, name
+
+
+def test_a_file_too_big_to_copy_exists_but_its_content_is_error_not_fail(run_plan, tmp_path):
+    """Over 256 MiB the runner records the size and keeps no copy: the grader cannot look at what the file held,
+    which is ERROR ("could not look"), never a FAIL it did not see (a sparse file: no disk is used)."""
+    with open(tmp_path / "big.txt", "wb") as fh:
+        fh.truncate(300 << 20)
+    steps = [{"id": "s", "do": "x", "capture": [{"kind": "file", "name": "big", "path": "big.txt"}],
+              "validators": [{"kind": "file_exists", "path": "big.txt"},
+                             {"kind": "text_contains", "evidence": "big", "text": "hello"}]}]
+    run = run_plan({"name": "bigfile", "steps": steps}, agent="true")
+    assert run.verdict("s") == "ERROR", run.explain()
+    assert "too big for the runner to copy" in run.reasons("s"), run.reasons("s")
+    results = {v["kind"]: v["status"] for v in json.loads((run.run_dir / "results.json").read_text())["steps"][0]
+               ["validators"]}
+    assert results == {"file_exists": "PASS", "text_contains": "ERROR"}, results

@@ -36,13 +36,14 @@ def evidence_bytes(view, ref: str) -> bytes:
     if not record.exists:
         what = f"is not a regular file ({record.not_regular})" if record.not_regular else "does not exist"
         raise NoContent(f"{path} {what} after the step: no text to read")
-    if record.copy_ is None:
-        raise NoContent(f"{path} ({record.size} bytes) was too big to copy: no text to read")
+    if record.copy_ is None:  # it was there, but the grader cannot look at what it held: ERROR, not a FAIL
+        raise EvidenceError(f"{path} ({record.size} bytes) was too big for the runner to copy (over 256 MiB): "
+                            "its content cannot be read")
     return view.read_bytes(record.copy_)
 
 
 class NoContent(Exception):
-    """A file capture with no copy to read (no such file, no regular file, too big): a FAIL, not an ERROR."""
+    """A file capture with nothing to read (no such file, no regular file after the step): a FAIL, not an ERROR."""
 
 
 def evidence_json(view, ref: str) -> Any:
