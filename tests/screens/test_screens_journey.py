@@ -30,11 +30,12 @@ def test_script_actions_by_role_text_and_selector(journey):
 
 
 def test_a_failing_script_is_recorded_and_decides_nothing(journey):
-    """The actor's failure goes into the manifest; the verdict still comes from the evidence alone."""
+    """The actor's failure goes into the manifest; the agent still acts (it exits 0, claiming nothing), and the
+    verdict still comes from the evidence alone."""
     manifest = json.loads((journey.run_dir / "manifest.json").read_text())
     rec = manifest["steps"]["bad_script"]
-    assert rec["actor_exit"] == 1
-    assert "script item #2 (click role='button', name='Delete everything'" in rec["actor_error"]
+    assert rec["actor_exit"] == 0
+    assert rec["actor_error"].startswith("script item #2 (click role='button', name='Delete everything'")
 
 
 def test_runner_takes_screenshot_aria_and_dom_into_the_manifest(journey):
