@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from referee.errors import ActorError, require
+from referee.runner.browseruser import browser_launcher, remove_launcher
 
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 800}
@@ -97,6 +98,7 @@ class BrowserSession:
     _context: Any = None
     _page: Any = None
     _dead: socket.socket | None = None
+    _launcher: str | None = None  # what starts Chromium as referee-browser (a root runner), removed at close
 
     @classmethod
     def start(cls, *, headless: bool = True, cdp: bool = True) -> "BrowserSession":
@@ -115,8 +117,18 @@ class BrowserSession:
         if cdp:
             args += [f"--remote-debugging-port={sess.cdp_port}", "--remote-debugging-address=127.0.0.1"]
         try:
+            # a root runner's Chromium runs as an account of its own once an agent may drive it over CDP: as root
+            # it would read (file:///) and write (downloads) any file for the agent, whatever the agent's isolation
+            sess._launcher = browser_launcher(exe) if cdp else None
+        except OSError as exc:
+            sess.close()
+            raise ActorError(f"cannot start Chromium as its own account: {exc}",
+                             fix="let the runner create the system user referee-browser (useradd), or run it "
+                                 "as a user other than root") from None
+        try:
             sess._pw = sync_api.sync_playwright().start()
-            sess._browser = sess._pw.chromium.launch(executable_path=exe, headless=headless, args=args)
+            sess._browser = sess._pw.chromium.launch(executable_path=sess._launcher or exe, headless=headless,
+                                                     args=args)
             sess._context = sess._browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US",
                                                       timezone_id="UTC", service_workers="block")
             sess._page = sess._new_page()
@@ -198,6 +210,8 @@ class BrowserSession:
         if self._dead is not None:
             self._dead.close()
             self._dead = None
+        remove_launcher(self._launcher)
+        self._launcher = None
 
     def __enter__(self) -> "BrowserSession":
         return self
