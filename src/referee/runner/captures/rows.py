@@ -12,7 +12,7 @@ from referee.fsutil import atomic_write_text
 from referee.rundir import SQL_KEPT_ROWS, DdbRecord, SqlRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.captures.sources import refuse_links, source_path
-from referee.runner.captures.sqldb import guard_connection, guard_sqlite, is_timeout
+from referee.runner.captures.sqldb import guard_connection, guard_sqlite, is_timeout, write_refused
 from referee.runner.envsubst import redact_url
 
 MAX_COUNTED = 1_000_000  # rows counted past the kept ones (for `min_rows`) before the count gives up
@@ -75,6 +75,8 @@ class SqlCapture(CaptureKind):
             if is_timeout(exc):
                 why = f"the query did not return within {params.timeout_s:g} s (timeout_s); the database " \
                       f"cancelled it ({why})"
+            elif write_refused(exc):
+                why = f"{write_refused(exc)} ({why})"
             raise CaptureFailed(ctx.scrub(why), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "sql")
         atomic_write_text(path, dump_record(record))

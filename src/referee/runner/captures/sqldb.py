@@ -27,7 +27,13 @@ def sqlite_text(data: bytes) -> str:
 
 
 def guard_sqlite(conn: sqlite3.Connection, timeout_s: float) -> None:
-    """Make `conn` interrupt any statement running past `timeout_s` from now, and read text leniently."""
+    """Make `conn` interrupt any statement running past `timeout_s` from now, read text leniently, and
+    refuse to open another database file.
+
+    `mode=ro` keeps the plan's file unwritten, but ATTACH opens (and creates) any file, and VACUUM INTO
+    writes a copy: both attach a database, which a limit of 0 refuses (SQL cannot raise it again).
+    """
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     deadline = time.monotonic() + timeout_s
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
     conn.text_factory = sqlite_text
@@ -76,6 +82,21 @@ def guard_connection(sa_conn: Any, backend: str, timeout_s: float) -> None:
             _lenient_psycopg(raw)
     elif isinstance(raw, sqlite3.Connection):
         guard_sqlite(raw, timeout_s)
+
+
+def write_refused(exc: Exception) -> str | None:
+    """Why the database refused `exc`'s query as a write, in the plan's words; None for another error.
+
+    >>> write_refused(sqlite3.OperationalError("too many attached databases - max 0"))[:24]
+    'the query opens another '
+    """
+    text = str(exc)
+    if "too many attached databases - max 0" in text:
+        return ("the query opens another database file (ATTACH, VACUUM): a sql capture is read-only and "
+                "creates no file; query the database in `url` with SELECT")
+    if "attempt to write a readonly database" in text:
+        return "the query writes: a sql capture opens SQLite read-only; query the database with SELECT"
+    return None
 
 
 def is_timeout(exc: Exception) -> bool:

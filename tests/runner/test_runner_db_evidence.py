@@ -1,0 +1,67 @@
+"""Database evidence a black-box tester found wrong: SQLite files made by a read-only capture, Infinity
+written as null, counts past a million, PostgreSQL `where` types and read-write captures, DynamoDB
+without a time limit. Each test drives `referee run` over real files and loopback servers (the suite's
+PostgreSQL and moto), and failed on the code it was written against."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+
+from tests.runner.runner_helpers import Run, do_run, write_plan
+
+
+def _agent(tmp_path: Path) -> str:
+    """A command agent that does nothing and claims pass."""
+    path = tmp_path / "agent.sh"
+    path.write_text("#!/bin/sh\nprintf '{\"pass\": true}' > \"$REFEREE_CLAIM_FILE\"\n")
+    path.chmod(0o755)
+    return f"sh {shlex.quote(str(path))}"
+
+
+def _run(tmp_path: Path, env: dict, steps: list[dict], timeout: float = 120) -> Run:
+    plan = write_plan(tmp_path / "plan.yaml", {"name": "db", "steps": steps})
+    return do_run(plan, out=tmp_path / "out", cwd=tmp_path, env=env, agent=_agent(tmp_path), timeout=timeout)
+
+
+def _evidence(run: Run, step: str, name: str) -> dict:
+    assert run.run_dir is not None, run.explain()
+    return json.loads((run.run_dir / "evidence" / step / "after" / f"{name}.json").read_text())
+
+
+def _psql(pg_url: str, sql: str) -> None:
+    import sqlalchemy
+
+    eng = sqlalchemy.create_engine(pg_url)
+    with eng.begin() as conn:
+        conn.exec_driver_sql(sql)
+    eng.dispose()
+
+
+# ---------------------------------------------------------------- SQLite: read-only, never creates a file
+
+
+def test_sqlite_capture_creates_no_database_file(tmp_path, cli_env):
+    """`ATTACH DATABASE '/path/x.db'` made an empty file and `VACUUM INTO '/path/copy.db'` wrote a full copy
+    of the database (owned by the runner's account), through a capture documented as read-only, never
+    creating a database. Both must fail as writes: ERROR, with a reason saying so, and no file."""
+    import sqlite3
+
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("create table items(v text)")
+        conn.execute("insert into items values ('secret row')")
+    attach, copy = tmp_path / "attached.db", tmp_path / "copy.db"
+    run = _run(tmp_path, cli_env, [
+        {"id": "attach", "do": "x", "validators": [
+            {"kind": "sql_row_present", "url": f"sqlite:///{db}", "query": f"ATTACH DATABASE '{attach}' AS x"}]},
+        {"id": "vacuum", "do": "x", "validators": [
+            {"kind": "sql_row_present", "url": f"sqlite:///{db}", "query": f"VACUUM INTO '{copy}'"}]},
+        {"id": "memory", "do": "x", "validators": [  # an in-memory database must not reach the disk either
+            {"kind": "sql_row_present", "url": "sqlite://", "query": f"ATTACH DATABASE '{attach}' AS x"}]}])
+    assert not attach.exists() and not copy.exists(), run.explain()
+    for step in ("attach", "vacuum", "memory"):
+        assert run.verdict(step) == "ERROR", run.explain()
+        assert "read-only" in run.reasons(step), run.reasons(step)
