@@ -65,3 +65,23 @@ def test_sqlite_capture_creates_no_database_file(tmp_path, cli_env):
     for step in ("attach", "vacuum", "memory"):
         assert run.verdict(step) == "ERROR", run.explain()
         assert "read-only" in run.reasons(step), run.reasons(step)
+
+
+# ---------------------------------------------------------------- values JSON has no number for
+
+
+def test_sql_infinity_and_nan_are_text_not_null(tmp_path, cli_env, pg_url):
+    """`select 1e999` (SQLite) and PostgreSQL 'NaN' / 'Infinity' floats were written as `null`, so
+    `json_path_eq expected: null` PASSed on a value that is not SQL NULL. They are kept as text."""
+    run = _run(tmp_path, cli_env, [
+        {"id": "s", "do": "x",
+         "capture": [{"kind": "sql", "name": "lite", "url": "sqlite://",
+                      "query": "select 1e999 as pinf, -1e999 as ninf, null as none_"},
+                     {"kind": "sql", "name": "pg", "url": pg_url,
+                      "query": "select 'NaN'::float8 as nan, 'Infinity'::float8 as pinf, "
+                               "'-Infinity'::float4 as ninf, 'NaN'::numeric as nnan, 1.5::float8 as ok"}],
+         "validators": [{"kind": "json_path_eq", "evidence": "lite", "path": "$.rows[0].pinf", "expected": None}]}])
+    assert run.verdict("s") == "FAIL", run.explain()
+    assert _evidence(run, "s", "lite")["rows"] == [{"pinf": "Infinity", "ninf": "-Infinity", "none_": None}]
+    assert _evidence(run, "s", "pg")["rows"] == [
+        {"nan": "NaN", "pinf": "Infinity", "ninf": "-Infinity", "nnan": "NaN", "ok": 1.5}]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import os
 from decimal import Decimal
 from typing import Any
@@ -19,7 +20,15 @@ MAX_COUNTED = 1_000_000  # rows counted past the kept ones (for `min_rows`) befo
 
 
 def _plain(value: Any) -> Any:
-    """Make a DB value JSON-safe (Decimal, bytes, datetimes, sets)."""
+    """Make a DB value JSON-safe (Decimal, bytes, datetimes, sets).
+
+    JSON has no Infinity or NaN (pydantic would write null, the same as SQL NULL): they are kept as text.
+
+    >>> _plain([float("inf"), -float("inf"), float("nan"), Decimal("NaN"), Decimal("-Infinity"), Decimal("2"), 1.5])
+    ['Infinity', '-Infinity', 'NaN', 'NaN', '-Infinity', 2, 1.5]
+    """
+    if isinstance(value, (float, Decimal)) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, (bytes, bytearray)):
