@@ -229,6 +229,8 @@ class SqlRecord(_Record):
 
     `total_rows` is how many rows the query returned in all (more than `rows` holds when they were cut);
     None when not counted (past a million rows, or a record written before it was kept).
+    `total_rows_more_than` is set where the count stopped at its cap: the query returned more rows than it
+    says (a million), so a `min_rows` up to one more than it still holds. None in older records.
     """
 
     kind: Literal["sql"] = "sql"
@@ -237,6 +239,7 @@ class SqlRecord(_Record):
     columns: list[str] = Field(default_factory=list)
     rows: list[dict[str, Any]] = Field(default_factory=list)
     total_rows: int | None = None
+    total_rows_more_than: int | None = None
 
     def text(self) -> str:
         return json.dumps(self.rows, ensure_ascii=False, default=str)

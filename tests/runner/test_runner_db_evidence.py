@@ -85,3 +85,24 @@ def test_sql_infinity_and_nan_are_text_not_null(tmp_path, cli_env, pg_url):
     assert _evidence(run, "s", "lite")["rows"] == [{"pinf": "Infinity", "ninf": "-Infinity", "none_": None}]
     assert _evidence(run, "s", "pg")["rows"] == [
         {"nan": "NaN", "pinf": "Infinity", "ninf": "-Infinity", "nnan": "NaN", "ok": 1.5}]
+
+
+# ---------------------------------------------------------------- counts past a million
+
+
+def test_sql_row_count_past_a_million_proves_at_least_a_million(tmp_path, cli_env):
+    """A query returning more than 1,000,000 rows: `total_rows` was null with nothing saying the count
+    reached the cap, every `min_rows` above 1000 was ERROR and `min_rows: 5` said '1000 row(s) found'."""
+    query = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 1000005) SELECT x FROM c"
+    run = _run(tmp_path, cli_env, [
+        {"id": "s", "do": "x",
+         "capture": [{"kind": "sql", "name": "many", "url": "sqlite://", "query": query}],
+         "validators": [{"kind": "sql_row_present", "evidence": "many", "min_rows": n}
+                        for n in (5, 5000, 1_000_000, 2_000_000)]}], timeout=300)
+    checks = run.step("s")["validators"]
+    assert [v["status"] for v in checks] == ["PASS", "PASS", "PASS", "ERROR"], run.explain()
+    for v in checks:
+        assert "more than 1,000,000 row" in v["reason"], v
+    rec = _evidence(run, "s", "many")
+    assert rec["total_rows"] is None and rec["total_rows_more_than"] == 1_000_000, {
+        k: v for k, v in rec.items() if k != "rows"}

@@ -21,8 +21,16 @@ class SqlRowPresent(SqlRowPresentSpec, ValidatorKind):
     def check(self, params: SqlRowPresentSpec.Params, ev, index: int) -> Outcome:
         rec = capture_record(ev, self.evidence_refs(params, index)[0], SqlRecord, "a sql capture")
         kept = len(rec.rows)
+        if rec.total_rows is None and rec.total_rows_more_than is not None:
+            # the count stopped at its cap: it proves "more than N", so any min_rows up to N + 1 holds
+            over = f"more than {rec.total_rows_more_than:,} rows"
+            if params.min_rows <= rec.total_rows_more_than + 1:
+                return Outcome.hold(f"{over} found (the count stops there; the first {kept} kept)",
+                                    matched=short(rec.rows[0]) if rec.rows else None)
+            return Outcome.error(f"the query returned {over}, where the capture stops counting; "
+                                 f"cannot tell whether there are at least {params.min_rows:,}")
         if rec.total_rows is None and kept >= SQL_KEPT_ROWS and params.min_rows > kept:
-            # the rows were cut and not counted (or the record predates the count): no true count to judge
+            # the rows were cut and not counted (a record from before the count): no true count to judge
             return Outcome.error(f"the capture kept the first {kept} rows and did not count the rest; "
                                  f"cannot tell whether there are at least {params.min_rows}")
         total = rec.total_rows if rec.total_rows is not None and rec.total_rows > kept else None  # rows were cut

@@ -71,6 +71,8 @@ class SqlCapture(CaptureKind):
                         record.columns = list(result.keys())
                         record.rows = [_plain(dict(r._mapping)) for r in result.fetchmany(SQL_KEPT_ROWS)]
                         record.total_rows = _count_rest(result, len(record.rows))
+                        if record.total_rows is None:  # the count stopped at its cap: say what it proved
+                            record.total_rows_more_than = MAX_COUNTED
             finally:
                 engine.dispose()
         except ModuleNotFoundError as exc:
@@ -193,4 +195,5 @@ def _ddb_binary(value: Any) -> Any:
 
 def _what(record) -> dict[str, Any]:
     """What a failed row capture knew: its record so far, without the (empty) results."""
-    return record.model_dump(mode="json", exclude={"record_version", "kind", "columns", "rows", "total_rows", "items"})
+    return record.model_dump(mode="json", exclude={"record_version", "kind", "columns", "rows", "total_rows",
+                                                       "total_rows_more_than", "items"})
