@@ -6,9 +6,11 @@ PostgreSQL and moto), and failed on the code it was written against."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
+import pytest
 
 from tests.runner.runner_helpers import Run, do_run, write_plan
 
@@ -106,3 +108,31 @@ def test_sql_row_count_past_a_million_proves_at_least_a_million(tmp_path, cli_en
     rec = _evidence(run, "s", "many")
     assert rec["total_rows"] is None and rec["total_rows_more_than"] == 1_000_000, {
         k: v for k, v in rec.items() if k != "rows"}
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+
+@pytest.fixture()
+def pg_table(pg_url):
+    table = f"dbev_typ_{os.getpid()}"
+    _psql(pg_url, f"drop table if exists {table}; create table {table} (d date, u uuid, n int, t text);"
+                  f"insert into {table} values ('2024-01-02', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 7, '7')")
+    return table
+
+
+def test_pg_where_is_typed_by_the_column(tmp_path, cli_env, pg_url, pg_table):
+    """`where` on a date or uuid column, or a quoted number on an int column, was always ERROR
+    (`operator does not exist: date = character varying`; uuid: `CompileError`). The database now casts
+    the plan's value to the column's type; a column the table lacks is named, with the ones it has."""
+    wheres = {"date": {"d": "2024-01-02"}, "uuid": {"u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
+              "int_as_text": {"n": "7"}, "int": {"n": 7}, "text_as_int": {"t": 7}, "null": {"d": None}}
+    steps = [{"id": sid, "do": "x", "validators": [
+        {"kind": "sql_row_present", "url": pg_url, "table": pg_table, "where": where}]}
+        for sid, where in wheres.items()]
+    steps.append({"id": "nosuch", "do": "x", "validators": [
+        {"kind": "sql_row_present", "url": pg_url, "table": pg_table, "where": {"nosuch": 1}}]})
+    run = _run(tmp_path, cli_env, steps)
+    assert run.verdicts() == {"date": "PASS", "uuid": "PASS", "int_as_text": "PASS", "int": "PASS",
+                              "text_as_int": "PASS", "null": "FAIL", "nosuch": "ERROR"}, run.explain()
+    assert f"no column 'nosuch' in table {pg_table} (columns: d, u, n, t)" in run.reasons("nosuch")

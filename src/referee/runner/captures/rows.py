@@ -13,7 +13,8 @@ from referee.fsutil import atomic_write_text
 from referee.rundir import SQL_KEPT_ROWS, DdbRecord, SqlRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.captures.sources import refuse_links, source_path
-from referee.runner.captures.sqldb import guard_connection, guard_sqlite, is_timeout, write_refused
+from referee.runner.captures.sqldb import (guard_connection, guard_sqlite, is_timeout, shown_sql, where_clauses,
+                                          write_refused)
 from referee.runner.envsubst import redact_url
 
 MAX_COUNTED = 1_000_000  # rows counted past the kept ones (for `min_rows`) before the count gives up
@@ -60,10 +61,8 @@ class SqlCapture(CaptureKind):
                     guard_connection(conn, engine.dialect.name, params.timeout_s)
                     if params.table is not None:
                         table = sa.Table(params.table, sa.MetaData(), autoload_with=conn)
-                        stmt = sa.select(table)
-                        for col, val in params.where.items():
-                            stmt = stmt.where(table.c[col] == val)
-                        record.query = str(stmt.compile(compile_kwargs={"literal_binds": True}))
+                        stmt = sa.select(table).where(*where_clauses(sa, table, params.where, engine.dialect.name))
+                        record.query = shown_sql(stmt, engine.dialect)
                         result = conn.execute(stmt)
                     else:
                         result = conn.execute(sa.text(params.query), params.params)

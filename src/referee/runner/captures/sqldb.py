@@ -1,4 +1,5 @@
-"""What a SQL capture asks of the database itself: give up after `timeout_s`, read odd values as text.
+"""What a SQL capture asks of the database itself: give up after `timeout_s`, read odd values as text,
+write nothing, compare the plan's `where` values as the column's type.
 
 A query that does not return (a `pg_sleep`, a view the agent made slow) must not hold the run: the
 database cancels it (PostgreSQL `statement_timeout`, SQLite through a progress handler), and the
@@ -12,6 +13,8 @@ from __future__ import annotations
 import sqlite3
 import time
 from typing import Any
+
+from referee.runner.captures.base import CaptureFailed
 
 # PostgreSQL types whose text form a driver may fail to load (infinity, years past 9999, BC dates)
 _PG_LENIENT_TYPES = ("date", "timestamp", "timestamptz", "interval")
@@ -82,6 +85,41 @@ def guard_connection(sa_conn: Any, backend: str, timeout_s: float) -> None:
             _lenient_psycopg(raw)
     elif isinstance(raw, sqlite3.Connection):
         guard_sqlite(raw, timeout_s)
+
+
+def where_clauses(sa: Any, table: Any, where: dict[str, Any], backend: str) -> list[Any]:
+    """`column = value` for each of the plan's `where`, `IS NULL` for a null value.
+
+    YAML gives text for a date, a uuid or a quoted number, which PostgreSQL will not compare with a date,
+    uuid or int column (`operator does not exist: date = character varying`): there the value is cast to
+    the column's reflected type, as `'2024-01-02'::date` would be. Not on SQLite, where a CAST to a
+    declared type such as DATE turns '2024-01-02' into 2024, and its comparisons already follow the
+    column's affinity.
+    """
+    clauses = []
+    for name, value in where.items():
+        if name not in table.c:
+            raise CaptureFailed(f"no column {name!r} in table {table.name} (columns: {', '.join(table.c.keys())}); "
+                                f"fix the plan's `where`")
+        col = table.c[name]
+        if value is None:
+            clauses.append(col.is_(None))
+        elif backend == "postgresql" and isinstance(value, (str, int, float, bool)) \
+                and not isinstance(col.type, sa.types.NullType):
+            clauses.append(col == sa.cast(sa.literal(value), col.type))
+        else:
+            clauses.append(col == value)
+    return clauses
+
+
+def shown_sql(stmt: Any, dialect: Any) -> str:
+    """The statement as the record shows it: its values inline, or as parameters where a type cannot
+    render one inline (a uuid column on some dialects) rather than failing the capture."""
+    try:
+        return str(stmt.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+    except Exception:  # CompileError: "No literal value renderer is available for ..."
+        compiled = stmt.compile(dialect=dialect)
+        return f"{compiled} -- {compiled.params}"
 
 
 def write_refused(exc: Exception) -> str | None:
