@@ -136,3 +136,20 @@ def test_pg_where_is_typed_by_the_column(tmp_path, cli_env, pg_url, pg_table):
     assert run.verdicts() == {"date": "PASS", "uuid": "PASS", "int_as_text": "PASS", "int": "PASS",
                               "text_as_int": "PASS", "null": "FAIL", "nosuch": "ERROR"}, run.explain()
     assert f"no column 'nosuch' in table {pg_table} (columns: d, u, n, t)" in run.reasons("nosuch")
+
+
+def test_pg_capture_cannot_change_the_database(tmp_path, cli_env, pg_url):
+    """`query: "commit; drop table victim; select 1"` dropped the table: captures ran read-write, several
+    statements at once. A capture now runs one statement in a read-only transaction."""
+    victim = f"dbev_victim_{os.getpid()}"
+    _psql(pg_url, f"drop table if exists {victim}; create table {victim} (v int); insert into {victim} values (1)")
+    run = _run(tmp_path, cli_env, [
+        {"id": "multi", "do": "x", "validators": [
+            {"kind": "sql_row_present", "url": pg_url, "query": f"commit; drop table {victim}; select 1"}]},
+        {"id": "write", "do": "x", "validators": [
+            {"kind": "sql_row_present", "url": pg_url, "query": f"delete from {victim} returning v"}]},
+        {"id": "read", "do": "x", "validators": [
+            {"kind": "sql_row_present", "url": pg_url, "query": f"select v from {victim}"}]}])
+    assert run.verdicts() == {"multi": "ERROR", "write": "ERROR", "read": "PASS"}, run.explain()
+    assert "one statement" in run.reasons("multi"), run.reasons("multi")
+    assert "read-only" in run.reasons("write"), run.reasons("write")

@@ -75,14 +75,23 @@ def _lenient_psycopg(conn: Any) -> None:
 def guard_connection(sa_conn: Any, backend: str, timeout_s: float) -> None:
     """Bound every statement on `sa_conn` (a SQLAlchemy Connection) to `timeout_s`, where the database can.
 
-    PostgreSQL: `statement_timeout` for this session; SQLite: a progress handler that interrupts.
+    PostgreSQL: `statement_timeout` for this session, a read-only transaction, one statement per query
+    (psycopg 3); SQLite: a progress handler that interrupts (the file is opened read-only by the engine).
     Other databases get no server-side bound (the plan's timeout is not enforced there).
     """
     raw = sa_conn.connection.driver_connection
     if backend == "postgresql":
-        sa_conn.exec_driver_sql(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
-        if type(raw).__module__.split(".")[0] == "psycopg":
+        psycopg3 = type(raw).__module__.split(".")[0] == "psycopg"
+        if psycopg3:
+            # every statement prepared, so sent by the extended protocol, where the server refuses several
+            # in one query: `commit; drop table t` could otherwise leave the read-only transaction below
+            raw.prepare_threshold = 0
             _lenient_psycopg(raw)
+        # a capture must not change what it grades; a read-only transaction cannot be made read-write
+        # once it has run a query (a read-only role is still the real guard: security-inputs.md)
+        sa_conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+        sa_conn.exec_driver_sql("SET default_transaction_read_only = on")
+        sa_conn.exec_driver_sql(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
     elif isinstance(raw, sqlite3.Connection):
         guard_sqlite(raw, timeout_s)
 
@@ -134,6 +143,11 @@ def write_refused(exc: Exception) -> str | None:
                 "creates no file; query the database in `url` with SELECT")
     if "attempt to write a readonly database" in text:
         return "the query writes: a sql capture opens SQLite read-only; query the database with SELECT"
+    if "in a read-only transaction" in text:
+        return "the query writes: a sql capture runs in a read-only transaction; query the database with SELECT"
+    if "cannot insert multiple commands into a prepared statement" in text:
+        return ("the query holds several statements: a sql capture runs one, read-only; "
+                "give one statement per capture")
     return None
 
 
