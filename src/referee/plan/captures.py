@@ -138,6 +138,7 @@ class DdbParams(CaptureParams):
     key: dict[str, Any]
     endpoint_url: str | None = None
     region: str | None = None
+    timeout_s: Seconds = 30.0  # connect, each read, and the whole lookup with its retries
 
 
 @spec("file", "a copy of a file the app wrote (relative paths are relative to where the run started)")

@@ -328,6 +328,7 @@ class DdbRowPresentSpec(ValidatorSpec):
         key: dict[str, Any] = {}
         endpoint_url: str | None = None
         region: str | None = None
+        timeout_s: Seconds = 30.0
         evidence: str | None = None
 
         @model_validator(mode="after")
@@ -340,7 +341,7 @@ class DdbRowPresentSpec(ValidatorSpec):
         if params.evidence is not None:
             return []
         spec = {"table": params.table, "key": params.key, "endpoint_url": params.endpoint_url,
-                "region": params.region}
+                "region": params.region, "timeout_s": params.timeout_s}
         return [CaptureRequest("ddb", implicit_name(params.kind, index), {k: v for k, v in spec.items() if v})]
 
 
