@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +156,53 @@ def test_pg_capture_cannot_change_the_database(tmp_path, cli_env, pg_url):
     assert run.verdicts() == {"multi": "ERROR", "write": "ERROR", "read": "PASS"}, run.explain()
     assert "one statement" in run.reasons("multi"), run.reasons("multi")
     assert "read-only" in run.reasons("write"), run.reasons("write")
+
+
+# ---------------------------------------------------------------- DynamoDB
+
+
+@pytest.fixture()
+def silent_endpoint():
+    """A loopback port that accepts connections and never answers."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(50)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+    stop.set()
+    t.join(5)
+    for s in held:
+        s.close()
+    srv.close()
+
+
+def test_ddb_capture_has_a_time_limit(tmp_path, cli_env, silent_endpoint):
+    """One get_item against an endpoint that accepts and never answers held the run for 636 s: ddb had no
+    `timeout_s`. With `timeout_s: 2` the capture fails (ERROR) in seconds, saying why."""
+    env = {**cli_env, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_EC2_METADATA_DISABLED": "true"}
+    t0 = time.monotonic()
+    run = _run(tmp_path, env, [
+        {"id": "hang", "do": "x", "validators": [
+            {"kind": "ddb_row_present", "table": "users", "key": {"pk": "a"}, "endpoint_url": silent_endpoint,
+             "region": "us-east-1", "timeout_s": 2}]},
+        {"id": "cap", "do": "x", "capture": [
+            {"kind": "ddb", "name": "item", "table": "users", "key": {"pk": "a"}, "endpoint_url": silent_endpoint,
+             "region": "us-east-1", "timeout_s": 2}],
+         "validators": [{"kind": "ddb_row_present", "evidence": "item"}]}], timeout=90)
+    took = time.monotonic() - t0
+    assert run.verdicts() == {"hang": "ERROR", "cap": "ERROR"}, run.explain()
+    assert "within 2 s (timeout_s)" in run.reasons("hang"), run.reasons("hang")
+    assert took < 40, f"took {took:.0f} s"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import math
 import os
+import threading
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -147,14 +149,49 @@ class DdbCapture(CaptureKind):
                 if not (ctx.env.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_ACCESS_KEY_ID")):
                     # a local endpoint (moto, DynamoDB Local) accepts any credentials
                     kwargs.update(aws_access_key_id="local", aws_secret_access_key="local")
+            # botocore waits 60 s per read and retries: an endpoint that never answers held the run 10 minutes
+            kwargs["config"] = require("botocore.config", "aws").Config(
+                connect_timeout=params.timeout_s, read_timeout=params.timeout_s,
+                retries={"mode": "standard", "total_max_attempts": 3})
             table = boto3.resource("dynamodb", **kwargs).Table(params.table)
-            item = table.get_item(Key=_ddb_key(params.key), ConsistentRead=True).get("Item")
+            key = _ddb_key(params.key)
+            answer = _within(lambda: table.get_item(Key=key, ConsistentRead=True), params.timeout_s)
+            if answer is None:
+                where = ctx.shown(params.endpoint_url) if params.endpoint_url else region
+                raise CaptureFailed(f"DynamoDB ({where}) did not answer within {params.timeout_s:g} s (timeout_s); "
+                                    f"check the endpoint, or raise `timeout_s`")
+            item = answer.get("Item")
             record.items = [_plain(_ddb_binary(item))] if item else []
+        except CaptureFailed as exc:
+            exc.detail = _what(record)
+            raise
         except Exception as exc:
             raise CaptureFailed(ctx.scrub(f"{type(exc).__name__}: {exc}"), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "ddb")
         atomic_write_text(path, dump_record(record))
         return [path]
+
+
+def _within(call: Callable[[], Any], timeout_s: float) -> Any:
+    """`call()`'s result, or None when it has not returned after `timeout_s`; its exception is raised here.
+
+    botocore's timeouts bound each connect and read, not a lookup with its retries (nor a server that
+    answers a byte at a time): the call runs in a daemon thread, left to end on its own socket timeouts.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the caller's thread, which reports it
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="referee-ddb", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _ddb_key(value: Any) -> Any:
