@@ -48,6 +48,15 @@ class PlanError(RefereeError):
     """A plan file that cannot be loaded or does not validate."""
 
 
+class PlanValueError(ValueError):
+    """A value a plan model's own rule refuses, with the fix `referee check` shows for it (pydantic keeps the
+    exception, and the loader reads `fix` from it)."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
 class UnknownKindError(RefereeError):
     """A registry lookup for a name nobody registered."""
 

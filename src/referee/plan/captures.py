@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from referee.plan.model import RunAs, Seconds, check_name
+from referee.plan.rowshape import goes_with
 from referee.registry import Item, Registry
 from referee.rundir import record_file
 
@@ -118,11 +119,13 @@ class CommandParams(CaptureParams):
 class SqlParams(CaptureParams):
     env_fields = ("url",)
     url: str
-    query: str | None = None
-    params: dict[str, Any] = {}
+    query: str | None = None  # before params and where: their check reads it (`rowshape.goes_with`)
     table: str | None = None
+    params: dict[str, Any] = {}
     where: dict[str, Any] = {}
     timeout_s: Seconds = 30.0  # the database cancels the query after this (PostgreSQL, SQLite)
+
+    _goes_with = field_validator("params", "where")(goes_with)
 
     @model_validator(mode="after")
     def _shape(self):

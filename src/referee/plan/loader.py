@@ -185,7 +185,9 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
     names = [str(p) for p in err["loc"] if isinstance(p, str)]
     field = names[-1] if names else "value"
     etype = err["type"]
-    fix = _TYPE_FIXES.get(etype) or (_FIELD_FIXES.get(field) if etype == "value_error" else None)
+    fix = getattr((err.get("ctx") or {}).get("error"), "fix", None) or _TYPE_FIXES.get(etype)  # PlanValueError's
+    if fix is None and etype == "value_error":
+        fix = _FIELD_FIXES.get(field)
     if etype == "missing":
         msg, fix = f"missing required field '{field}'", "add it"
     elif etype == "extra_forbidden":

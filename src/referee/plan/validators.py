@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from referee.ocr import DEFAULT_ENGINE, engines
 from referee.plan.model import RunAs, Seconds
+from referee.plan.rowshape import goes_with
 from referee.registry import Registry
 
 
@@ -294,13 +295,15 @@ class SqlRowPresentSpec(ValidatorSpec):
 
     class Params(ValidatorParams):
         url: str | None = None
-        query: str | None = None
-        params: dict[str, Any] = {}
+        query: str | None = None  # before params and where: their check reads it (`rowshape.goes_with`)
         table: str | None = None
+        params: dict[str, Any] = {}
         where: dict[str, Any] = {}
         evidence: str | None = None
         min_rows: int = 1
         timeout_s: Seconds = 30.0
+
+        _goes_with = field_validator("params", "where")(goes_with)
 
         @model_validator(mode="after")
         def _shape(self) -> SqlRowPresentSpec.Params:

@@ -1,0 +1,59 @@
+"""Row plans `referee check` refuses: a database query or lookup the runner would run wrong, which passed the
+check and then held on every row, held on none, or was ERROR only once the step had run (cases a black-box
+tester found). Each is one error naming file:line, the field and the fix, and `referee run` starts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from tests.conftest import run_cli
+
+
+def _check(tmp_path, cli_env, text: str) -> dict[int, dict]:
+    """`referee check --json` of a plan: its errors by line (rc 2 asserted)."""
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    rc, out, err = run_cli(["check", "--json", str(path)], cwd=tmp_path, env=cli_env)
+    assert rc == 2, out + err
+    return {e["line"]: e for e in json.loads(out)[str(path)]["errors"]}
+
+
+def _steps(*validators: str, capture: str = "") -> str:
+    """A plan with one step per validator line (the validator on line 6 + 5*i), and `capture` in the first."""
+    out = "steps:\n"
+    for i, v in enumerate(validators):
+        cap = capture if i == 0 and capture else "[]"
+        out += f"  - id: s{i}\n    do: nothing\n    capture: {cap}\n    validators:\n      - {v}\n"
+    return out
+
+
+def _db(tmp_path) -> str:
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as c:
+        c.execute("create table items(v text)")
+        c.execute("insert into items values ('a')")
+    return f"sqlite:///{db}"
+
+
+def test_a_where_beside_a_query_or_params_beside_a_table_is_a_plan_error(tmp_path, cli_env):
+    """`where` was ignored beside `query` (and `params` beside `table`): the validator held on every row."""
+    url = _db(tmp_path)
+    plan = _steps("{kind: sql_row_present, evidence: r}",
+                  f'{{kind: sql_row_present, url: "{url}", query: "select * from items", where: {{v: nope}}}}',
+                  f'{{kind: sql_row_present, url: "{url}", table: items, params: {{v: nope}}}}',
+                  capture=f'[{{kind: sql, name: r, url: "{url}", query: "select * from items", where: {{v: nope}}}}]')
+    errors = _check(tmp_path, cli_env, plan)
+    assert "invalid 'where': `where` goes with `table`" in errors[11]["message"], errors
+    assert "invalid 'params'" in errors[16]["message"] and errors[16]["fix"] == "give the column values in `where`"
+    assert "invalid 'where'" in errors[4]["message"] and "in `params`" in errors[4]["fix"], errors
+    # the forms as documented still load
+    ok = _steps(f'{{kind: sql_row_present, url: "{url}", query: "select * from items where v = :v", '
+                'params: {v: a}}',
+                f'{{kind: sql_row_present, url: "{url}", table: items, where: {{v: a}}}}')
+    (tmp_path / "ok.yaml").write_text(ok)
+    rc, out, err = run_cli(["run", "ok.yaml", "--out", "out", "--agent", "true"], cwd=tmp_path, env=cli_env)
+    assert rc == 0, out + err
+    rc, out, err = run_cli(["run", "p.yaml", "--out", "out2", "--agent", "true"], cwd=tmp_path, env=cli_env)
+    assert rc == 2 and not (tmp_path / "out2").exists(), out + err
