@@ -57,3 +57,28 @@ def test_a_where_beside_a_query_or_params_beside_a_table_is_a_plan_error(tmp_pat
     assert rc == 0, out + err
     rc, out, err = run_cli(["run", "p.yaml", "--out", "out2", "--agent", "true"], cwd=tmp_path, env=cli_env)
     assert rc == 2 and not (tmp_path / "out2").exists(), out + err
+
+
+def test_min_rows_and_other_counts_are_whole_numbers_in_their_range(tmp_path, cli_env):
+    """`min_rows: 0` (or -1) held with no row found; `min_rows: true` was read as 1. The same for the other counts
+    and thresholds of the validators: a size, a status, an exit code, a confidence."""
+    url = _db(tmp_path)
+    sql = f'{{kind: sql_row_present, url: "{url}", table: items, where: {{v: x}}, min_rows: '
+    bad = [sql + "0}", sql + "-1}", sql + "true}", sql + "1.5}",
+           "{kind: file_exists, path: x.txt, min_size: -1}", "{kind: file_exists, path: x.txt, min_size: true}",
+           "{kind: http_status_eq, url: 'http://127.0.0.1:9/', expected: true}",
+           "{kind: http_status_eq, url: 'http://127.0.0.1:9/', expected: 0}",
+           "{kind: command_exit_code, command: 'true', expected: true}",
+           "{kind: ocr_contains, evidence: shot.png, text: hi, min_confidence: true}"]
+    errors = _check(tmp_path, cli_env, _steps(*bad))
+    assert sorted(errors) == [6 + 5 * i for i in range(len(bad))], errors
+    for line, field in [(6, "min_rows"), (11, "min_rows"), (16, "min_rows"), (21, "min_rows"), (26, "min_size"),
+                        (31, "min_size"), (36, "expected"), (41, "expected"), (46, "expected"),
+                        (51, "min_confidence")]:
+        assert f"invalid '{field}'" in errors[line]["message"] and errors[line]["fix"], errors[line]
+    assert errors[6]["fix"].startswith("give a whole number of 1 or more"), errors[6]
+    ok = _steps(sql + "2}", "{kind: file_exists, path: x.txt, min_size: 0}",
+                "{kind: command_exit_code, command: 'true', expected: 3}")
+    (tmp_path / "ok.yaml").write_text(ok)
+    rc, out, err = run_cli(["check", "ok.yaml"], cwd=tmp_path, env=cli_env)
+    assert rc == 0, out + err

@@ -172,6 +172,12 @@ _TYPE_FIXES = {
     "literal_error": "use one of the values the message lists", "enum": "use one of the values the message lists",
 }
 
+# what to write instead of a number out of its field's range, by field (any other: the message says the range)
+_RANGE_FIXES = {"min_rows": "give a whole number of 1 or more: the least number of rows that must be found",
+                "min_size": "give a size in bytes of 0 or more", "expected": "give an HTTP status, e.g. 200",
+                "min_confidence": "give a number from 0 to 1, e.g. 0.6"}
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
 
 # what to write instead, for a value a field's own rule refused
 _FIELD_FIXES = {"pattern": "write a Python regular expression (the `re` module's syntax)",
@@ -188,6 +194,8 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
     fix = getattr((err.get("ctx") or {}).get("error"), "fix", None) or _TYPE_FIXES.get(etype)  # PlanValueError's
     if fix is None and etype == "value_error":
         fix = _FIELD_FIXES.get(field)
+    elif fix is None and etype in _RANGE_ERRORS:
+        fix = _RANGE_FIXES.get(field, "give a number in the range the message says")
     if etype == "missing":
         msg, fix = f"missing required field '{field}'", "add it"
     elif etype == "extra_forbidden":

@@ -3,16 +3,19 @@ the `sql_row_present` and `ddb_row_present` validators that capture for themselv
 
 Each rule refuses at load time (`referee check`, and `referee run` before it starts) a plan the runner would
 run wrong: a `where` beside a `query` (or `params` beside a `table`) that nothing applies, so the validator
-held on every row.
+held on every row; a `min_rows` of 0 that holds on none.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationInfo
+from pydantic import Field, ValidationInfo
 
 from referee.errors import PlanValueError
+
+MinRows = Annotated[int, Field(strict=True, ge=1)]
+"""`min_rows`: a whole number of 1 or more (strict: YAML's `true` is no count; 0 or less would hold on no row)."""
 
 
 def goes_with(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
@@ -32,4 +35,4 @@ def goes_with(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
     return value
 
 
-__all__ = ["goes_with"]
+__all__ = ["MinRows", "goes_with"]

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Annotated, Any, Callable, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.ocr import DEFAULT_ENGINE, engines
 from referee.plan.model import RunAs, Seconds
-from referee.plan.rowshape import goes_with
+from referee.plan.rowshape import MinRows, goes_with
 from referee.registry import Registry
 
 
@@ -181,7 +181,7 @@ class HttpStatusEqSpec(HttpSourceSpec):
     summary = "the HTTP status of a runner-captured response equals `expected`"
 
     class Params(SourceParams):
-        expected: int
+        expected: Annotated[int, Field(strict=True, ge=100, le=599)]  # strict: YAML's `true` is no status
 
 
 @spec("http_body_contains")
@@ -253,7 +253,7 @@ class FileExistsSpec(ValidatorSpec):
 
     class Params(ValidatorParams):
         path: str
-        min_size: int = 0
+        min_size: Annotated[int, Field(strict=True, ge=0)] = 0  # strict: YAML's `true` is no size
 
     def captures(self, params: Params, index: int) -> list[CaptureRequest]:
         return [CaptureRequest("file", implicit_name(params.kind, index), {"path": params.path})]
@@ -269,7 +269,7 @@ class CommandExitCodeSpec(ValidatorSpec):
     class Params(ValidatorParams):
         command: str | None = None
         evidence: str | None = None
-        expected: int = 0
+        expected: Annotated[int, Field(strict=True)] = 0  # strict: YAML's `true` is no exit code (it was read as 1)
         timeout_s: Seconds = 60.0
         run_as: RunAs = "agent"
 
@@ -300,7 +300,7 @@ class SqlRowPresentSpec(ValidatorSpec):
         params: dict[str, Any] = {}
         where: dict[str, Any] = {}
         evidence: str | None = None
-        min_rows: int = 1
+        min_rows: MinRows = 1
         timeout_s: Seconds = 30.0
 
         _goes_with = field_validator("params", "where")(goes_with)
@@ -360,7 +360,7 @@ class OcrParams(ValidatorParams):
     evidence: str | list[str] | None = None
     text: str
     engine: str = DEFAULT_ENGINE
-    min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    min_confidence: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] | None = None  # strict: `true` is no 1.0
     ignore_case: bool = True
     ignore_spaces: bool | None = None  # None: the engine decides (RapidOCR runs words together)
 
