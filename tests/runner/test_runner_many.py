@@ -186,11 +186,57 @@ def test_an_interrupt_stops_the_running_plans_skips_the_rest_and_says_what_finis
         assert not pidfiles[2].exists()  # plan c never started its app
         assert wait_unmarked(tmp_path, 10) == []  # no agent left
         assert "c.yaml: not run: interrupted" in err and "interrupted (SIGINT)" in err, err
-        runs = json.loads(out)["runs"]
+        body = json.loads(out)
+        runs = body["runs"]
         assert [r["plan"] for r in runs] == ["a", "b"]
+        # every plan given is in the JSON, also the one that never ran, with why
+        assert [(p["plan"], p["exit_code"]) for p in body["plans"]] == [(ps[0], 130), (ps[1], 130), (ps[2], 130)]
+        assert body["plans"][2]["note"] == "not run: interrupted" and body["plans"][2]["run_dirs"] == []
+        assert (body["exit_code"], body["interrupted"]) == (130, "SIGINT"), body
         for r in runs:
             rc, _, gerr = run_cli(["grade", r["run_dir"]], env=cli_env)
             assert rc == 1, gerr  # the interrupted step is ERROR: graded, not a crash
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_marked(tmp_path)
+
+
+def test_a_minus_j_parent_killed_with_sigkill_takes_its_plans_down_gradeable(tmp_path, cli_env):
+    """SIGKILL cannot be caught, so the parent cannot pass it on: each plan's runner asks the kernel for a SIGTERM
+    when its parent goes, stops its app and agent, and leaves a run directory with results. They ran on as
+    orphans to the end of their step before, and stopped with no results.json."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.runner.runner_helpers import PY, kill_marked, wait_dead, wait_unmarked
+
+    ps, pidfiles = [], []
+    for name in ("a", "b"):
+        pidfiles.append(tmp_path / f"{name}.pid")
+        step = {"id": "s", "do": "wait", "validators": [{"kind": "http_status_eq", "url": "/health", "expected": 200}]}
+        plan = {"name": name, "app": app_block(tmp_path / f"{name}.db", pidfiles[-1]),
+                "actor": {"kind": "command", "command": "sleep 60"}, "steps": [step]}
+        ps.append(str(write_plan(tmp_path / f"{name}.yaml", plan)))
+    cmd = [PY, "-m", "referee.cli.main", "run", *ps, "-j", "2", "--out", str(tmp_path / "runs")]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        apps = _wait_files(pidfiles)
+        time.sleep(1.0)  # both agents are acting
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert all(wait_dead(pid, 20) for pid in apps), "a plan's app outlived the killed parent"
+        assert wait_unmarked(tmp_path, 20) == []  # no agent left
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(list((tmp_path / "runs").glob("*/2*/results.json"))) < 2:
+            time.sleep(0.2)
+        for name in ("a", "b"):
+            (run_dir,) = [d for d in (tmp_path / "runs" / name).iterdir() if d.name != "latest"]
+            assert (run_dir / "results.json").exists(), sorted(p.name for p in run_dir.iterdir())
+            assert json.loads((run_dir / "manifest.json").read_text())["error"] == "interrupted"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -262,3 +308,25 @@ def test_doctests():
 
     result = doctest.testmod(many, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_plan_without_an_agent_stops_everything_before_anything_runs(tmp_path, cli_env):
+    """`referee run good.yaml noagent.yaml` ran good, then stopped at noagent (exit 2); in the other order nothing
+    ran: 'every plan is validated first' held only for errors the plan file itself shows."""
+    good = write_plan(tmp_path / "good.yaml", {"name": "good", "actor": {"kind": "command", "command": "true"},
+                                               "steps": [{"id": "s", "do": "x", "validators": [
+                                                   {"kind": "file_exists", "path": "/etc/hostname"}]}]})
+    noagent = write_plan(tmp_path / "noagent.yaml", {"name": "noagent", "steps": [{"id": "s", "do": "x"}]})
+    for extra in ([], ["-j", "2"]):
+        rc, out, err = run_cli(["run", str(good), str(noagent), *extra, "--out", str(tmp_path / "runs")],
+                               env=cli_env)
+        assert rc == 2 and "noagent.yaml: no agent to perform the steps" in err, err
+        assert not (tmp_path / "runs").exists(), "a plan ran before the plan without an agent stopped the run"
+
+
+def test_an_empty_selection_or_a_stray_scheduler_is_a_usage_error_not_a_full_local_run(tmp_path, cli_env):
+    (p,) = plans(tmp_path, 1)
+    for bad in (["-k", ""], ["--only", ""], ["--only", ","], ["--scheduler", "tcp://127.0.0.1:1"]):
+        rc, out, err = run_cli(["run", p, "--agent", "true", "--out", str(tmp_path / "runs"), *bad], env=cli_env)
+        assert rc == 2 and err.startswith("referee: error:") and err.count("\n") == 1, (bad, err)
+        assert not (tmp_path / "runs").exists(), bad

@@ -67,9 +67,21 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     from referee.rundir import RunOptions
     from referee.runner.run import run_plan
 
+    from referee.errors import UsageError
+    from referee.runner.run import actor_spec
+
     console = _console(json_mode)
-    loaded = _load_checked(plans, console, plan_sha256)  # every plan validates before anything runs
+    if scheduler and executor_kind != "dask":  # else it would be ignored, and the plans run here
+        raise UsageError("--scheduler is for --executor dask", fix="add --executor dask, or leave --scheduler out")
+    if keyword is not None and not keyword.strip():  # `-k "$FILTER"` with FILTER unset must not run everything
+        raise UsageError("-k '': it is empty", fix="give words to match step ids, or leave -k out")
     ids = split_ids(only)
+    if only and not ids:
+        raise UsageError(f"--only {' '.join(repr(o) for o in only)}: it names no step",
+                         fix="give step ids (--only a,b), or leave --only out")
+    loaded = _load_checked(plans, console, plan_sha256)  # every plan validates before anything runs
+    for lp in loaded:  # and has an agent: a plan without one stops everything before anything runs
+        actor_spec(lp, agent)
     check_selection([s.id for lp in loaded for s in lp.plan.steps], ids, keyword)
     options = RunOptions(only=ids, keyword=keyword, fail_fast=fail_fast, retries=retries)
     if jobs != 1 or executor_kind == "dask":
@@ -137,8 +149,12 @@ def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, schedul
     combined = run_plans([job_for(p, out, agent, strict, extra, text=text) for p, text, extra in plans], options,
                          on_done=shown)
     click.echo("\n".join(combined.summary_lines()), err=json_mode)
-    if json_mode:
-        click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs]}, indent=2))
+    if json_mode:  # every plan given, in order, also one that ran nothing (its note says why)
+        click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs],
+                               "plans": [{"plan": r.plan, "exit_code": r.code, "note": r.note or None,
+                                          "run_dirs": [run.get("run_dir") for run in r.runs], "host": r.host}
+                                         for r in combined.runs],
+                               "exit_code": combined.exit_code, "interrupted": combined.interrupted}, indent=2))
     return combined.exit_code
 
 

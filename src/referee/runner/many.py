@@ -38,8 +38,19 @@ STOP_GRACE_S = 30.0  # after a stop signal, how long a plan's runner has to stop
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 # What a child interpreter runs: the import path it is given (argv[1]) and nothing else, then the CLI.
-# `-I` already left out the working directory, PYTHONPATH and the user's site folder.
-_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv.pop(1)); sys.argv[0] = 'referee'; "
+# `-I` already left out the working directory, PYTHONPATH and the user's site folder. The child asks for a
+# SIGTERM when the thread that started it goes (PR_SET_PDEATHSIG): a parent killed with SIGKILL, or a Dask
+# worker taken down with its cluster, would otherwise leave the plan, its app and its agent running as orphans
+# with no result; a SIGTERM makes the child stop them and leave a gradeable run directory. argv[2] is the
+# parent's pid: a parent gone before the request was made is seen as a changed parent pid.
+_BOOT = ("import sys, json, os, signal\n"
+         "sys.path[:] = json.loads(sys.argv.pop(1)); parent = int(sys.argv.pop(1)); sys.argv[0] = 'referee'\n"
+         "try:\n"
+         "    import ctypes; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)\n"
+         "except (ImportError, OSError, AttributeError):\n"
+         "    pass\n"
+         "if os.getppid() != parent:\n"
+         "    sys.exit('referee: the process that started this plan is gone; not run')\n"
          "from referee.cli.main import main; sys.exit(main())")
 
 
@@ -107,7 +118,7 @@ def child_argv(*args: str) -> list[str]:
     if sys.flags.dont_write_bytecode:
         flags.append("-B")
     flags += [f"-W{w}" for w in sys.warnoptions]
-    return [sys.executable, *flags, "-c", _BOOT, json.dumps(import_path()), *args]
+    return [sys.executable, *flags, "-c", _BOOT, json.dumps(import_path()), str(os.getpid()), *args]
 
 
 def read_frozen_plan(stream: IO[bytes], sha256: str, name: str) -> str:
@@ -226,6 +237,7 @@ class Combined:
 
     runs: list[PlanRun] = field(default_factory=list)
     interrupted: str | None = None  # the signal that stopped the plans (or "interrupt")
+    remote: bool = False  # on a running Dask scheduler's workers, which no signal from here reaches
 
     @property
     def exit_code(self) -> int:
@@ -244,12 +256,18 @@ class Combined:
                 for k, v in (run.get("summary") or {}).items():
                     counts[k] = counts.get(k, 0) + int(v)
                     total[k] = total.get(k, 0) + int(v)
-            dirs = ", ".join(str(run.get("run_dir")) for run in r.runs) or "no run directory"
+            # a plan stopped before it answered may have made its run directory (under --out) all the same
+            dirs = ", ".join(str(run.get("run_dir")) for run in r.runs) or (
+                "its run directory, if it started one, is under --out" if r.code == EXIT_INTERRUPTED
+                else "no run directory")
             what = " ".join(f"{k} {v}" for k, v in counts.items()) or r.note or f"exit {r.code}"
             lines.append(f"  {r.plan}: {what} (exit {r.code}; {dirs}{'; on ' + r.host if r.host else ''})")
         lines.append(f"plans: {len(self.runs)}; " + (" ".join(f"{k} {v}" for k, v in total.items()) or "no steps")
                      + f"; exit {self.exit_code}")
-        if self.interrupted:
+        if self.interrupted and self.remote:
+            lines.append(f"interrupted ({self.interrupted}): plans already running on the scheduler's workers "
+                         "cannot be signalled from here and run to their end there")
+        elif self.interrupted:
             lines.append(f"interrupted ({self.interrupted}): the plans that were running were stopped, with their "
                          "apps and agents; their run directories are gradeable with `referee grade`")
         return lines
@@ -262,7 +280,7 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
     Here, a stop signal is passed on to the running plans (see `Children.stop`) and waited for; on Dask,
     an interrupt cancels what has not finished (a worker's processes cannot be signalled from here)."""
     done: dict[int, PlanRun] = {}
-    combined = Combined()
+    combined = Combined(remote=options.kind == "dask" and bool(options.scheduler))
 
     def collect(pool, fn: Callable[[PlanJob], PlanRun]) -> None:
         for idx, run in _each(pool, fn, jobs):
@@ -271,6 +289,7 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
                 on_done(run)
 
     if options.kind == "dask":
+        # closing a LocalCluster ends its workers, and so (by the parent-death signal, _BOOT) the plans they run
         pool = make_pool(options)
 
         def interrupt(name: str) -> None:
