@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,25 @@ def test_a_start_command_that_returns_and_starts_nothing_says_so_at_the_ready_ti
     said = " ".join((run.stdout + run.stderr).split())
     assert "was not ready" in said and "its start command exited 0 and left nothing answering there" in said, said
     assert run.verdicts() == {"s1": "ERROR"} and run.rc == 1, run.explain()
+
+
+def test_an_app_that_daemonizes_with_setsid_is_stopped_with_the_run(tmp_path, run_plan):
+    """`setsid server &` leaves the session the runner stops at the end; the app's cgroup (where the runner may
+    make one) still holds it. Before, the server ran on under PID 1 after a passing run."""
+    from referee.runner.reaper import cgroup_base
+    from tests.runner.runner_helpers import kill_quietly, wait_dead
+
+    if cgroup_base() is None:
+        pytest.skip("no cgroup here: a daemon that leaves the session is out of reach (docs say so)")
+    pidfile = tmp_path / "daemon.pid"
+    server = f"{sys.executable} -m http.server {{port}} --bind 127.0.0.1 --directory {tmp_path}"
+    start = f"setsid sh -c 'echo $$ > {pidfile}; exec {server}' > /dev/null 2>&1 &"
+    plan = {"name": "daemon", "app": {"start": start, "url": "http://127.0.0.1:{port}", "ready": "/"},
+            "steps": [{"id": "s", "do": "x", "validators": [{"kind": "http_status_eq", "url": "/", "expected": 200}]}]}
+    run = run_plan(plan, agent="true")
+    pid = int(pidfile.read_text())
+    try:
+        assert run.verdict("s") == "PASS", run.explain()
+        assert wait_dead(pid, 10), "the daemonized app outlived the run"
+    finally:
+        kill_quietly(pid)

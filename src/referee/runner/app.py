@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +15,9 @@ from urllib.parse import urlsplit
 from referee.errors import AppError
 from referee.plan.model import AppSpec
 from referee.runner.procs import stop_group
+from referee.runner.reaper import Tracker, new_tracker
+
+STOP_GRACE_S = 5.0  # after SIGTERM, before SIGKILL
 
 
 def free_port() -> int:
@@ -40,6 +44,7 @@ class App:
         self.port = free_port()
         self.url = fill(spec.url, self.port) if spec.url else None
         self.proc: subprocess.Popen | None = None
+        self._tracker: Tracker | None = None
         self._log: BinaryIO | None = None
 
     def __enter__(self) -> "App":
@@ -65,8 +70,14 @@ class App:
         cwd = Path(self.spec.cwd) if self.spec.cwd else Path.cwd()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = log = open(self.log_path, "ab")
+        # a cgroup of its own where the runner may make one: a start command that daemonizes (`setsid app &`)
+        # leaves the session stop_group ends, not the cgroup; and a runner killed with SIGKILL leaves it to the
+        # next runner's sweep of dead runners' cgroups, as it does an agent's
+        self._tracker = tracker = new_tracker("session")
+        argv = (["/bin/sh", "-c", 'echo $$ > "$0" && exec /bin/sh -c "$1"', tracker.join_path, cmd]
+                if tracker.join_path else ["/bin/sh", "-c", cmd])
         try:
-            self.proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise AppError(f"cannot start the app: {exc}", fix="check app.start in the plan") from None
@@ -144,8 +155,17 @@ class App:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
+        tracker, self._tracker = self._tracker, None
+        if tracker is not None:  # what left the session (setsid) gets its SIGTERM and grace with the rest
+            tracker.signal_all(signal.SIGTERM)
         if proc is not None:
-            stop_group(proc, grace_s=5.0)
+            stop_group(proc, grace_s=STOP_GRACE_S)
+        if tracker is not None:
+            deadline = time.monotonic() + STOP_GRACE_S
+            while tracker.pids() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            tracker.kill_all()
+            tracker.close()
         if self._log is not None:
             self._log.close()
             self._log = None
