@@ -82,3 +82,37 @@ def test_min_rows_and_other_counts_are_whole_numbers_in_their_range(tmp_path, cl
     (tmp_path / "ok.yaml").write_text(ok)
     rc, out, err = run_cli(["check", "ok.yaml"], cwd=tmp_path, env=cli_env)
     assert rc == 0, out + err
+
+
+def test_certain_errors_of_row_plans_are_plan_errors_with_a_field_and_a_fix(tmp_path, cli_env):
+    """A list as a `where` value, evidence naming a capture of another kind, an empty ddb capture, a NaN key: each
+    was ERROR at run time only. An entry-wide rule named no field (`invalid 'value'`), a bad timeout no fix."""
+    url = _db(tmp_path)
+    ddb = "endpoint_url: 'http://127.0.0.1:9', region: us-east-1"
+    plan = _steps("{kind: sql_row_present, evidence: c}",
+                  f'{{kind: sql_row_present, url: "{url}", table: items, where: {{v: [a, b]}}}}',
+                  f'{{kind: sql_row_present, url: "{url}", table: items, where: {{v: {{x: 1}}}}}}',
+                  f"{{kind: ddb_row_present, table: t, key: {{pk: .nan}}, {ddb}}}",
+                  f"{{kind: ddb_row_present, table: t, key: {{pk: .inf}}, {ddb}}}",
+                  f"{{kind: ddb_row_present, table: t, key: {{pk: [1]}}, {ddb}}}",
+                  f'{{kind: sql_row_present, url: "{url}", query: "select 1", table: items}}',
+                  "{kind: http_status_eq, expected: 200}",
+                  f'{{kind: sql_row_present, url: "{url}", table: items, timeout_s: 0}}',
+                  capture="[{kind: command, name: c, command: 'true'}]")
+    plan += ("  - id: ddb_capture\n    do: nothing\n"
+             f"    capture: [{{kind: ddb, name: d, table: '', key: {{}}, {ddb}}}]\n")
+    errors = _check(tmp_path, cli_env, plan)
+    assert "evidence 'c' is a command capture, and sql_row_present reads a sql capture" in errors[6]["message"]
+    assert errors[6]["fix"] == "name a sql capture of this step, or take one", errors[6]
+    for line in (11, 16):
+        assert "invalid 'where'" in errors[line]["message"] and "WHERE v IN" in errors[line]["fix"], errors[line]
+    for line, what in [(21, "nan"), (26, "inf"), (31, "list")]:
+        assert "invalid 'key'" in errors[line]["message"] and what in errors[line]["message"], errors[line]
+        assert errors[line]["fix"].startswith("give each key attribute"), errors[line]
+    assert errors[36]["message"].startswith("sql_row_present validator: `query` and `table` are both given")
+    assert errors[41]["message"].startswith("http_status_eq validator: neither `url` nor `evidence`")
+    assert errors[46]["fix"] == "give a number of seconds in that range, e.g. 30", errors[46]
+    ddb_capture = [e["message"] for e in errors.values() if e["line"] == 49]
+    assert "invalid 'table'" in ddb_capture[0] or "invalid 'key'" in ddb_capture[0], errors
+    assert sorted(errors) == [6, 11, 16, 21, 26, 31, 36, 41, 46, 49], errors
+    assert all("'value'" not in e["message"] and e["fix"] for e in errors.values()), errors

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from referee.plan.model import RunAs, Seconds, check_name
-from referee.plan.rowshape import goes_with
+from referee.plan.model import RunAs, Seconds, check_name, one_of
+from referee.plan.rowshape import ddb_key, goes_with
 from referee.registry import Item, Registry
 from referee.rundir import record_file
 
@@ -129,19 +129,21 @@ class SqlParams(CaptureParams):
 
     @model_validator(mode="after")
     def _shape(self):
-        if (self.query is None) == (self.table is None):
-            raise ValueError("give exactly one of `query` (with `params`) or `table` (with `where`)")
+        one_of("query", self.query is not None, "table", self.table is not None,
+               "give `query` (with `params`) or `table` (with `where`), not both")
         return self
 
 
 @spec("ddb", "a DynamoDB item by `key` (get_item), through boto3 with optional `endpoint_url`")
 class DdbParams(CaptureParams):
     env_fields = ("endpoint_url",)
-    table: str
+    table: str = Field(min_length=1)
     key: dict[str, Any]
     endpoint_url: str | None = None
     region: str | None = None
     timeout_s: Seconds = 30.0  # connect, each read, and the whole lookup with its retries
+
+    _key = field_validator("key")(ddb_key)
 
 
 @spec("file", "a copy of a file the app wrote (relative paths are relative to where the run started)")

@@ -170,6 +170,7 @@ _TYPE_FIXES = {
     "dict_type": "give a mapping, e.g. {name: value}", "model_type": "give a mapping, e.g. {name: value}",
     "model_attributes_type": "give a mapping, e.g. {name: value}",
     "literal_error": "use one of the values the message lists", "enum": "use one of the values the message lists",
+    "string_too_short": "give a text that is not empty",
 }
 
 # what to write instead of a number out of its field's range, by field (any other: the message says the range)
@@ -189,14 +190,17 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
 
     loc = base + tuple(err["loc"])
     names = [str(p) for p in err["loc"] if isinstance(p, str)]
-    field = names[-1] if names else "value"
+    field = names[-1] if names else None
     etype = err["type"]
     fix = getattr((err.get("ctx") or {}).get("error"), "fix", None) or _TYPE_FIXES.get(etype)  # PlanValueError's
-    if fix is None and etype == "value_error":
-        fix = _FIELD_FIXES.get(field)
-    elif fix is None and etype in _RANGE_ERRORS:
+    if fix is None and etype == "value_error" and field:
+        fix = _FIELD_FIXES.get(field) or (_SECONDS_FIX if field.endswith("timeout_s") else None)
+    elif fix is None and etype in _RANGE_ERRORS and field:
         fix = _RANGE_FIXES.get(field, "give a number in the range the message says")
-    if etype == "missing":
+    if field is None:  # a rule over the whole entry (which fields go together): name the entry, not a field
+        msg = f"{_entry(where.data, loc)}: {err['msg'].removeprefix('Value error, ')}"
+        fix = fix or "see the kind's parameters in docs/runner.md (or `referee kinds`)"
+    elif etype == "missing":
         msg, fix = f"missing required field '{field}'", "add it"
     elif etype == "extra_forbidden":
         msg = f"unknown field '{field}'"
@@ -209,6 +213,22 @@ def _one_error(where: _Where, err: Any, base: tuple, model: type[BaseModel] | No
     else:
         msg = f"invalid '{field}': {err['msg'].removeprefix('Value error, ')}"
     return where.error(msg, loc, fix)
+
+
+_SECONDS_FIX = "give a number of seconds in that range, e.g. 30"
+
+
+def _entry(data: Any, loc: tuple) -> str:
+    """What sits at `loc` in the plan, for a message about it as a whole: `sql_row_present validator`, `step`."""
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return "this entry"
+    kind = data.get("kind") if isinstance(data, dict) else None
+    what = {"validators": "validator", "capture": "capture", "steps": "step"}.get(
+        str(loc[-2]) if len(loc) >= 2 else "", "plan")
+    return f"{kind} {what}" if isinstance(kind, str) and len(kind) <= 40 else what
 
 
 def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:

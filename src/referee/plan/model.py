@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, ValidationInfo, field_validator
 
+from referee.errors import PlanValueError
 from referee.timeouts import MAX_TIMEOUT_S, check_seconds
 
 NAME_MAX = 100
@@ -39,6 +40,20 @@ def check_name(v: str, what: str, info: ValidationInfo | None = None) -> str:
         shown = v if len(v) <= 40 else v[:37] + "..."
         raise ValueError(f"{what} must be {NAME_RULE}; got {shown!r}")
     return v
+
+
+def one_of(a: str, a_given: bool, b: str, b_given: bool, fix: str) -> None:
+    """Two fields of a plan entry of which it takes exactly one: say which mistake it is, and `fix`.
+
+    >>> one_of("url", True, "evidence", True, "give one")
+    Traceback (most recent call last):
+    ...
+    referee.errors.PlanValueError: `url` and `evidence` are both given, and one would be ignored
+    """
+    if a_given and b_given:
+        raise PlanValueError(f"`{a}` and `{b}` are both given, and one would be ignored", fix)
+    if not (a_given or b_given):
+        raise PlanValueError(f"neither `{a}` nor `{b}` is given", fix)
 
 
 def _seconds(v: float, info: ValidationInfo) -> float:

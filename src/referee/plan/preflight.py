@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from referee.errors import PlanError
+from referee.plan.captures import BUILTIN_SPECS as CAPTURE_KINDS
 from referee.plan.loader import LoadedPlan
 
 # capture kinds that read the runner's browser page (a plugin kind says so with `needs_page = True`)
@@ -108,12 +109,20 @@ def _capture_locs(lp: LoadedPlan, step_id: str, si: int) -> dict[str, tuple]:
 def _evidence(lp: LoadedPlan, step_id: str, si: int, found: Findings, holders: dict[str, list[str]]) -> None:
     """Validator evidence that names no capture of its step: a near miss or another step's capture is an
     error; a bare name (no folder, no extension) is a warning: only a file the agent saves can match it."""
-    mine = {c.params.name for c in lp.captures.get(step_id, ())}
+    kinds = {c.params.name: c.params.kind for c in lp.captures.get(step_id, ())}
+    mine = set(kinds)
     # a file a capture of this step writes (`stdout_as: screen.png`) is named by its file name, not a near miss
     written = {f for c in lp.captures.get(step_id, ()) for f, _ in c.params.files()}
     for tv in lp.validators.get(step_id, ()):
         loc = ("steps", si, "validators", tv.index, "evidence")
         for ref in tv.spec.evidence_refs(tv.params, tv.index):
+            want, got = tv.spec.evidence_kind, kinds.get(ref)
+            # a plugin's capture may write the record the check reads; a built-in one of another kind never does
+            if want and got in CAPTURE_KINDS and got != want:
+                found.errors.append(lp.error(f"evidence '{ref}' is a {got} capture, and {tv.params.kind} reads a "
+                                             f"{want} capture", loc,
+                                             fix=f"name a {want} capture of this step, or take one"))
+                continue
             if ref in mine or ref in written:
                 continue
             near = difflib.get_close_matches(ref, sorted(n for n in mine if not n.startswith("_v")), n=1, cutoff=0.75)

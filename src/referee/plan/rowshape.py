@@ -3,11 +3,13 @@ the `sql_row_present` and `ddb_row_present` validators that capture for themselv
 
 Each rule refuses at load time (`referee check`, and `referee run` before it starts) a plan the runner would
 run wrong: a `where` beside a `query` (or `params` beside a `table`) that nothing applies, so the validator
-held on every row; a `min_rows` of 0 that holds on none.
+held on every row; a `min_rows` of 0 that holds on none; a value no database takes, which was an ERROR only
+once the step had run.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationInfo
@@ -32,7 +34,40 @@ def goes_with(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
     if info.field_name == "params" and data.get("table") is not None and data.get("query") is None:
         raise PlanValueError("`params` bind the `:name`s of a `query`, and a `table` ignores them: every row "
                              "would count", "give the column values in `where`")
+    if info.field_name == "where":
+        for col, v in value.items():
+            if v is not None and not isinstance(v, (str, int, float)):
+                raise PlanValueError(
+                    f"column '{col}' is compared with a {'list' if isinstance(v, list) else 'mapping'}; `where` "
+                    "compares each column with one value (text, number, true/false or null)",
+                    "for a choice of values write a `query` (`... WHERE v IN (:a, :b)`) with `params`")
     return value
 
 
-__all__ = ["MinRows", "goes_with"]
+def ddb_key(value: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB key (field validator): one attribute at least, each a text or a finite number, as DynamoDB
+    keys are (S or N); anything else fails `get_item` at run time.
+
+    >>> ddb_key({"pk": "a", "sk": 2})
+    {'pk': 'a', 'sk': 2}
+    >>> ddb_key({"pk": float("nan")})
+    Traceback (most recent call last):
+    ...
+    referee.errors.PlanValueError: key attribute 'pk' is nan: a DynamoDB key is a text or a finite number
+    """
+    fix = "give each key attribute as a text or a finite number, e.g. {pk: order-1, sk: 2}"
+    if not value:
+        raise PlanValueError("the key names no attribute", fix)
+    for name, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            shown = {bool: "true/false", list: "list", dict: "mapping"}.get(type(v), "null")
+            raise PlanValueError(f"key attribute '{name}' is a {shown}: a DynamoDB key is a text or a finite number",
+                                 fix)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise PlanValueError(f"key attribute '{name}' is {v}: a DynamoDB key is a text or a finite number", fix)
+        if v == "":
+            raise PlanValueError(f"key attribute '{name}' is empty: DynamoDB refuses an empty key text", fix)
+    return value
+
+
+__all__ = ["MinRows", "goes_with", "ddb_key"]

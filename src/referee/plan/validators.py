@@ -22,8 +22,9 @@ from typing import Annotated, Any, Callable, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.ocr import DEFAULT_ENGINE, engines
-from referee.plan.model import RunAs, Seconds
-from referee.plan.rowshape import MinRows, goes_with
+from referee.errors import PlanValueError
+from referee.plan.model import RunAs, Seconds, one_of
+from referee.plan.rowshape import MinRows, ddb_key, goes_with
 from referee.registry import Registry
 
 
@@ -82,6 +83,9 @@ class ValidatorSpec:
     Params: ClassVar[type[ValidatorParams]] = ValidatorParams
     summary: ClassVar[str] = ""
     negative: ClassVar[bool] = False  # holds by absence: the lint does not call it loose for holding on a control
+    # the built-in capture kind whose record the check reads when `evidence` names a capture: naming a capture of
+    # another built-in kind is a certain ERROR, which `referee check` reports (None: any evidence, or a file)
+    evidence_kind: ClassVar[str | None] = None
 
     def captures(self, params: Any, index: int) -> list[CaptureRequest]:
         """Captures the runner takes for this validator; `index` makes implicit names unique."""
@@ -128,8 +132,8 @@ class SourceParams(ValidatorParams):
 
     @model_validator(mode="after")
     def _one_source(self) -> SourceParams:
-        if (self.url is None) == (self.evidence is None):
-            raise ValueError("give exactly one of `url` (the runner captures it) or `evidence` (a capture name)")
+        one_of("url", self.url is not None, "evidence", self.evidence is not None,
+               "give `url` (the runner captures it) or `evidence` (a capture name), not both")
         return self
 
 
@@ -179,6 +183,7 @@ class HttpSourceSpec(ValidatorSpec):
 @spec("http_status_eq")
 class HttpStatusEqSpec(HttpSourceSpec):
     summary = "the HTTP status of a runner-captured response equals `expected`"
+    evidence_kind = "http"
 
     class Params(SourceParams):
         expected: Annotated[int, Field(strict=True, ge=100, le=599)]  # strict: YAML's `true` is no status
@@ -265,6 +270,7 @@ class FileExistsSpec(ValidatorSpec):
 @spec("command_exit_code")
 class CommandExitCodeSpec(ValidatorSpec):
     summary = "a command (run by the runner after the step) exits with `expected` (default 0)"
+    evidence_kind = "command"
 
     class Params(ValidatorParams):
         command: str | None = None
@@ -275,8 +281,8 @@ class CommandExitCodeSpec(ValidatorSpec):
 
         @model_validator(mode="after")
         def _one_source(self) -> CommandExitCodeSpec.Params:
-            if (self.command is None) == (self.evidence is None):
-                raise ValueError("give exactly one of `command` (the runner runs it) or `evidence` (a capture name)")
+            one_of("command", self.command is not None, "evidence", self.evidence is not None,
+                   "give `command` (the runner runs it) or `evidence` (a command capture name), not both")
             return self
 
     def captures(self, params: Params, index: int) -> list[CaptureRequest]:
@@ -292,6 +298,7 @@ class CommandExitCodeSpec(ValidatorSpec):
 @spec("sql_row_present")
 class SqlRowPresentSpec(ValidatorSpec):
     summary = "a SQL query (any SQLAlchemy URL) returns at least one row after the step"
+    evidence_kind = "sql"
 
     class Params(ValidatorParams):
         url: str | None = None
@@ -307,11 +314,17 @@ class SqlRowPresentSpec(ValidatorSpec):
 
         @model_validator(mode="after")
         def _shape(self) -> SqlRowPresentSpec.Params:
-            if self.evidence is None:
-                if not self.url:
-                    raise ValueError("give `url` (a SQLAlchemy URL) or `evidence` (a sql capture name)")
-                if (self.query is None) == (self.table is None):
-                    raise ValueError("give exactly one of `query` (with `params`) or `table` (with `where`)")
+            fix = "give `url` (a SQLAlchemy URL) with `query` or `table`, or `evidence` (a sql capture name)"
+            if self.evidence is not None:
+                ignored = [f"`{f}`" for f in ("url", "query", "table", "params", "where") if getattr(self, f)]
+                if ignored:
+                    raise PlanValueError(f"`evidence` reads a capture, and {', '.join(ignored)} would be ignored",
+                                         "give the query to the sql capture that `evidence` names")
+                return self
+            if not self.url:
+                raise PlanValueError("neither `url` nor `evidence` is given", fix)
+            one_of("query", self.query is not None, "table", self.table is not None,
+                   "give `query` (with `params`) or `table` (with `where`), not both")
             return self
 
     def captures(self, params: Params, index: int) -> list[CaptureRequest]:
@@ -325,6 +338,7 @@ class SqlRowPresentSpec(ValidatorSpec):
 @spec("ddb_row_present")
 class DdbRowPresentSpec(ValidatorSpec):
     summary = "a DynamoDB item with `key` exists in `table` after the step"
+    evidence_kind = "ddb"
 
     class Params(ValidatorParams):
         table: str | None = None
@@ -334,10 +348,18 @@ class DdbRowPresentSpec(ValidatorSpec):
         timeout_s: Seconds = 30.0
         evidence: str | None = None
 
+        _key = field_validator("key")(ddb_key)
+
         @model_validator(mode="after")
         def _shape(self) -> DdbRowPresentSpec.Params:
-            if self.evidence is None and not (self.table and self.key):
-                raise ValueError("give `table` and `key`, or `evidence` (a ddb capture name)")
+            if self.evidence is not None:
+                ignored = [f"`{f}`" for f in ("table", "key", "endpoint_url", "region") if getattr(self, f)]
+                if ignored:
+                    raise PlanValueError(f"`evidence` reads a capture, and {', '.join(ignored)} would be ignored",
+                                         "give the lookup to the ddb capture that `evidence` names")
+            elif not (self.table and self.key):
+                raise PlanValueError("`table` and `key` are not both given",
+                                     "give `table` and `key`, or `evidence` (a ddb capture name)")
             return self
 
     def captures(self, params: Params, index: int) -> list[CaptureRequest]:
