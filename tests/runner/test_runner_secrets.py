@@ -183,3 +183,19 @@ def test_a_public_env_entry_must_be_a_variable_name(tmp_path, referee_cli):
     path.write_text("public_env: [API-TOKEN]\nsteps:\n  - id: a\n")
     rc, out, err = referee_cli("check", path)
     assert rc == 2 and "p.yaml:1:" in err and "not a variable name" in err, err
+
+
+def test_a_stdout_as_file_is_stored_as_returned_and_the_docs_say_so(run_plan, cli_env):
+    """The record's stdout is scrubbed; the `stdout_as` file keeps the bytes the command printed, secret and all
+    (a black-box tester found the difference, which security-inputs.md did not state)."""
+    plan = ("name: sa\nsteps:\n  - id: s\n    do: nothing\n    capture:\n"
+            "      - {kind: command, name: e, command: 'echo pw=${DB_PASSWORD}'}\n"
+            "      - {kind: command, name: f, command: 'echo pw=${DB_PASSWORD}', stdout_as: f.txt}\n"
+            "    validators: [{kind: command_exit_code, evidence: e}]\n")
+    run = run_plan(plan, agent="true", env={**cli_env, "DB_PASSWORD": DB_PASSWORD})
+    after = run.run_dir / "evidence" / "s" / "after"
+    assert json.loads((after / "e.json").read_text())["stdout"] == "pw=${DB_PASSWORD}\n"
+    assert (after / "f.txt").read_bytes() == f"pw={DB_PASSWORD}\n".encode()
+    doc = " ".join((Path(__file__).parents[2] / "docs" / "security-inputs.md").read_text().split())
+    assert "`stdout_as` file is one of these: stdout saved byte for byte as returned" in doc
+    assert "not scrubbed" in doc
