@@ -79,3 +79,19 @@ def test_a_bad_pattern_or_json_path_gets_a_fix(tmp_path, cli_env):
     fixes = [e["fix"] for e in json.loads(out)[str(tmp_path / "p.yaml")]["errors"]]
     assert fixes == ["write a Python regular expression (the `re` module's syntax)",
                      "write a JSON path such as $.items[0].name"], fixes
+
+
+def test_a_plan_of_no_step_is_a_plan_error_not_an_exit_0_run(tmp_path, cli_env):
+    """`steps: []` checked ok and ran as '0 PASS ... exit 0', as good as all PASS, even under --strict."""
+    (tmp_path / "empty.yaml").write_text("version: 1\nname: empty\nsteps: []\n")
+    for args in (["check", "empty.yaml"], ["run", "empty.yaml", "--agent", "true", "--strict"]):
+        rc, out, err = run_cli(args, cwd=tmp_path, env=cli_env)
+        assert rc == 2 and "empty.yaml:3:" in err and "at least one step" in err, (args, out, err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_plan_that_is_not_utf8_names_the_byte_and_the_fix(tmp_path, cli_env):
+    (tmp_path / "bad.yaml").write_bytes(b"\xff\xfe bad bytes\n")
+    rc, out, err = run_cli(["run", "bad.yaml", "--agent", "true"], cwd=tmp_path, env=cli_env)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "bad.yaml: cannot read plan: it is not UTF-8 text" in err and "save the plan as UTF-8" in err, err

@@ -532,8 +532,12 @@ def read_plan_file(path: str | Path) -> str:
         return read_regular(path, max_bytes=MAX_PLAN_BYTES, error=PlanError).decode("utf-8")
     except FileNotFoundError:
         raise PlanError("plan file not found", file=str(path), fix="check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError(f"cannot read plan: {exc}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"cannot read plan: it is not UTF-8 text (byte {exc.start}: {exc.reason})", file=str(path),
+                        fix="save the plan as UTF-8") from None
+    except OSError as exc:
+        raise PlanError(f"cannot read plan: {exc.strerror or exc}", file=str(path),
+                        fix="check that the file is readable") from None
 
 
 def load_plan(path: str | Path) -> LoadedPlan:

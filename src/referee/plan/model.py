@@ -158,6 +158,15 @@ class Plan(_Model):
             return v  # the run directory already exists; grading never makes a path of it
         return check_name(v, "a plan name", info)
 
+    @field_validator("steps")
+    @classmethod
+    def _some_step(cls, v: list[Step], info: ValidationInfo) -> list[Step]:
+        # a plan of no step checks nothing, yet its run would be "0 PASS", exit 0: as good as all PASS
+        if not v and not (info.context and info.context.get("frozen")):
+            raise PlanValueError("a plan needs at least one step (this one would check nothing and exit 0)",
+                                 "add a step with a validator, or remove the plan")
+        return v
+
     @field_validator("public_env")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
