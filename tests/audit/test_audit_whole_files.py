@@ -120,7 +120,7 @@ def test_audit_batch_reads_each_file_as_a_serial_audit_does(tmp_path):
     by_name = {Path(f).name: g for f, g in zip(files, got)}
     assert [r[2] for r in by_name["run000.jsonl"]] == ["r0000"] and by_name["run000.jsonl"][0][-1][0].startswith("{")
     assert by_name["run101.json"][0][3] is not None  # the broken file: one record, its error
-    assert by_name["run102.jsonl"][0][8]  # not UTF-8: its note travels with its record
+    assert by_name["run102.jsonl"][0][9]  # not UTF-8: its note travels with its record (after group, task)
     missing = audit_batch(auditor(), FileBatch(((str(folder / "gone.json"), "no-such-format"),)))
     assert missing == [Irregular(str(folder / "gone.json"), 1)]  # raised there: read here, where it raises again
 
