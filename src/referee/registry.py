@@ -10,6 +10,8 @@ The plugin contract (docs/plugins.md has the table of entry point groups):
   naming the entry point and what it should point at. Built-ins and plugins cannot diverge.
 - Registries of factories (extractor and claim reader backends) build an instance per use with
   `create(name, **config)`; the factory is called with exactly that keyword config.
+- A plugin that does not load or adapt is kept as that name's error: using
+  the name raises it, `check_plugins` (for commands that list a registry) too; the other plugins still work.
 """
 
 from __future__ import annotations
@@ -104,6 +106,9 @@ class Registry(Generic[T]):
     name_attr: str | None = None  # a class attribute (e.g. `kind`) set to the registered name when empty
     _items: dict[str, T] = field(default_factory=dict)
     _origins: dict[str, str] = field(default_factory=dict)  # name -> the entry point it came from (plugins only)
+    # name -> why the plugin of that name cannot be used (it does not load or adapt): kept
+    # per name so that one broken plugin fails only what uses or lists it, never its working neighbours
+    _broken: dict[str, PluginError] = field(default_factory=dict)
     _loaded_entry_points: bool = False
 
     # ------------------------------------------------------------------ the one adaptation path
@@ -155,19 +160,28 @@ class Registry(Generic[T]):
         self._loaded_entry_points = True
         from importlib.metadata import entry_points
 
+        builtin = set(self._items)
         for ep in entry_points(group=self.entry_point_group):
-            if ep.name in self._items:
+            if ep.name in builtin:
                 continue
             dist = getattr(ep, "dist", None)
             origin = f"entry point {self.entry_point_group}:{ep.name} = {ep.value}" + (
                 f" (from {dist.name} {dist.version})" if dist is not None else "")
             try:
-                obj = ep.load()
-            except Exception as exc:
-                raise PluginError(f"{origin}: cannot load: {type(exc).__name__}: {exc}",
-                                  fix="fix or uninstall that plugin") from None
-            self._items[ep.name] = self.adapt(ep.name, obj, origin)
-            self._origins[ep.name] = origin
+                try:
+                    obj = ep.load()
+                except Exception as exc:
+                    raise PluginError(f"{origin}: cannot load: {type(exc).__name__}: {exc}",
+                                      fix="fix or uninstall that plugin") from None
+                self._items[ep.name] = self.adapt(ep.name, obj, origin)
+                self._origins[ep.name] = origin
+            except PluginError as exc:
+                self._broken[ep.name] = exc
+
+    def plugin_errors(self) -> dict[str, PluginError]:
+        """Why each broken plugin of this registry's group cannot be used, by name."""
+        self._load_entry_points()
+        return dict(sorted(self._broken.items()))
 
     # ------------------------------------------------------------------ lookups
 
@@ -191,12 +205,17 @@ class Registry(Generic[T]):
         """Build the error for an unknown name, with the nearest known one."""
         known = self.names()
         plural = self.what[:-1] + "ies" if self.what.endswith("y") else self.what + "s"
-        return UnknownKindError(f"unknown {self.what} '{name}'", fix=nearest(name, known, plural), **where)
+        fix = nearest(name, known, plural)
+        if self._broken:  # a plugin that does not load may be the one meant: say it is there, and broken
+            fix += f"; broken plugins left out: {', '.join(sorted(self._broken))}"
+        return UnknownKindError(f"unknown {self.what} '{name}'", fix=fix, **where)
 
     def get(self, name: str, **where) -> T:
         if name in self._items:  # entry points load only for a name no built-in has
             return self._items[name]
         self._load_entry_points()
+        if name in self._broken:
+            raise self._broken[name]
         try:
             return self._items[name]
         except KeyError:
@@ -230,3 +249,14 @@ class Registry(Generic[T]):
                 raise
             raise PluginError(f"{self._origins[name]}: building it failed: {type(exc).__name__}: {exc}",
                               fix="fix or uninstall that plugin") from None
+
+
+def check_plugins(*registries: Registry) -> None:
+    """For a command that lists registries: a broken plugin among them stops it with one line (the first, naming
+    the others), since a listing that quietly left it out would look complete."""
+    broken = [(f"{r.entry_point_group}:{n}", e) for r in registries for n, e in r.plugin_errors().items()]
+    if not broken:
+        return
+    (_, first), rest = broken[0], broken[1:]
+    more = f"; broken too: {', '.join(n for n, _ in rest)}" if rest else ""
+    raise PluginError(first.message, fix=(first.fix or "") + more)

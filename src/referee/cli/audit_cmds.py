@@ -489,9 +489,11 @@ def replay(audit_file, policy, out, gold):
 @click.option("--json", "json_mode", is_flag=True, help="Print the table as JSON.")
 def readers(json_mode):
     """List the trace readers: the format name for --format, what each needs, and how it is sniffed."""
-    from referee.audit.readers import reader_infos
+    from referee.audit.readers import reader_infos, trace_readers
+    from referee.registry import check_plugins
 
     rows = reader_infos()
+    check_plugins(trace_readers)  # a listing that quietly left a broken plugin out looks complete
     if json_mode:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=2))
         return 0

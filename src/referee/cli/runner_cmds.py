@@ -325,6 +325,9 @@ def kinds(json_mode, actions, tools, readers_):
         return (obj.__doc__ or "").strip().splitlines()[0] if obj.__doc__ else ""
 
     load_builtin()
+    from referee.registry import check_plugins
+
+    check_plugins(validator_specs, capture_specs)  # a listing that quietly left a broken plugin out looks complete
     table = {"validators": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in validator_specs.items()},
              "captures": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in capture_specs.items()},
              "actors": {n: {"summary": doc(a), "params": []} for n, a in actors.items()},

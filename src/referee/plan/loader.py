@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from referee.errors import PlanError, RefereeError
+from referee.errors import PlanError, PluginError, RefereeError
 from referee.plan.envvars import references, unset
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
 from referee.plan.model import Plan, Step, name_from
@@ -492,6 +492,9 @@ def _typed(where: _Where, registry, raw: Any, loc: tuple, what: str,
         raise where.error(f"a {what} needs a `kind`", loc, fix=f"known kinds: {', '.join(registry.names())}")
     try:
         kind = registry.get(str(raw["kind"]))
+    except PluginError as exc:
+        # an installed plugin is broken, not this line of the plan: said once, as itself, however many lines name it
+        raise PlanError(exc.message, fix=exc.fix) from None
     except RefereeError as exc:
         raise where.error(exc.message, loc + ("kind",), fix=exc.fix) from None
     try:

@@ -1,0 +1,103 @@
+"""Broken plugins (docs/plugins.md): each is one line naming its entry point, distribution and fix, exit 2, said
+when its name is used or its registry listed, before anything runs; the working plugins beside it keep working,
+and a name two plugins register is an error naming both, never a choice by load order."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.test_plugins_entry_points import LINETRACE, PKG, env_with, make_site
+
+EXTRA_MODULES = {
+    "specs.py": '''
+        from referee.plan.validators import ValidatorSpec
+
+
+        class SpecOnly(ValidatorSpec):  # a plan spec without a check: not a validator plugin
+            summary = "spec only, no check"
+
+
+        class Plain:
+            pass
+        ''',
+}
+
+AGENT = "import pathlib; pathlib.Path('acted.txt').write_text('the agent ran')\n"
+
+
+def _site(tmp_path: Path, *dists: tuple[str, str]) -> Path:
+    """A site with the demo plugin package and one dist-info per (name, entry_points.txt text)."""
+    site = make_site(tmp_path, dists[0][1], name=dists[0][0])
+    for mod, src in EXTRA_MODULES.items():
+        (site / PKG / mod).write_text(textwrap.dedent(src))
+    for name, eps in dists[1:]:
+        dist = site / f"{name}-0.1.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text(eps)
+    return site
+
+
+def _plan(tmp_path: Path, *kinds: str, name: str = "plan.yaml") -> str:
+    vals = "".join(f"      - {{kind: {k}, evidence: out.txt}}\n" for k in kinds)
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / name).write_text(f"actor: {{kind: command, command: 'python3 agent.py'}}\nsteps:\n  - id: s\n"
+                                 f"    do: x\n    validators:\n{vals}")
+    return name
+
+
+def _one_line(err: str) -> str:
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+BROKEN = f"""
+[referee.validators]
+number_is_even = {PKG}.validators:NumberIsEven
+missing_mod = referee_no_such_module:Thing
+
+[referee.readers]
+linetrace = {PKG}.readers:read_lines
+badreader = {PKG}.specs:SpecOnly.summary
+"""
+
+
+def test_a_broken_plugin_leaves_the_working_ones_of_its_group_working(tmp_path):
+    env = env_with(_site(tmp_path, ("referee_broken_demo", BROKEN)))
+    rc, out, err = run_cli(["check", _plan(tmp_path, "number_is_even", "number_is_even")], cwd=tmp_path, env=env)
+    assert rc == 0 and "ok (1 steps, 2 validators)" in out, err
+    (tmp_path / "t.lines").write_text(LINETRACE)
+    rc, _, err = run_cli(["audit", "t.lines", "--format", "linetrace", "--out", "a.jsonl", "--no-progress"],
+                         cwd=tmp_path, env=env)
+    assert rc == 0 and len((tmp_path / "a.jsonl").read_text().splitlines()) == 2, err
+
+
+def test_a_broken_plugin_used_by_a_plan_is_said_once_as_itself(tmp_path):
+    env = env_with(_site(tmp_path, ("referee_broken_demo", BROKEN)))
+    plan = _plan(tmp_path, "number_is_even", "missing_mod", "missing_mod")
+    rc, out, err = run_cli(["check", plan], cwd=tmp_path, env=env)
+    assert rc == 2, err
+    err = _one_line(err)
+    assert err.startswith("referee: error: entry point referee.validators:missing_mod = referee_no_such_module:Thing"
+                          " (from referee-broken-demo 0.1): cannot load: ModuleNotFoundError"), err
+    assert err.rstrip().endswith("; fix or uninstall that plugin"), err
+    assert "in step" not in err and "unknown" not in err and "plan.yaml:" not in err, err
+    rc, out, err = run_cli(["check", "--json", plan], cwd=tmp_path, env=env)
+    errors = json.loads(out)[plan]["errors"]
+    assert len(errors) == 1 and "missing_mod" in errors[0]["message"], errors
+
+
+def test_listing_a_group_with_a_broken_plugin_names_it(tmp_path):
+    env = env_with(_site(tmp_path, ("referee_broken_demo", BROKEN)))
+    (tmp_path / "t.lines").write_text(LINETRACE)
+    rc, out, err = run_cli(["kinds"], cwd=tmp_path, env=env)
+    assert rc == 2 and "entry point referee.validators:missing_mod" in _one_line(err), err
+    rc, out, err = run_cli(["readers"], cwd=tmp_path, env=env)
+    assert rc == 2 and "entry point referee.readers:badreader" in _one_line(err), err
+    rc, _, err = run_cli(["audit", "t.lines", "--format", "badreader", "--out", "b.jsonl"], cwd=tmp_path, env=env)
+    assert rc == 2 and "entry point referee.readers:badreader" in _one_line(err), err
+    rc, _, err = run_cli(["audit", "t.lines", "--format", "linetrac", "--out", "b.jsonl"], cwd=tmp_path, env=env)
+    assert rc == 2 and "did you mean 'linetrace'?" in err and "broken plugins left out: badreader" in err, err
