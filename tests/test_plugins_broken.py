@@ -23,6 +23,23 @@ EXTRA_MODULES = {
         class Plain:
             pass
         ''',
+    "dupes.py": '''
+        from referee.validators import Outcome, ValidatorKind
+
+
+        class Holds(ValidatorKind):
+            summary = "A: always holds"
+
+            def check(self, params, ev, index):
+                return Outcome.hold("A says yes")
+
+
+        class Fails(ValidatorKind):
+            summary = "B: always fails"
+
+            def check(self, params, ev, index):
+                return Outcome.fail("B says no")
+        ''',
 }
 
 AGENT = "import pathlib; pathlib.Path('acted.txt').write_text('the agent ran')\n"
@@ -101,3 +118,28 @@ def test_listing_a_group_with_a_broken_plugin_names_it(tmp_path):
     assert rc == 2 and "entry point referee.readers:badreader" in _one_line(err), err
     rc, _, err = run_cli(["audit", "t.lines", "--format", "linetrac", "--out", "b.jsonl"], cwd=tmp_path, env=env)
     assert rc == 2 and "did you mean 'linetrace'?" in err and "broken plugins left out: badreader" in err, err
+
+
+DUPE_A = f"[referee.validators]\ndupe_kind = {PKG}.dupes:Holds\nnumber_is_even = {PKG}.validators:NumberIsEven\n"
+DUPE_B = f"[referee.validators]\ndupe_kind = {PKG}.dupes:Fails\n"
+
+
+def test_two_plugins_of_one_name_are_an_error_naming_both(tmp_path):
+    env = env_with(_site(tmp_path, ("referee_dupe_a", DUPE_A), ("referee_dupe_b", DUPE_B)))
+    for args in (["kinds"], ["check", _plan(tmp_path, "dupe_kind")],
+                 ["run", _plan(tmp_path, "dupe_kind"), "--out", "runs"]):
+        rc, out, err = run_cli(args, cwd=tmp_path, env=env)
+        assert rc == 2, (args, out, err)
+        err = _one_line(err)
+        assert "validator kind 'dupe_kind' is registered by 2 plugins" in err, err
+        assert f"dupe_kind = {PKG}.dupes:Holds (from referee-dupe-a 0.1)" in err, err
+        assert f"dupe_kind = {PKG}.dupes:Fails (from referee-dupe-b 0.1)" in err, err
+        assert "uninstall all but one" in err, err
+    assert not (tmp_path / "acted.txt").exists()
+    rc, out, err = run_cli(["check", _plan(tmp_path, "number_is_even", name="other.yaml")], cwd=tmp_path, env=env)
+    assert rc == 0, err  # the other plugins of those distributions still work
+
+
+def test_the_duplicate_rule_is_documented():
+    doc = (Path(__file__).parents[1] / "docs" / "plugins.md").read_text()
+    assert "registered by 2 plugins" in doc

@@ -10,7 +10,7 @@ The plugin contract (docs/plugins.md has the table of entry point groups):
   naming the entry point and what it should point at. Built-ins and plugins cannot diverge.
 - Registries of factories (extractor and claim reader backends) build an instance per use with
   `create(name, **config)`; the factory is called with exactly that keyword config.
-- A plugin that does not load or adapt is kept as that name's error: using
+- A plugin that does not load or adapt, and a name two plugins register, is kept as that name's error: using
   the name raises it, `check_plugins` (for commands that list a registry) too; the other plugins still work.
 """
 
@@ -106,7 +106,7 @@ class Registry(Generic[T]):
     name_attr: str | None = None  # a class attribute (e.g. `kind`) set to the registered name when empty
     _items: dict[str, T] = field(default_factory=dict)
     _origins: dict[str, str] = field(default_factory=dict)  # name -> the entry point it came from (plugins only)
-    # name -> why the plugin of that name cannot be used (it does not load or adapt): kept
+    # name -> why no plugin of that name can be used (it does not load or adapt, or two plugins claim it): kept
     # per name so that one broken plugin fails only what uses or lists it, never its working neighbours
     _broken: dict[str, PluginError] = field(default_factory=dict)
     _loaded_entry_points: bool = False
@@ -161,12 +161,25 @@ class Registry(Generic[T]):
         from importlib.metadata import entry_points
 
         builtin = set(self._items)
+        claims: dict[str, list[str]] = {}  # name -> the entry points that register it
         for ep in entry_points(group=self.entry_point_group):
             if ep.name in builtin:
                 continue
             dist = getattr(ep, "dist", None)
             origin = f"entry point {self.entry_point_group}:{ep.name} = {ep.value}" + (
                 f" (from {dist.name} {dist.version})" if dist is not None else "")
+            claims.setdefault(ep.name, []).append(origin)
+            if len(claims[ep.name]) > 1:
+                # which one wins would depend on the order the path lists them: neither may decide a verdict
+                self._items.pop(ep.name, None)
+                self._origins.pop(ep.name, None)
+                dists = [d.name for e in entry_points(group=self.entry_point_group, name=ep.name)
+                         if (d := getattr(e, "dist", None)) is not None]
+                self._broken[ep.name] = PluginError(
+                    f"{self.what} '{ep.name}' is registered by {len(claims[ep.name])} plugins: "
+                    + " and ".join(claims[ep.name]),
+                    fix=f"uninstall all but one of them (pip uninstall {' / '.join(dists) or 'DIST'})")
+                continue
             try:
                 try:
                     obj = ep.load()
