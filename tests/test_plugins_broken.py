@@ -71,6 +71,30 @@ def _one_line(err: str) -> str:
     return err
 
 
+def test_a_validator_plugin_that_is_only_a_spec_stops_kinds_check_and_run_before_the_agent(tmp_path):
+    site = _site(tmp_path, ("referee_spec_demo", f"[referee.validators]\nspec_only = {PKG}.specs:SpecOnly\n"))
+    env = env_with(site)
+    rc, out, err = run_cli(["kinds"], cwd=tmp_path, env=env)
+    assert rc == 2 and "spec_only" not in out, out
+    err = _one_line(err)
+    assert "entry point referee.validators:spec_only" in err and "referee-spec-demo" in err, err
+    assert "should point at a ValidatorKind subclass" in err, err
+
+    plan = _plan(tmp_path, "spec_only")
+    rc, out, err = run_cli(["check", plan], cwd=tmp_path, env=env)
+    assert rc == 2 and "should point at a ValidatorKind subclass" in err, err
+    rc, out, err = run_cli(["run", plan, "--out", "runs"], cwd=tmp_path, env=env)
+    assert rc == 2 and "should point at a ValidatorKind subclass" in err, err
+    assert not (tmp_path / "acted.txt").exists() and not (tmp_path / "runs").exists()
+
+
+def test_a_plain_class_is_told_to_be_a_validator_kind_not_a_spec(tmp_path):
+    site = _site(tmp_path, ("referee_plain_demo", f"[referee.validators]\nplain = {PKG}.specs:Plain\n"))
+    rc, out, err = run_cli(["kinds"], cwd=tmp_path, env=env_with(site))
+    assert rc == 2 and "should point at a ValidatorKind subclass" in _one_line(err), err
+    assert "ValidatorSpec" not in err, err
+
+
 BROKEN = f"""
 [referee.validators]
 number_is_even = {PKG}.validators:NumberIsEven

@@ -104,6 +104,10 @@ class Registry(Generic[T]):
     entry_point_group: str | None = None
     item: type | Item | None = None  # what the registry holds (None: anything, kept as given)
     name_attr: str | None = None  # a class attribute (e.g. `kind`) set to the registered name when empty
+    # what an entry point must give, when plugins owe more than built-ins (a validator plugin is also its checker:
+    # a ValidatorKind, where a built-in plan spec is only a ValidatorSpec); None: `item`
+    plugin_item: type | Item | None = None
+    points_at: str | None = None  # for errors: what an entry point should point at (None: said from the item)
     _items: dict[str, T] = field(default_factory=dict)
     _origins: dict[str, str] = field(default_factory=dict)  # name -> the entry point it came from (plugins only)
     # name -> why no plugin of that name can be used (it does not load or adapt, or two plugins claim it): kept
@@ -113,29 +117,36 @@ class Registry(Generic[T]):
 
     # ------------------------------------------------------------------ the one adaptation path
 
-    def is_item(self, obj: object) -> bool:
-        if self.item is None:
+    def is_item(self, obj: object, item: type | Item | None = None) -> bool:
+        item = item or self.item
+        if item is None:
             return True
-        if isinstance(self.item, Item):
-            return bool(self.item.check(obj))
-        return isinstance(obj, self.item)
+        if isinstance(item, Item):
+            return bool(item.check(obj))
+        return isinstance(obj, item)
 
     def adapt(self, name: str, obj: object, origin: str | None = None) -> T:
-        """Turn what was registered (or what an entry point loaded) into an item: an item is kept,
-        a class or factory is called with no arguments and must give one."""
+        """Turn what was registered (or what an entry point loaded, `origin` naming it) into an item: an item is
+        kept, a class or factory is called with no arguments and must give one."""
+        plugin = origin is not None
+        item = (self.plugin_item or self.item) if plugin else self.item
+        if plugin:
+            points = self.points_at or f"a class or a factory that gives {item_words(item)}"
+            fix = f"the entry point should point at {points} (docs/plugins.md)"
+        else:
+            fix = "register a class or a factory that gives one"
         origin = origin or f"{self.what} '{name}'"
-        fix = "register a class or a factory that gives one"
-        if not self.is_item(obj):
+        if not self.is_item(obj, item):
             label = getattr(obj, "__qualname__", None) or type(obj).__name__
             if not callable(obj):
-                raise PluginError(f"{origin}: {label} is not {item_words(self.item)}", fix=fix)
+                raise PluginError(f"{origin}: {label} is not {item_words(item)}", fix=fix)
             try:
                 made = obj()
             except Exception as exc:  # a plugin's constructor: report it as the plugin's fault
                 raise PluginError(f"{origin}: calling {label}() with no arguments failed: "
                                   f"{type(exc).__name__}: {exc}", fix=fix) from None
-            if not self.is_item(made):
-                raise PluginError(f"{origin}: {label} gave {type(made).__name__}, not {item_words(self.item)}",
+            if not self.is_item(made, item):
+                raise PluginError(f"{origin}: {label} gave {type(made).__name__}, not {item_words(item)}",
                                   fix=fix)
             obj = made
         if self.name_attr and not isinstance(obj, type) and not getattr(obj, self.name_attr, None):

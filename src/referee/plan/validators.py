@@ -25,7 +25,7 @@ from referee.ocr import DEFAULT_ENGINE, engines
 from referee.errors import PlanValueError
 from referee.plan.model import RunAs, Seconds, one_of
 from referee.plan.rowshape import MinRows, ddb_key, goes_with
-from referee.registry import Registry
+from referee.registry import Item, Registry
 
 
 class ValidatorParams(BaseModel):
@@ -86,6 +86,7 @@ class ValidatorSpec:
     # the built-in capture kind whose record the check reads when `evidence` names a capture: naming a capture of
     # another built-in kind is a certain ERROR, which `referee check` reports (None: any evidence, or a file)
     evidence_kind: ClassVar[str | None] = None
+    is_checker: ClassVar[bool] = False  # True in referee.validators.ValidatorKind: a plugin must be one, with a check
 
     def captures(self, params: Any, index: int) -> list[CaptureRequest]:
         """Captures the runner takes for this validator; `index` makes implicit names unique."""
@@ -99,9 +100,20 @@ class ValidatorSpec:
         return list(ev) if isinstance(ev, list) else [ev]
 
 
-# an entry point names a ValidatorKind subclass (or a factory of one); each kind is one shared instance
-validator_specs: Registry[ValidatorSpec] = Registry("validator kind", "referee.validators", item=ValidatorSpec,
-                                                    name_attr="kind")
+POINTS_AT = "a ValidatorKind subclass (referee.validators.ValidatorKind: Params, summary and check)"
+"""What a `referee.validators` entry point must name, in every error about one that does not."""
+
+
+def _is_checker(obj: object) -> bool:
+    # ValidatorKind lives in referee.validators, above this layer: it says it is one with `is_checker`
+    return isinstance(obj, ValidatorSpec) and obj.is_checker
+
+
+# an entry point names a ValidatorKind subclass (or a factory of one); each kind is one shared instance. A plugin
+# must be a ValidatorKind here too, not only a spec: else it passed `check` and failed only once the agent had run
+validator_specs: Registry[ValidatorSpec] = Registry(
+    "validator kind", "referee.validators", item=ValidatorSpec, name_attr="kind",
+    plugin_item=Item(_is_checker, "a referee.validators.ValidatorKind"), points_at=POINTS_AT)
 
 BUILTIN_SPECS: dict[str, type[ValidatorSpec]] = {}
 """The built-in kinds, by name; the checkers in `referee.validators` subclass these."""

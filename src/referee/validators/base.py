@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, TypeVar
 
-from referee.plan.validators import BUILTIN_SPECS, CaptureRequest, ValidatorParams, ValidatorSpec, validator_specs
+from referee.plan.validators import (BUILTIN_SPECS, POINTS_AT, CaptureRequest, ValidatorParams, ValidatorSpec,
+                                     validator_specs)
 from referee.registry import Registry
 
 Status = Literal["PASS", "FAIL", "ERROR"]
@@ -76,13 +77,15 @@ class ValidatorKind(ValidatorSpec):
     `check` must be pure: it reads only through `ev`, never the network, the clock or the actors.
     """
 
+    is_checker = True
+
     def check(self, params: Any, ev: EvidenceView, index: int) -> Outcome:
         raise NotImplementedError
 
 
 # an entry point names a ValidatorKind subclass (or a factory of one); registered kinds are one shared instance
 validators: Registry[ValidatorKind] = Registry("validator kind", "referee.validators", item=ValidatorKind,
-                                               name_attr="kind")
+                                               name_attr="kind", points_at=POINTS_AT)
 
 
 def register(kind: str) -> Callable[[K], K]:
