@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
-from referee.errors import EvidenceError, UsageError
+from referee.errors import EvidenceError, MissingExtraError, UsageError
 from referee.fsutil import atomic_write_json, loads_json, read_regular
 from referee.plan.script import parse_script
 from referee.rundir import CaptureFailure, CaptureRecord, sniff_record
@@ -201,13 +201,12 @@ def _check_readable(control: Path) -> None:
         raise UsageError("control is empty", file=str(control), fix=_FIX)
     if not (_control_kind(control, data, None) == "screenshot" or control.name.lower().endswith(IMAGE_NAMES)):
         return
-    from referee.errors import MissingExtraError
     from referee.ocr.base import decode_image
 
     try:
         decode_image(data, control.name)
     except MissingExtraError:
-        return  # without Pillow no validator reads an image either: the checks say n/a
+        return  # only a validator that reads the image needs Pillow: its check stops the lint with the install hint
     except EvidenceError as exc:
         why = exc.message.split("evidence ", 1)[-1]
         raise UsageError(f"control {why}", file=str(control),
@@ -267,6 +266,8 @@ def _check_one(tv, view: ControlView, step: str, control: str) -> Finding:
     except EvidenceError as exc:
         return Finding(step, label, tv.params.kind, control, "not_applicable",
                        f"cannot read the control this way: {exc}")
+    except MissingExtraError:
+        raise  # the validator reads this control, referee cannot yet: a lint that could not look is never "ok"
     except Exception as exc:  # a validator that cannot read this kind of control says nothing about looseness
         return Finding(step, label, tv.params.kind, control, "not_applicable", f"{type(exc).__name__}: {exc}")
     if out.status == "ERROR":
