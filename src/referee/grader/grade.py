@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from referee.errors import EvidenceError
+from referee.errors import EvidenceError, MissingExtraError
 from referee.grader.evidence import RunEvidence
 from referee.grader.outcome import agent_outcome, duration, not_run, with_attempts
 from referee.grader.results import RunResults, StepResult, ValidatorResult, Verdict, summarize
@@ -22,6 +22,8 @@ def _run_check(tv: TypedValidator, view) -> Outcome:
         return Outcome.error(str(exc))
     except NoContent as exc:  # a file capture with nothing to read (no such file): whatever the check, no PASS
         return Outcome.fail(str(exc))
+    except MissingExtraError as exc:  # not a crash: the install is short of an extra, and the fix is to add it
+        return Outcome.error(f"needs the {exc.extra} extra: {exc.message}; {exc.fix}")
     except Exception as exc:  # a crashing validator means the grader could not look: ERROR, never PASS
         return Outcome.error(f"validator crashed: {type(exc).__name__}: {exc}")
 
