@@ -524,3 +524,24 @@ def test_an_isolated_agent_cannot_read_the_users_default_key_when_another_is_act
     assert (run.run_dir / "agent/s/claim.json").exists(), "the thief did not run"
     assert default.read_text() not in _loot(run), "the agent copied the user's default signing key"
     assert_isolated(run, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_isolated_agent_and_its_command_captures_have_no_new_privs(tmp_path, run_plan, mode):
+    """security-isolation.md: no_new_privs, so a setuid program gives the agent nothing. The launcher imported
+    ctypes after dropping to the agent's account, which cannot read an interpreter under /root: the import
+    failed, was ignored, and agents ran with NoNewPrivs 0 (a setuid copy of a shell let one run's agent act as
+    another run's account)."""
+    script = tmp_path / "nnp.sh"
+    script.write_text('#!/bin/sh\ngrep NoNewPrivs /proc/self/status > "$REFEREE_AGENT_DIR/nnp.txt"\n'
+                      'echo \'{"pass": true}\' > "$REFEREE_CLAIM_FILE"\n')
+    script.chmod(0o755)
+    plan = {"name": "nnp", "actor": actor(f"sh {script}", mode), "steps": [
+        {"id": "s", "do": "x",
+         "capture": [{"kind": "command", "name": "cap", "command": "grep NoNewPrivs /proc/self/status"}],
+         "validators": [{"kind": "text_contains", "evidence": "cap", "text": "NoNewPrivs:\t1"}]}]}
+    run = run_plan(plan)
+    assert run.run_dir is not None, run.explain()
+    iso = assert_isolated(run, mode)
+    assert (run.run_dir / "agent/s/nnp.txt").read_text().split() == ["NoNewPrivs:", "1"], iso
+    assert run.verdict("s") == "PASS", run.explain()  # the command capture, run as the agent, too

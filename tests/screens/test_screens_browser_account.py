@@ -43,14 +43,15 @@ with sync_playwright() as pw:
         page.wait_for_timeout(1500)
     except Exception as exc:
         seen["download_error"] = str(exc).splitlines()[0]
-uids = set()
+uids, nnp = set(), set()
 for d in os.listdir("/proc"):
     try:
         if d.isdigit() and open(f"/proc/{d}/comm").read().strip() in ("chromium", "chrome", "headless_shell"):
             uids.add(os.stat(f"/proc/{d}").st_uid)
+            nnp.add(open(f"/proc/{d}/status").read().split("NoNewPrivs:")[1].split()[0])
     except OSError:
         pass
-seen["chromium_uids"] = sorted(uids)
+seen["chromium_uids"], seen["chromium_nnp"] = sorted(uids), sorted(nnp)
 (out / "seen.json").write_text(json.dumps(seen))
 Path(os.environ["REFEREE_CLAIM_FILE"]).write_text('{"pass": true}')
 '''
@@ -79,3 +80,4 @@ def test_an_agent_driving_the_browser_reads_and_writes_nothing_more_through_it(t
     assert seen.get("key_sha256") != key_sha, "the agent read the signing key through Chromium"
     assert list(locked.iterdir()) == [], "the agent had Chromium write into a folder only root may write"
     assert 0 not in seen["chromium_uids"], seen  # (under bwrap its own pid namespace shows it none)
+    assert set(seen["chromium_nnp"]) <= {"1"}, seen  # no_new_privs: a setuid program gives it nothing

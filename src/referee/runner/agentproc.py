@@ -45,17 +45,16 @@ try:
             soft, _, hard = soft_hard.partition(":")
             resource.setrlimit(getattr(resource, "RLIMIT_" + name), (int(soft), int(hard)))
     if uid:
+        # no_new_privs before the drop: ctypes is imported while the interpreter's files are still readable (as
+        # the agent's account an interpreter under /root cannot import it), and a failure stops the start
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         os.setgroups([])
         os.setgid(int(gid))
         os.setuid(int(uid))
-        try:
-            import ctypes
-            if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        except ImportError:
-            pass
     os.execv(argv[0], argv)
-except OSError as exc:
+except (OSError, ImportError) as exc:
     sys.stderr.write("referee: cannot start the agent: %s\n" % exc)
     os._exit(125)
 """

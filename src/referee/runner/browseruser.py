@@ -33,16 +33,14 @@ try:
                 os.lchown(name, uid, gid)
         os.environ["HOME"] = profile
     os.environ.pop("XDG_RUNTIME_DIR", None)
+    import ctypes  # before the drop: as the browser's account an interpreter under /root cannot import it
+    if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:  # no_new_privs
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # no_new_privs
-    except (ImportError, OSError):
-        pass
     os.execv(chromium, [chromium, *args])
-except OSError as exc:
+except (OSError, ImportError) as exc:
     sys.stderr.write("referee: cannot start Chromium as uid %d: %s\n" % (uid, exc))
     os._exit(127)
 '''
