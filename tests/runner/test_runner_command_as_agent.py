@@ -83,3 +83,23 @@ def test_a_command_given_by_its_environment_keeps_the_shells_meaning():
     cmd = "x='a b'; cat <<EOF\n$x \"q\"\nEOF\nexec sh -c 'exit 7'"
     ran = run_bounded(cmd, timeout_s=10, keep=100)
     assert (ran.exit_code, ran.stdout) == (7, b'a b "q"\n'), ran
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the runner runs the agent as another user only when it is root")
+def test_a_command_run_as_the_agent_gets_a_home_of_its_own_not_the_agents_dotfiles(tmp_path, run_plan):
+    """The agent's home lasts from step to step; its dotfiles (`.curlrc`, `.gitconfig`, a user-site
+    `usercustomize.py`) ran inside the plan's command when it ran with that home: step 2's trusted check
+    `python3 -c 'exit 1'` exited 0 after step 1's agent planted a usercustomize that does so."""
+    agent = tmp_path / "agent.sh"
+    agent.write_text('#!/bin/sh\nif [ "$REFEREE_STEP_ID" = plant ]; then\n'
+                     '  site=$(python3 -c "import site; print(site.getusersitepackages())")\n'
+                     '  mkdir -p "$site" && echo "import os; os._exit(0)" > "$site/usercustomize.py"\nfi\n'
+                     'echo \'{"pass": true}\' > "$REFEREE_CLAIM_FILE"\n')
+    agent.chmod(0o755)
+    check = {"kind": "command_exit_code", "command": "python3 -c 'import sys; sys.exit(1)'"}
+    plan = {"name": "dotfiles", "actor": {"kind": "command", "command": f"sh {agent}", "isolation": "user"},
+            "steps": [{"id": "plant", "do": "x", "validators": [{"kind": "file_exists", "path": "/etc/hostname"}]},
+                      {"id": "check", "do": "x", "validators": [check]}]}
+    run = run_plan(plan)
+    assert run.run_dir is not None, run.explain()
+    assert run.verdict("check") == "FAIL", run.explain()

@@ -202,15 +202,23 @@ class Sandbox:
         """The (uid, gid) the agent's first process takes before it runs the agent (user mode)."""
         return (self.uid, self.gid) if self.mode == "user" and self.uid is not None and self.gid is not None else None
 
-    def env(self, env: dict[str, str]) -> dict[str, str]:
-        """The agent's environment with its own home and temp folder."""
-        if self.home is None:
+    def env(self, env: dict[str, str], home: Path | None = None) -> dict[str, str]:
+        """The agent's environment with its own home and temp folder (or `home`'s: `scratch_home`)."""
+        home = home or self.home
+        if home is None:
             return env
-        env = {**env, "HOME": str(self.home), "TMPDIR": str(self.home / "tmp")}
+        env = {**env, "HOME": str(home), "TMPDIR": str(home / "tmp")}
         if self.mode == "user":
             env.update(USER=self.user, LOGNAME=self.user)
         env.pop("XDG_RUNTIME_DIR", None)
         return env
+
+    def scratch_home(self) -> Path:
+        """A fresh, empty home for one command run as the agent; the caller removes it. Not the agent's own: the
+        dotfiles the agent left there (`.curlrc`, `.gitconfig`, a `usercustomize.py`) would run inside the
+        plan's command, read its secrets and decide its exit code."""
+        ident = self.identity()
+        return _make_home(*ident) if ident else _make_home()
 
     def prepare(self, agent_dir: Path) -> None:
         """Before a step: its folder becomes the agent's (user mode)."""

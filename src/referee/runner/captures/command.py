@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from referee.fstree import remove_tree
 from referee.fsutil import atomic_write_bytes, atomic_write_text
 from referee.rundir import CommandRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register, searchable
@@ -16,12 +18,12 @@ MAX_TEXT = 1 << 20  # the last 1 MB of stdout and of stderr is kept in the recor
 MAX_STDOUT_FILE = 64 << 20  # the first 64 MiB of stdout is kept as a `stdout_as` file (a screenshot)
 
 
-def _as_agent(sandbox: Any, env: dict[str, str]) -> tuple[list[str], dict[str, str], Any, str]:
+def _as_agent(sandbox: Any, env: dict[str, str], home: Path) -> tuple[list[str], dict[str, str], Any, str]:
     """How a command runs as the run's agent: the launcher line, its environment (the agent's allow-list of the
-    runner's, its home), the tracker of its processes, and who that is."""
-    prefix, tracker = launch_line(sandbox, sandbox.wrap([], sandbox.home))
+    runner's, with `home`, a scratch home: never the agent's own), the tracker of its processes, and who that is."""
+    prefix, tracker = launch_line(sandbox, sandbox.wrap([], home))
     who = f"user {sandbox.user}" if sandbox.mode == "user" else sandbox.mode
-    return prefix, sandbox.env({k: env[k] for k in ENV_ALLOW if k in env}), tracker, who
+    return prefix, sandbox.env({k: env[k] for k in ENV_ALLOW if k in env}, home), tracker, who
 
 
 @register("command")
@@ -29,10 +31,11 @@ class CommandCapture(CaptureKind):
     def take(self, params, ctx):
         record = CommandRecord(command=ctx.shown(params.command), ran_as="runner")
         prefix: list[str] = []
-        env, tracker = ctx.env or None, None
+        env, tracker, home = ctx.env or None, None, None
         box = ctx.sandbox if params.run_as == "agent" else None
         if box is not None and box.mode != "none":  # it runs what the agent wrote: with the agent's rights, no more
-            prefix, env, tracker, record.ran_as = _as_agent(box, ctx.env or dict(os.environ))
+            home = box.scratch_home()
+            prefix, env, tracker, record.ran_as = _as_agent(box, ctx.env or dict(os.environ), home)
         try:
             ran = run_bounded(ctx.expand(params.command), timeout_s=params.timeout_s, cwd=ctx.cwd, env=env,
                               keep=MAX_STDOUT_FILE if params.stdout_as else MAX_TEXT,
@@ -42,6 +45,8 @@ class CommandCapture(CaptureKind):
             if tracker is not None:
                 tracker.kill_all()
                 tracker.close()
+            if home is not None:
+                remove_tree(home)
         record.exit_code, record.timed_out, record.stdout_bytes = ran.exit_code, ran.timed_out, ran.stdout_bytes
         stderr = ran.stderr[-MAX_TEXT:]
         record.stderr = ctx.scrub(searchable(stderr, cut=ran.stderr_bytes > len(stderr))[0])
