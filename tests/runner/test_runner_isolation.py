@@ -545,3 +545,21 @@ def test_an_isolated_agent_and_its_command_captures_have_no_new_privs(tmp_path, 
     iso = assert_isolated(run, mode)
     assert (run.run_dir / "agent/s/nnp.txt").read_text().split() == ["NoNewPrivs:", "1"], iso
     assert run.verdict("s") == "PASS", run.explain()  # the command capture, run as the agent, too
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_key_beside_the_active_one_is_hidden_from_the_agent_too(tmp_path, run_plan, cli_env, mode):
+    """bwrap hid the active key file alone; a bwrap agent is the runner's user (root), so another key in the same
+    folder (a CI key other runs use) was its to read. The key folders are now empty in the sandbox."""
+    active = Path(cli_env["REFEREE_KEY_FILE"])
+    sibling = active.parent / f"sibling-{tmp_path.name}.key"
+    sibling.write_text(os.urandom(32).hex())
+    sibling.chmod(0o600)
+    try:
+        run = run_plan(_key_plan(actor(agent(tmp_path, "key_thief.sh"), mode, env={"KEY_PATH": str(sibling)})))
+        assert run.run_dir is not None, run.explain()
+        assert (run.run_dir / "agent/s/claim.json").exists(), "the thief did not run"
+        assert sibling.read_text() not in _loot(run), "the agent copied a key kept beside the active one"
+        assert_isolated(run, mode)
+    finally:
+        sibling.unlink()

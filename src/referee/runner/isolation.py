@@ -244,12 +244,7 @@ class Sandbox:
         a += ["--bind", str(self.home), str(self.home), "--bind", agent, agent,
               "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
               "--die-with-parent", "--new-session"]
-        # the runner's signing key, and the user's default one when REFEREE_KEY_FILE names another: whoever
-        # reads either can seal a forged run directory of this user
-        default = key_path({k: v for k, v in os.environ.items() if k != KEY_ENV})
-        for key in dict.fromkeys((key_path(), default)):
-            if key.is_file():
-                a += ["--ro-bind", "/dev/null", str(key)]
+        a += _hide_keys(cwd, run_dir, Path(os.path.abspath(self.home)), Path(agent))
         if is_root():
             a += ["--cap-drop", "ALL"]
         return a + ["--chdir", str(cwd), "--", *argv]
@@ -296,6 +291,30 @@ class Sandbox:
         if self._slot_lock is not None:
             os.close(self._slot_lock)  # the account is free for the next run
             self._slot_lock = None
+
+
+def _key_folders() -> list[Path]:
+    """The folders that hold signing keys: the active key's, and the user's default one (under $HOME, and under
+    $XDG_CONFIG_HOME when set)."""
+    bare = {k: v for k, v in os.environ.items() if k not in (KEY_ENV, "XDG_CONFIG_HOME")}
+    keys = [key_path(), key_path({k: v for k, v in os.environ.items() if k != KEY_ENV}), key_path(bare)]
+    return list(dict.fromkeys(Path(os.path.abspath(k)).parent for k in keys))
+
+
+def _hide_keys(*keep: Path) -> list[str]:
+    """bwrap arguments that hide every signing-key folder from the sandbox (an empty tmpfs in its place); the agent
+    there is the runner's user, root included, so a 0600 key of that user is otherwise its to read, and whoever
+    reads one can seal a forged run directory. A folder that holds what the sandbox needs (`keep`: workspace,
+    run directory, homes) keeps its other files; only its key files are hidden."""
+    out: list[str] = []
+    for folder in _key_folders():
+        if not folder.is_dir() or folder == Path("/"):
+            continue
+        if any(_inside(k, folder) for k in keep):
+            out += [x for key in folder.glob("*key*") if key.is_file() for x in ("--ro-bind", "/dev/null", str(key))]
+        else:
+            out += ["--tmpfs", str(folder)]
+    return out
 
 
 def _inside(path: Path, root: Path) -> bool:
