@@ -206,3 +206,55 @@ def test_ddb_capture_has_a_time_limit(tmp_path, cli_env, silent_endpoint):
     assert run.verdicts() == {"hang": "ERROR", "cap": "ERROR"}, run.explain()
     assert "within 2 s (timeout_s)" in run.reasons("hang"), run.reasons("hang")
     assert took < 40, f"took {took:.0f} s"
+
+
+def test_a_wal_file_the_agent_planted_beside_a_database_it_cannot_write_is_not_read(tmp_path, run_plan):
+    """SQLite reads committed rows from `<db>-wal`: an agent that may not write app.db (root's, 0644) but may
+    write its folder copied it, inserted the row and saved the copy's WAL as app.db-wal, and the read-only
+    capture PASSed on the forged row (and left a root-owned app.db-shm beside it)."""
+    import sqlite3
+
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as c:
+        c.execute("pragma journal_mode=wal")
+        c.execute("create table orders(id integer primary key, item text)")
+    c.close()
+    db.chmod(0o644)
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import os, shutil, sqlite3\n"
+        f"db = {str(db)!r}; copy = os.environ['TMPDIR'] + '/copy.db'\n"
+        "shutil.copy(db, copy)\n"
+        "c = sqlite3.connect(copy); c.execute('pragma wal_autocheckpoint=0')\n"
+        "c.execute(\"insert into orders values (1, 'lamp')\"); c.commit()\n"
+        "shutil.copy(copy + '-wal', db + '-wal')  # the connection is still open: not checkpointed\n"
+        "open(os.environ['REFEREE_CLAIM_FILE'], 'w').write('{\"pass\": true}')\n"
+        "os._exit(0)\n")
+    steps = [{"id": "s", "do": "Order a lamp.", "validators": [
+        {"kind": "sql_row_present", "url": f"sqlite:///{db}", "table": "orders", "where": {"id": 1, "item": "lamp"}}]}]
+    run = run_plan({"name": "walplant", "actor": {"kind": "command", "command": f"/usr/bin/python3 {agent}"},
+                    "steps": steps})
+    assert run.run_dir is not None, run.explain()
+    assert (tmp_path / "app.db-wal").exists(), "the agent planted nothing: the test proves nothing"
+    if run.manifest["isolation"]["mode"] != "user":
+        pytest.skip("the agent ran as the database's owner here (no user isolation): its WAL is the owner's")
+    assert run.verdict("s") == "ERROR", run.explain()
+    assert "was not made by its owner" in run.reasons("s"), run.reasons("s")
+    assert not (tmp_path / "app.db-shm").exists()
+
+
+def test_a_wal_database_without_a_writer_is_read_without_leaving_a_shm_file(tmp_path, run_plan):
+    import sqlite3
+
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as c:
+        c.execute("pragma journal_mode=wal")
+        c.execute("create table orders(id integer primary key, item text)")
+        c.execute("insert into orders values (1, 'lamp')")
+    c.close()
+    assert not (tmp_path / "app.db-wal").exists()
+    steps = [{"id": "s", "do": "x", "validators": [
+        {"kind": "sql_row_present", "url": f"sqlite:///{db}", "table": "orders", "where": {"id": 1}}]}]
+    run = run_plan({"name": "walread", "steps": steps}, agent="true")
+    assert run.verdict("s") == "PASS", run.explain()
+    assert not (tmp_path / "app.db-shm").exists() and not (tmp_path / "app.db-wal").exists()

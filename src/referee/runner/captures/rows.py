@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import math
 import os
+import stat
 import threading
 from collections.abc import Callable
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from referee.errors import require
@@ -126,7 +128,7 @@ def _engine(sa, url: str, ctx, timeout_s: float):
         return sa.create_engine(u, poolclass=sa.pool.NullPool)
     import sqlite3
 
-    uri = db.absolute().as_uri() + "?mode=ro"
+    uri = db.absolute().as_uri() + "?mode=ro" + _journal_check(db, ctx)
 
     def connect() -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
@@ -134,6 +136,32 @@ def _engine(sa, url: str, ctx, timeout_s: float):
         return conn
 
     return sa.create_engine("sqlite://", poolclass=sa.pool.NullPool, creator=connect)
+
+
+def _journal_check(db: Path, ctx) -> str:
+    """More of the read-only URI for `db`, after checking the files SQLite reads beside it.
+
+    SQLite reads committed rows from `<db>-wal` too, so a WAL file the agent planted beside a database it may
+    not write (in a workspace it may write) forges rows: one the database's owner did not make is refused.
+    A database in WAL mode with no WAL file has no writer (a connection keeps it while open) and holds
+    everything in its file: `immutable=1` reads it without making the `-shm` file a read-only open would
+    otherwise create, the runner's, beside it. A rollback-journal database is read with its usual locks.
+    """
+    owner = db.stat().st_uid
+    present = False
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = db.with_name(db.name + suffix)
+        try:
+            st = side.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or st.st_uid != owner:
+            raise CaptureFailed(f"{ctx.scrub(str(side))} beside the database was not made by its owner (uid "
+                                f"{owner}): rows in it could have been planted; not read")
+        present = present or suffix == "-wal"
+    with open(db, "rb") as fh:
+        wal_mode = fh.read(20)[18:19] == b"\x02"  # the header's file format write version: 2 is WAL
+    return "&immutable=1" if wal_mode and not present else ""
 
 
 @register("ddb")
