@@ -330,3 +330,18 @@ def test_an_empty_selection_or_a_stray_scheduler_is_a_usage_error_not_a_full_loc
         rc, out, err = run_cli(["run", p, "--agent", "true", "--out", str(tmp_path / "runs"), *bad], env=cli_env)
         assert rc == 2 and err.startswith("referee: error:") and err.count("\n") == 1, (bad, err)
         assert not (tmp_path / "runs").exists(), bad
+
+
+def test_browser_plans_run_at_once_are_warned_about(tmp_path, cli_env):
+    """Chromium's DevTools port takes any local client, so with -j one plan's agent could drive another's page:
+    referee says so when it starts more than one browser plan at once."""
+    ps = []
+    for name in ("a", "b"):
+        plan = {"name": name, "actor": {"kind": "browser"},
+                "steps": [{"id": "s", "do": "look", "validators": [{"kind": "dom_contains", "text": "nothing here"}]}]}
+        ps.append(str(write_plan(tmp_path / f"{name}.yaml", plan)))
+    rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs")], env=cli_env, timeout=180)
+    assert rc == 1, err  # the pages hold no such text: FAIL, graded
+    assert "warning: 2 browser plans run at once on this host" in out + err, out + err
+    rc, out, err = run_cli(["run", ps[0], "--out", str(tmp_path / "runs")], env=cli_env, timeout=180)
+    assert "browser plans run at once" not in out + err, out + err

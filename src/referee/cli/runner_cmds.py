@@ -96,6 +96,12 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
                      *(("-k", keyword) if keyword else ()), *(("--fail-fast",) if fail_fast else ()),
                      *(("--retries", str(retries)) if retries else ())]
             chosen.append((p, lp.text, tuple(extra)))  # the text validated here is the text the plan runs
+        browsers = [lp.path for lp in loaded if lp.plan.actor is not None and lp.plan.actor.kind == "browser"]
+        if len(browsers) > 1 and jobs > 1 and executor_kind == "local":
+            # Chromium's DevTools port takes any local client: one plan's agent can drive another's page
+            console.print(Text(f"warning: {len(browsers)} browser plans run at once on this host; an agent can reach "
+                               "the others' browsers over their DevTools ports (security-isolation.md); run them "
+                               "with -j 1, or on separate hosts", style="yellow"), highlight=False)
         return _run_many(chosen, agent, out, strict, json_mode, jobs, executor_kind, scheduler)
     exit_code, payload = 0, []
     for lp in loaded:
