@@ -213,7 +213,9 @@ def test_gold_labels_from_a_clean_jsonl_are_the_serial_ones(tmp_path):
     serial, pooled = both(tmp_path, [src], "--gold-out", "gold.jsonl")
     assert serial.gold is not None
     first = json.loads(serial.gold.splitlines()[0])
-    assert first == {"run_id": "r0000", "completed": True, "group": "g0"}, first
+    # the gold file `referee eval gold -o` writes: versioned, with the task text (eval split --by-task reads it)
+    assert first == {"gold_version": 1, "run_id": "r0000", "completed": True, "group": "g0",
+                     "task": recs[0]["task"]}, first
     assert_same(serial, pooled)
 
 

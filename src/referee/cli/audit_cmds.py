@@ -239,7 +239,6 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     from referee.audit.policyfile import load_policy
     from referee.audit.summary import render, summarize
     from referee.audit.trace import GoldScorer
-    from referee.evaluation.gold import GoldLabel, write_gold
 
     if runs is not None and runs < 1:
         raise UsageError("--samples must be at least 1")
@@ -263,14 +262,14 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     cache_db = EvidenceCache(cache)
     auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=n_runs, cache=cache_db)
     gold: dict[str, bool] = {}
-    gold_rows: list[GoldLabel] = []
+    gold_rows: list[dict] = []
 
     def on_gold(item):
         gold[item.run_id] = item.gold.completed
         group = (item.trace.meta or {}).get("group") if item.trace else item.group
-        gold_rows.append(GoldLabel(run_id=item.run_id, completed=item.gold.completed,
-                                   group=str(group) if group not in (None, "") else None,
-                                   task=item.trace.task if item.trace else item.task))
+        gold_rows.append({"run_id": item.run_id, "completed": item.gold.completed,
+                          "group": str(group) if group not in (None, "") else None,
+                          "task": item.trace.task if item.trace else item.task})
 
     warn = _Warnings()
 
@@ -315,7 +314,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                    "pass --gold-scorer NAME (one that checks the state the run left, not the agent's answer)",
                    err=True)
     if gold_out:  # JSONL, or CSV for a .csv name, as `referee eval gold -o` writes them
-        write_gold(gold_out, gold_rows)
+        from referee.evaluation.gold import GoldLabel, write_gold  # only then: an audit imports no evaluation
+
+        write_gold(gold_out, [GoldLabel(**r) for r in gold_rows])
     listed: list = []  # the records --show asks for, kept from the one pass the summary makes
 
     def records():

@@ -67,7 +67,42 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
                     fix="set `actor: {kind: browser}` (an agent `command` then drives the runner's page over "
                         "CDP), or take the screen with a `command` capture (stdout_as: NAME.png)"))
         _evidence(lp, step.id, si, found, holders)
+        _extras(lp, step.id, si, locs, found)
     return found
+
+
+def _needs(kind: str, params: Any) -> tuple[str, str] | None:
+    """(module, extra) a validator or capture kind needs that this install may lack."""
+    if kind.startswith("ocr_"):
+        return "PIL", "ocr"
+    if kind in ("ddb", "ddb_row_present"):
+        return "boto3", "aws"
+    url = str(getattr(params, "url", None) or "")
+    if kind in ("sql", "sql_row_present") and url.split(":", 1)[0].split("+")[0] == "postgresql":
+        driver = url.split(":", 1)[0].partition("+")[2] or "psycopg2"
+        return ("psycopg", "postgres") if driver == "psycopg" else (driver, "postgres")
+    return None
+
+
+def _extras(lp: LoadedPlan, step_id: str, si: int, locs: dict[str, tuple], found: Findings) -> None:
+    """A kind whose optional dependency is not installed here: known now, not as an ERROR after the agent acted."""
+    import importlib.util
+
+    wanted: list[tuple[str, Any, tuple]] = [(tv.params.kind, tv.params, ("steps", si, "validators", tv.index))
+              for tv in lp.validators.get(step_id, ())]
+    wanted += [(c.params.kind, c.params, locs.get(c.params.name, ("steps", si))) for c in lp.captures.get(step_id, ())]
+    for kind, params, loc in wanted:
+        need = _needs(kind, params)
+        if need is None:
+            continue
+        module, extra = need
+        try:
+            present = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            present = False
+        if not present:
+            found.errors.append(lp.error(f"{kind} needs {module}, which is not installed here", loc,
+                                         fix=f"install with: pip install 'referee[{extra}]'"))
 
 
 def _script(lp: LoadedPlan, items: list[Any], si: int, found: Findings) -> None:
