@@ -95,3 +95,41 @@ def test_a_plan_that_is_not_utf8_names_the_byte_and_the_fix(tmp_path, cli_env):
     rc, out, err = run_cli(["run", "bad.yaml", "--agent", "true"], cwd=tmp_path, env=cli_env)
     assert rc == 2 and err.count("\n") == 1, err
     assert "bad.yaml: cannot read plan: it is not UTF-8 text" in err and "save the plan as UTF-8" in err, err
+
+
+def test_aria_contains_on_a_dom_capture_and_dom_contains_on_an_aria_one_are_plan_errors(tmp_path, cli_env):
+    """aria_contains on a dom capture searched the raw HTML (a <title>, display:none text, attributes: PASS), and
+    dom_contains on an aria snapshot matched its role words ('textbox'), as the black-box screens test showed."""
+    plan = {"name": "kinds", "actor": {"kind": "browser"}, "steps": [{
+        "id": "s", "do": "x", "capture": [{"kind": "dom", "name": "page"}, {"kind": "aria", "name": "ax"}],
+        "validators": [{"kind": "aria_contains", "evidence": "page", "text": "Order confirmed"},
+                       {"kind": "dom_contains", "evidence": "ax", "text": "textbox"},
+                       {"kind": "aria_contains", "evidence": "ax", "text": "fine"},
+                       {"kind": "dom_contains", "evidence": "page", "text": "fine"}]}]}
+    (tmp_path / "p.yaml").write_text(json.dumps(plan))
+    rc, out, err = run_cli(["check", "p.yaml", "--json"], cwd=tmp_path, env=cli_env)
+    assert rc == 2, out + err
+    messages = [e["message"] for e in json.loads(out)["p.yaml"]["errors"]]
+    assert any("evidence 'page' is a dom capture, and aria_contains reads an aria capture" in m for m in messages)
+    assert any("evidence 'ax' is an aria capture, and dom_contains reads a dom capture" in m for m in messages)
+    assert len(messages) == 2, messages  # the matching pairs are fine
+
+
+def test_the_grader_refuses_a_screen_capture_of_the_wrong_kind_even_if_a_plan_got_past_check():
+    from types import SimpleNamespace
+
+    import pytest as _pytest
+
+    from referee.errors import EvidenceError
+    from referee.validators.screens import _text_evidence
+
+    class View:
+        def entry(self, ref):
+            return SimpleNamespace(captured_by="runner", kind="dom")
+
+        def read_bytes(self, ref):
+            return b"<html><title>Order confirmed</title></html>"
+
+    with _pytest.raises(EvidenceError, match="is a dom capture, not an accessibility snapshot"):
+        _text_evidence(View(), "page", "an accessibility snapshot", "aria")
+    assert "Order confirmed" in _text_evidence(View(), "page", "HTML", "dom")

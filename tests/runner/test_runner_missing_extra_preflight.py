@@ -39,3 +39,13 @@ def test_check_and_run_name_each_missing_extra_before_anything_runs(tmp_path):
 def test_with_the_extras_installed_the_same_plan_checks_ok(tmp_path):
     rc, out, err = run_cli(["check", str(_plan(tmp_path))], env=env_without(tmp_path / "shim"))
     assert rc == 0, out + err
+
+
+def test_a_browser_plan_without_playwright_is_a_check_error_too(tmp_path):
+    from tests.support.noextras import BROWSER
+
+    plan = tmp_path / "b.yaml"
+    step = {"id": "s", "do": "x", "validators": [{"kind": "dom_contains", "text": "x"}]}
+    plan.write_text(json.dumps({"name": "b", "actor": {"kind": "browser"}, "steps": [step]}))
+    rc, out, err = run_cli(["check", str(plan)], env=env_without(tmp_path / "shim", *BROWSER))
+    assert rc == 2 and "install with: pip install 'referee[browser]'" in err, out + err

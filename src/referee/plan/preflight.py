@@ -50,6 +50,9 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
             holders.setdefault(c.params.name, []).append(sid)
     if kind == "python":
         _python_target(lp, cwd or Path.cwd(), env, found)
+    if kind == "browser" and not _installed("playwright"):  # `run` refused it before starting; check said ok
+        found.errors.append(lp.error("the browser actor needs playwright, which is not installed here", ("actor",),
+                                     fix="install with: pip install 'referee[browser]'"))
     for step in lp.plan.steps:
         si = index.get(step.id, 0)
         locs = _capture_locs(lp, step.id, si)
@@ -71,6 +74,20 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
     return found
 
 
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _a(word: str) -> str:
+    """`word` with its article: 'an aria', 'a dom'."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 def _needs(kind: str, params: Any) -> tuple[str, str] | None:
     """(module, extra) a validator or capture kind needs that this install may lack."""
     if kind.startswith("ocr_"):
@@ -86,8 +103,6 @@ def _needs(kind: str, params: Any) -> tuple[str, str] | None:
 
 def _extras(lp: LoadedPlan, step_id: str, si: int, locs: dict[str, tuple], found: Findings) -> None:
     """A kind whose optional dependency is not installed here: known now, not as an ERROR after the agent acted."""
-    import importlib.util
-
     wanted: list[tuple[str, Any, tuple]] = [(tv.params.kind, tv.params, ("steps", si, "validators", tv.index))
               for tv in lp.validators.get(step_id, ())]
     wanted += [(c.params.kind, c.params, locs.get(c.params.name, ("steps", si))) for c in lp.captures.get(step_id, ())]
@@ -96,11 +111,7 @@ def _extras(lp: LoadedPlan, step_id: str, si: int, locs: dict[str, tuple], found
         if need is None:
             continue
         module, extra = need
-        try:
-            present = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            present = False
-        if not present:
+        if not _installed(module):
             found.errors.append(lp.error(f"{kind} needs {module}, which is not installed here", loc,
                                          fix=f"install with: pip install 'referee[{extra}]'"))
 
@@ -154,9 +165,9 @@ def _evidence(lp: LoadedPlan, step_id: str, si: int, found: Findings, holders: d
             want, got = tv.spec.evidence_kind, kinds.get(ref)
             # a plugin's capture may write the record the check reads; a built-in one of another kind never does
             if want and got in CAPTURE_KINDS and got != want:
-                found.errors.append(lp.error(f"evidence '{ref}' is a {got} capture, and {tv.params.kind} reads a "
-                                             f"{want} capture", loc,
-                                             fix=f"name a {want} capture of this step, or take one"))
+                found.errors.append(lp.error(f"evidence '{ref}' is {_a(got)} capture, and {tv.params.kind} reads "
+                                             f"{_a(want)} capture", loc,
+                                             fix=f"name {_a(want)} capture of this step, or take one"))
                 continue
             if ref in mine or ref in written:
                 continue

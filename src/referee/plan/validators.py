@@ -469,6 +469,7 @@ class ScreenParams(ValidatorParams):
 @spec("aria_contains")
 class AriaContainsSpec(ValidatorSpec):
     summary = "the accessibility snapshot (default: the runner's own) has `text`; with `role`, in a node of that role"
+    evidence_kind = "aria"  # a dom capture is HTML source: its hidden text and <title> are no accessible name
 
     class Params(ScreenParams):
         role: str | None = None
@@ -485,6 +486,7 @@ class AriaContainsSpec(ValidatorSpec):
 class DomContainsSpec(ValidatorSpec):
     summary = ("the page's DOM (default: the runner's own capture) shows `text` as visible text "
                "(`raw: true`: in the HTML source)")
+    evidence_kind = "dom"  # an aria snapshot's role words ("textbox") are no visible text
 
     class Params(ScreenParams):
         raw: bool = False

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 from referee.errors import EvidenceError
 from referee.ocr.text import excerpt, find, normalise
+from referee.plan.captures import BUILTIN_SPECS as BUILTIN_CAPTURES
 from referee.plan.validators import ARIA, DOM, AriaContainsSpec, DomContainsSpec
 from referee.rundir import AriaRecord, sniff_record
 from referee.validators.base import Outcome, ValidatorKind, register
@@ -15,7 +16,13 @@ from referee.validators.base import Outcome, ValidatorKind, register
 _ARIA_LINE = re.compile(r'^\s*-\s+([A-Za-z]+)(?:\s+"((?:[^"\\]|\\.)*)")?(?:\s*\[[^\]]*\])*\s*(?::\s*(.*))?$')
 
 
-def _text_evidence(ev, ref: str, what: str) -> str:
+def _text_evidence(ev, ref: str, what: str, kind: str) -> str:
+    """The text of `ref`: an agent's file, a capture of `kind`, or a plugin's; a built-in capture of another
+    kind is ERROR (a plan `referee check` refuses, graded anyway), never searched as if it were `what`."""
+    entry = ev.entry(ref)
+    if entry.captured_by == "runner" and entry.kind in BUILTIN_CAPTURES and entry.kind != kind:
+        raise EvidenceError(f"evidence '{ref}' is a {entry.kind} capture, not {what}",
+                            fix=f"name a {kind} capture, or an agent's file")
     data = ev.read_bytes(ref)
     if data.startswith(b"\x89PNG") or data.startswith(b"\xff\xd8") or b"\x00" in data[:4096]:
         raise EvidenceError(f"evidence '{ref}' is an image, not {what}",
@@ -59,7 +66,7 @@ class AriaContains(AriaContainsSpec, ValidatorKind):
     def check(self, params: AriaContainsSpec.Params, ev, index: int) -> Outcome:
         matched = []
         for ref in params.refs(ARIA):
-            lines = aria_lines(_text_evidence(ev, ref, "an accessibility snapshot"))
+            lines = aria_lines(_text_evidence(ev, ref, "an accessibility snapshot", "aria"))
             hit = self._find(params, lines)
             if hit is None:
                 role = f" in a {params.role}" if params.role else ""
@@ -147,7 +154,7 @@ class DomContains(DomContainsSpec, ValidatorKind):
     def check(self, params: DomContainsSpec.Params, ev, index: int) -> Outcome:
         matched = []
         for ref in params.refs(DOM):
-            html = _text_evidence(ev, ref, "HTML")
+            html = _text_evidence(ev, ref, "HTML", "dom")
             lines = html.splitlines() if params.raw else visible_lines(html)
             m = find(params.text, lines, case_sensitive=not params.ignore_case)
             if m is None:
