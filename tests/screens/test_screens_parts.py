@@ -120,7 +120,7 @@ def test_dom_contains_reads_visible_text_unless_raw(browser, tmp_path):
     assert _check("{kind: dom_contains, text: 3 open}", path).status == "PASS"
     assert _check("{kind: dom_contains, text: hidden-needle}", path).status == "FAIL"
     assert _check("{kind: dom_contains, text: hidden-needle, raw: true}", path).status == "PASS"
-    with pytest.raises(EvidenceError, match="is an image"):
+    with pytest.raises(EvidenceError, match="is a screenshot capture, not HTML"):  # never searched as HTML
         png = tmp_path / "x.png"
         png.write_bytes(browser.page.screenshot())
         _check("{kind: dom_contains, text: Orders}", png)
