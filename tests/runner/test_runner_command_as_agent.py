@@ -103,3 +103,28 @@ def test_a_command_run_as_the_agent_gets_a_home_of_its_own_not_the_agents_dotfil
     run = run_plan(plan)
     assert run.run_dir is not None, run.explain()
     assert run.verdict("check") == "FAIL", run.explain()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the runner runs the agent as another user only when it is root")
+def test_a_git_command_run_as_the_agent_works_in_a_repository_the_runner_owns(tmp_path, run_plan):
+    """git refuses a repository another user owns ('dubious ownership'): a `git diff --quiet` validator on the
+    runner's repository failed once commands ran as the agent, for an honest agent as for any."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "f.txt").write_text("fixed\n")
+    subprocess.run(["git", "-C", str(repo), "add", "f.txt"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
+                   check=True)
+    for p in [repo, *repo.rglob("*")]:
+        p.chmod(p.stat().st_mode | 0o005 if p.is_dir() else p.stat().st_mode | 0o004)
+    check = {"kind": "command_exit_code", "command": f"git -C {repo} diff --quiet HEAD"}
+    plan = {"name": "gitcheck", "actor": {"kind": "command", "command": "true", "isolation": "user"},
+            "steps": [{"id": "s", "do": "x", "validators": [check]}]}
+    run = run_plan(plan)
+    assert run.verdict("s") == "PASS", run.explain()

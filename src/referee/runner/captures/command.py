@@ -23,7 +23,12 @@ def _as_agent(sandbox: Any, env: dict[str, str], home: Path) -> tuple[list[str],
     runner's, with `home`, a scratch home: never the agent's own), the tracker of its processes, and who that is."""
     prefix, tracker = launch_line(sandbox, sandbox.wrap([], home))
     who = f"user {sandbox.user}" if sandbox.mode == "user" else sandbox.mode
-    return prefix, sandbox.env({k: env[k] for k in ENV_ALLOW if k in env}, home), tracker, who
+    mine = sandbox.env({k: env[k] for k in ENV_ALLOW if k in env}, home)
+    # git refuses a repository another user owns ("dubious ownership"), which a workspace of the runner's is to the
+    # agent's account; that guard keeps a repository's hooks from running as someone else, and here they run as
+    # the agent, who could have written them: nothing to guard (command-line config, which git honours for it)
+    mine.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="safe.directory", GIT_CONFIG_VALUE_0="*")
+    return prefix, mine, tracker, who
 
 
 @register("command")
