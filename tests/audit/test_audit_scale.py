@@ -278,14 +278,17 @@ def _audit_cmd(traces: Path, out: Path, workers: int) -> list[str]:
             str(workers), "--chunk-size", "10", "--no-progress", "--show", "none"]
 
 
-def _audit_until(traces: Path, out: Path, lines: int) -> subprocess.Popen:
-    """`referee audit` with 2 workers, in a session of its own, once it has written `lines` records."""
+def _audit_started(tmp_path: Path, n: int) -> tuple[Path, Path, subprocess.Popen]:
+    """A corpus of `n` traces, and `referee audit` of it with 2 workers, in a session of its own, once it has
+    written 40 records: (traces, out, the process)."""
+    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
+    out = tmp_path / "pool.jsonl"
     proc = subprocess.Popen(_audit_cmd(traces, out, 2), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.monotonic() + 60
-    while _lines(out) < lines and proc.poll() is None and time.monotonic() < deadline:
+    while _lines(out) < 40 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    return proc
+    return traces, out, proc
 
 
 def _resume_is_serial(traces: Path, out: Path, at_stop: int) -> None:
@@ -301,9 +304,7 @@ def _resume_is_serial(traces: Path, out: Path, at_stop: int) -> None:
 
 def test_sigkill_mid_audit_with_workers_then_resume_is_byte_identical_to_a_serial_run(tmp_path):
     n = 600
-    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
-    out = tmp_path / "pool.jsonl"
-    proc = _audit_until(traces, out, 40)
+    traces, out, proc = _audit_started(tmp_path, n)
     os.killpg(proc.pid, signal.SIGKILL)  # the parent, its forkserver and its workers, all at once
     proc.wait(10)
     at_kill = _lines(out)
@@ -318,9 +319,7 @@ def test_sigkill_to_the_parent_alone_ends_its_workers_too(tmp_path):
     # waited on their queue for ever (a black-box tester found them and the forkserver still there). Each
     # worker now watches the parent, and resume finishes the audit as after any SIGKILL
     n = 400
-    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
-    out = tmp_path / "pool.jsonl"
-    proc = _audit_until(traces, out, 40)
+    traces, out, proc = _audit_started(tmp_path, n)
     try:
         pids = set(session_members(proc.pid))
         assert len(pids) >= 3, pids  # the parent, the forkserver, the workers
@@ -347,9 +346,7 @@ def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_t
     # what a job runner's timeout sends: to the parent only, not to its process group. Killed where it stood,
     # the parent left its forkserver and workers behind, holding its stderr open: communicate() never returned
     n = 400
-    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
-    out = tmp_path / "pool.jsonl"
-    proc = _audit_until(traces, out, 40)
+    traces, out, proc = _audit_started(tmp_path, n)
     try:
         proc.send_signal(signal.SIGTERM)  # SIGHUP, SIGINT and Dask: tests/audit/test_stop_signals_acceptance.py
         _, err = proc.communicate(timeout=30)  # every holder of the pipe is gone
