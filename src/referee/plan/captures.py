@@ -39,6 +39,11 @@ class CaptureParams(BaseModel):
     def _is_a_name(cls, v: str, info: ValidationInfo) -> str:
         return check_name(v, "a capture name", info)
 
+    def needs(self) -> tuple[str, str] | None:
+        """(module, extra): an optional dependency this capture imports, which `referee check` looks for before a
+        run (a plugin kind may say so here); None when it needs none."""
+        return None
+
     def files(self) -> list[tuple[str, str]]:
         """The names of the files (or folders) the capture writes in its phase folder, each with what it is
         (a plugin kind that writes others may say so here): the loader refuses a step where one file
@@ -133,6 +138,14 @@ class SqlParams(CaptureParams):
                "give `query` (with `params`) or `table` (with `where`), not both")
         return self
 
+    def needs(self) -> tuple[str, str] | None:
+        """A PostgreSQL URL's driver (`postgresql+psycopg://`; psycopg2 when it names none)."""
+        scheme = self.url.split(":", 1)[0]
+        if scheme.split("+")[0] != "postgresql":
+            return None
+        driver = scheme.partition("+")[2] or "psycopg2"
+        return driver, "postgres"
+
 
 @spec("ddb", "a DynamoDB item by `key` (get_item), through boto3 with optional `endpoint_url`")
 class DdbParams(CaptureParams):
@@ -144,6 +157,9 @@ class DdbParams(CaptureParams):
     timeout_s: Seconds = 30.0  # connect, each read, and the whole lookup with its retries
 
     _key = field_validator("key")(ddb_key)
+
+    def needs(self) -> tuple[str, str] | None:
+        return "boto3", "aws"
 
 
 @spec("file", "a copy of a file the app wrote (relative paths are relative to where the run started)")

@@ -88,32 +88,17 @@ def _a(word: str) -> str:
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
-def _needs(kind: str, params: Any) -> tuple[str, str] | None:
-    """(module, extra) a validator or capture kind needs that this install may lack."""
-    if kind.startswith("ocr_"):
-        return "PIL", "ocr"
-    if kind in ("ddb", "ddb_row_present"):
-        return "boto3", "aws"
-    url = str(getattr(params, "url", None) or "")
-    if kind in ("sql", "sql_row_present") and url.split(":", 1)[0].split("+")[0] == "postgresql":
-        driver = url.split(":", 1)[0].partition("+")[2] or "psycopg2"
-        return ("psycopg", "postgres") if driver == "psycopg" else (driver, "postgres")
-    return None
-
-
 def _extras(lp: LoadedPlan, step_id: str, si: int, locs: dict[str, tuple], found: Findings) -> None:
-    """A kind whose optional dependency is not installed here: known now, not as an ERROR after the agent acted."""
-    wanted: list[tuple[str, Any, tuple]] = [(tv.params.kind, tv.params, ("steps", si, "validators", tv.index))
+    """A kind whose optional dependency is not installed here (its spec's `needs`): known now, not as an ERROR
+    after the agent acted. A validator that captures for itself is named once, through its capture."""
+    wanted = [(tv.params.kind, tv.spec.needs, ("steps", si, "validators", tv.index))
               for tv in lp.validators.get(step_id, ())]
-    wanted += [(c.params.kind, c.params, locs.get(c.params.name, ("steps", si))) for c in lp.captures.get(step_id, ())]
-    for kind, params, loc in wanted:
-        need = _needs(kind, params)
-        if need is None:
-            continue
-        module, extra = need
-        if not _installed(module):
-            found.errors.append(lp.error(f"{kind} needs {module}, which is not installed here", loc,
-                                         fix=f"install with: pip install 'referee[{extra}]'"))
+    wanted += [(c.params.kind, c.params.needs(), locs.get(c.params.name, ("steps", si)))
+               for c in lp.captures.get(step_id, ())]
+    for kind, need, loc in wanted:
+        if need is not None and not _installed(need[0]):
+            found.errors.append(lp.error(f"{kind} needs {need[0]}, which is not installed here", loc,
+                                         fix=f"install with: pip install 'referee[{need[1]}]'"))
 
 
 def _script(lp: LoadedPlan, items: list[Any], si: int, found: Findings) -> None:

@@ -86,6 +86,9 @@ class ValidatorSpec:
     # the built-in capture kind whose record the check reads when `evidence` names a capture: naming a capture of
     # another built-in kind is a certain ERROR, which `referee check` reports (None: any evidence, or a file)
     evidence_kind: ClassVar[str | None] = None
+    # (module, extra): an optional dependency the check imports, which `referee check` looks for before a run
+    # (what the validator's own captures need, they say themselves)
+    needs: ClassVar[tuple[str, str] | None] = None
     is_checker: ClassVar[bool] = False  # True in referee.validators.ValidatorKind: a plugin must be one, with a check
 
     def captures(self, params: Any, index: int) -> list[CaptureRequest]:
@@ -429,6 +432,7 @@ class OcrSpec(ValidatorSpec):
     """An OCR validator: the runner's own screenshot unless `evidence` names the images."""
 
     Params = OcrParams
+    needs = ("PIL", "ocr")
 
     def captures(self, params: OcrParams, index: int) -> list[CaptureRequest]:
         return [CaptureRequest("screenshot", SCREEN)] if params.evidence is None else []
