@@ -28,9 +28,11 @@ NOT_STARTED = 125  # the launcher's exit code when it could not become the agent
 
 # Runs as the runner, becomes the agent: joins the step's cgroup (so nothing it forks escapes), sets the
 # plan's limits (hard ones too: the agent cannot raise them), drops to the agent's account, forbids any
-# way back (no_new_privs: setuid programs stay unprivileged), execs.
+# way back (no_new_privs: setuid programs stay unprivileged), execs. The one way referee drops to another account:
+# the browser's launcher (browseruser) execs it too, naming what it starts in REFEREE_LAUNCHED.
 LAUNCHER = r"""
 import os, sys
+what = os.environ.pop("REFEREE_LAUNCHED", "the agent")
 procs, limits, uid, gid = sys.argv[1:5]
 argv = sys.argv[5:]
 try:
@@ -55,7 +57,7 @@ try:
         os.setuid(int(uid))
     os.execv(argv[0], argv)
 except (OSError, ImportError) as exc:
-    sys.stderr.write("referee: cannot start the agent: %s\n" % exc)
+    sys.stderr.write("referee: cannot start %s: %s\n" % (what, exc))
     os._exit(125)
 """
 

@@ -3,9 +3,9 @@
 An agent drives the runner's Chromium over CDP. As root, Chromium would read any file for it (`file:///` the
 signing key) and write any file (a download to a folder of its choosing), whatever the agent's isolation. As
 an unprivileged account of its own, it reads what any user may read and writes only its own profile and what
-any user may write. Playwright starts the browser through `launcher()`, a small program that takes the profile
-folder Playwright made, hands it to that account, drops to it and runs Chromium: the CDP pipe Playwright talks
-over (file descriptors 3 and 4) passes through unchanged.
+any user may write. Playwright starts the browser through `browser_launcher()`'s small program, which hands the
+profile folder Playwright made to that account, then drops to it and runs Chromium with the agents' launcher:
+the CDP pipe Playwright talks over (file descriptors 3 and 4) passes through unchanged.
 """
 
 from __future__ import annotations
@@ -15,33 +15,31 @@ import sys
 import tempfile
 from pathlib import Path
 
+from referee.runner.agentproc import LAUNCHER
 from referee.runner.isolation import ensure_agent_user, is_root
 
 BROWSER_USER = "referee-browser"
 
-# Runs as root, becomes the browser's account, runs Chromium: argv[1:4] are uid, gid and the Chromium binary,
-# the rest is Chromium's command line as Playwright made it.
-_LAUNCHER = r'''
+# Runs as root: hands Playwright's fresh profile folder (root's, 0700) to the browser's account, which must write
+# it, then execs the agents' launcher (agentproc.LAUNCHER), which drops to that account and runs Chromium.
+# argv[1:5] are uid, gid, the Chromium binary and the launcher's source; the rest is Chromium's command line as
+# Playwright made it.
+_PREPARE = r'''
 import os, sys
-uid, gid, chromium = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-args = sys.argv[4:]
+uid, gid, chromium, launcher = sys.argv[1:5]
+args = sys.argv[5:]
 profile = next((a.split("=", 1)[1] for a in args if a.startswith("--user-data-dir=")), None)
 try:
-    if profile:  # Playwright's fresh profile folder (root's, 0700): the browser must write it
+    if profile:
         for folder, dirs, files in os.walk(profile):
             for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-                os.lchown(name, uid, gid)
+                os.lchown(name, int(uid), int(gid))
         os.environ["HOME"] = profile
     os.environ.pop("XDG_RUNTIME_DIR", None)
-    import ctypes  # before the drop: as the browser's account an interpreter under /root cannot import it
-    if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:  # no_new_privs
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    os.setgroups([])
-    os.setgid(gid)
-    os.setuid(uid)
-    os.execv(chromium, [chromium, *args])
-except (OSError, ImportError) as exc:
-    sys.stderr.write("referee: cannot start Chromium as uid %d: %s\n" % (uid, exc))
+    os.environ["REFEREE_LAUNCHED"] = "Chromium"
+    os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", launcher, "", "", uid, gid, chromium, *args])
+except OSError as exc:
+    sys.stderr.write("referee: cannot start Chromium: %s\n" % exc)
     os._exit(127)
 '''
 
@@ -58,7 +56,8 @@ def browser_launcher(chromium: str) -> str | None:
     folder = Path(tempfile.mkdtemp(prefix="referee-browser-"))
     script = folder / "chromium"
     script.write_text(f"#!{sys.executable} -IS\n# referee: runs {chromium} as {BROWSER_USER}\n"
-                      f"import sys\nsys.argv[1:1] = [{str(uid)!r}, {str(gid)!r}, {chromium!r}]\n" + _LAUNCHER)
+                      f"import sys\nsys.argv[1:1] = [{str(uid)!r}, {str(gid)!r}, {chromium!r}, {LAUNCHER!r}]\n"
+                      + _PREPARE)
     script.chmod(0o700)
     return str(script)
 
