@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from referee.errors import AppError
 from referee.plan.model import AppSpec
+from referee.runner.agentproc import LAUNCHER
 from referee.runner.procs import stop_group
 from referee.runner.reaper import Tracker, new_tracker
 
@@ -74,8 +75,8 @@ class App:
         # leaves the session stop_group ends, not the cgroup; and a runner killed with SIGKILL leaves it to the
         # next runner's sweep of dead runners' cgroups, as it does an agent's
         self._tracker = tracker = new_tracker("session")
-        argv = (["/bin/sh", "-c", 'echo $$ > "$0" && exec /bin/sh -c "$1"', tracker.join_path, cmd]
-                if tracker.join_path else ["/bin/sh", "-c", cmd])
+        argv = [sys.executable, "-I", "-S", "-c", LAUNCHER, tracker.join_path, "", "", "", "/bin/sh", "-c", cmd]
+        env["REFEREE_LAUNCHED"] = "the app"  # the launcher's word if it cannot (in app.log)
         try:
             self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
