@@ -65,10 +65,8 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     from referee.plan.selection import check_selection, selected, split_ids
     from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
     from referee.rundir import RunOptions
-    from referee.runner.run import run_plan
-
     from referee.errors import UsageError
-    from referee.runner.run import actor_spec
+    from referee.runner.run import actor_spec, run_plan
 
     console = _console(json_mode)
     if scheduler and executor_kind != "dask":  # else it would be ignored, and the plans run here
