@@ -66,11 +66,11 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
     from referee.rundir import RunOptions
     from referee.errors import UsageError
+    from referee.executors import check_options
     from referee.runner.run import actor_spec, run_plan
 
     console = _console(json_mode)
-    if scheduler and executor_kind != "dask":  # else it would be ignored, and the plans run here
-        raise UsageError("--scheduler is for --executor dask", fix="add --executor dask, or leave --scheduler out")
+    check_options(executor_kind, None, scheduler, 1)  # before any plan: a stray --scheduler would be ignored here
     if keyword is not None and not keyword.strip():  # `-k "$FILTER"` with FILTER unset must not run everything
         raise UsageError("-k '': it is empty", fix="give words to match step ids, or leave -k out")
     ids = split_ids(only)
