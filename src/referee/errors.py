@@ -173,3 +173,12 @@ def exc_brief(exc: BaseException) -> str:
     "KeyError: 'steps'"
     """
     return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def with_article(word: str) -> str:
+    """`word` after its indefinite article, for messages: 'an aria', 'a dom'.
+
+    >>> with_article("aria"), with_article("screenshot")
+    ('an aria', 'a screenshot')
+    """
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"

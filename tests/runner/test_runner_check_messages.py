@@ -132,4 +132,6 @@ def test_the_grader_refuses_a_screen_capture_of_the_wrong_kind_even_if_a_plan_go
 
     with _pytest.raises(EvidenceError, match="is a dom capture, not an accessibility snapshot"):
         _text_evidence(View(), "page", "an accessibility snapshot", "aria")
+    with _pytest.raises(EvidenceError, match="is a dom capture, not HTML; name an aria capture"):
+        _text_evidence(View(), "page", "HTML", "aria")  # the article fits the kind: never "a aria"
     assert "Order confirmed" in _text_evidence(View(), "page", "HTML", "dom")

@@ -16,7 +16,7 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any, Mapping
 
-from referee.errors import PlanError
+from referee.errors import PlanError, with_article as _a
 from referee.plan.captures import BUILTIN_SPECS as CAPTURE_KINDS
 from referee.plan.loader import LoadedPlan
 
@@ -81,11 +81,6 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
-
-
-def _a(word: str) -> str:
-    """`word` with its article: 'an aria', 'a dom'."""
-    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
 def _extras(lp: LoadedPlan, step_id: str, si: int, locs: dict[str, tuple], found: Findings) -> None:

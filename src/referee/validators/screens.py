@@ -6,7 +6,7 @@ import json
 import re
 from html.parser import HTMLParser
 
-from referee.errors import EvidenceError
+from referee.errors import EvidenceError, with_article
 from referee.ocr.text import excerpt, find, normalise
 from referee.plan.captures import BUILTIN_SPECS as BUILTIN_CAPTURES
 from referee.plan.validators import ARIA, DOM, AriaContainsSpec, DomContainsSpec
@@ -21,8 +21,8 @@ def _text_evidence(ev, ref: str, what: str, kind: str) -> str:
     kind is ERROR (a plan `referee check` refuses, graded anyway), never searched as if it were `what`."""
     entry = ev.entry(ref)
     if entry.captured_by == "runner" and entry.kind in BUILTIN_CAPTURES and entry.kind != kind:
-        raise EvidenceError(f"evidence '{ref}' is a {entry.kind} capture, not {what}",
-                            fix=f"name a {kind} capture, or an agent's file")
+        raise EvidenceError(f"evidence '{ref}' is {with_article(entry.kind)} capture, not {what}",
+                            fix=f"name {with_article(kind)} capture, or an agent's file")
     data = ev.read_bytes(ref)
     if data.startswith(b"\x89PNG") or data.startswith(b"\xff\xd8") or b"\x00" in data[:4096]:
         raise EvidenceError(f"evidence '{ref}' is an image, not {what}",
