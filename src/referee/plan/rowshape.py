@@ -44,6 +44,23 @@ def goes_with(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
     return value
 
 
+def nothing_beside_evidence(params: Any, fields: tuple[str, ...], kind: str) -> None:
+    """A row validator that reads a capture (`evidence`) runs no lookup of its own: any of `fields` given
+    beside it would be ignored, so the plan is refused (the lookup belongs to the `kind` capture named).
+
+    >>> from types import SimpleNamespace as N
+    >>> nothing_beside_evidence(N(table="t", key={}), ("table", "key"), "ddb")
+    Traceback (most recent call last):
+    ...
+    referee.errors.PlanValueError: `evidence` reads a capture, and `table` would be ignored
+    """
+    ignored = [f"`{f}`" for f in fields if getattr(params, f)]
+    if ignored:
+        raise PlanValueError(f"`evidence` reads a capture, and {', '.join(ignored)} would be ignored",
+                             f"give the {'query' if kind == 'sql' else 'lookup'} to the {kind} capture that "
+                             "`evidence` names")
+
+
 def ddb_key(value: dict[str, Any]) -> dict[str, Any]:
     """A DynamoDB key (field validator): one attribute at least, each a text or a finite number, as DynamoDB
     keys are (S or N); anything else fails `get_item` at run time.

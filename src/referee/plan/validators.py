@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from referee.ocr import DEFAULT_ENGINE, engines
 from referee.errors import PlanValueError
 from referee.plan.model import RunAs, Seconds, one_of
-from referee.plan.rowshape import MinRows, ddb_key, goes_with
+from referee.plan.rowshape import MinRows, ddb_key, goes_with, nothing_beside_evidence
 from referee.registry import Item, Registry
 
 
@@ -331,10 +331,7 @@ class SqlRowPresentSpec(ValidatorSpec):
         def _shape(self) -> SqlRowPresentSpec.Params:
             fix = "give `url` (a SQLAlchemy URL) with `query` or `table`, or `evidence` (a sql capture name)"
             if self.evidence is not None:
-                ignored = [f"`{f}`" for f in ("url", "query", "table", "params", "where") if getattr(self, f)]
-                if ignored:
-                    raise PlanValueError(f"`evidence` reads a capture, and {', '.join(ignored)} would be ignored",
-                                         "give the query to the sql capture that `evidence` names")
+                nothing_beside_evidence(self, ("url", "query", "table", "params", "where"), "sql")
                 return self
             if not self.url:
                 raise PlanValueError("neither `url` nor `evidence` is given", fix)
@@ -368,10 +365,7 @@ class DdbRowPresentSpec(ValidatorSpec):
         @model_validator(mode="after")
         def _shape(self) -> DdbRowPresentSpec.Params:
             if self.evidence is not None:
-                ignored = [f"`{f}`" for f in ("table", "key", "endpoint_url", "region") if getattr(self, f)]
-                if ignored:
-                    raise PlanValueError(f"`evidence` reads a capture, and {', '.join(ignored)} would be ignored",
-                                         "give the lookup to the ddb capture that `evidence` names")
+                nothing_beside_evidence(self, ("table", "key", "endpoint_url", "region"), "ddb")
             elif not (self.table and self.key):
                 raise PlanValueError("`table` and `key` are not both given",
                                      "give `table` and `key`, or `evidence` (a ddb capture name)")
