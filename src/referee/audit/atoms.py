@@ -17,9 +17,9 @@ from referee.audit.extract.lexicon import ID_RE, ids_in
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _PATTERNS = (
     ("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(\.[\w-]+)+")),  # starts at a word edge: linear
-    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
+    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}(?:\b|(?=T\d))|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
                         rf"\b{_MONTH} \d{{1,2}}(st|nd|rd|th)?(,? \d{{4}})?\b|\b\d{{1,2}} {_MONTH}( \d{{4}})?\b", re.I)),
-    ("time", re.compile(r"\b\d{1,2}:\d{2}(:\d{2})?(\s?[ap]\.?m\.?)?\b|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I)),
+    ("time", re.compile(r"(?:\b|(?<=\dT))\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?(\s?[ap]\.?m\.?)?(?:\b|(?=Z\b))|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I)),
     ("money", re.compile(r"[$€£¥]\s?\d[\d,]*+(\.\d+)?|(?<![\d,.])\d[\d,]*+(\.\d+)?\s?(usd|eur|gbp|dollars?|euros?)\b",
                          re.I)),  # possessive, and a number starts only once: linear on long digit lists
     ("number", re.compile(r"(?<![\w.])-?\d[\d,]*(\.\d+)?(\s?(%|percent|kg|g|km|m|cm|mm|mi|miles?|lbs?|hours?|hrs?|"
@@ -56,6 +56,8 @@ def typed_atoms(text: str | None, limit: int = 40) -> list[tuple[str, str]]:
 
     >>> typed_atoms("Visit V-9 on 2024-07-02")
     [('id', 'V-9'), ('date', '2024-07-02')]
+    >>> typed_atoms("starts 2024-07-15T14:00:00, ends 2024-07-15T15:30:00.000Z")  # ISO 8601: not "00:00"
+    [('date', '2024-07-15'), ('time', '14:00:00'), ('time', '15:30:00.000')]
     """
     if not text:
         return []
@@ -303,8 +305,10 @@ def time_key(s: str) -> tuple[int, int] | None:
 
     >>> time_key("07:00 PM"), time_key("19:00:00"), time_key("12:30 am"), time_key("5pm"), time_key("x")
     ((19, 0), (19, 0), (0, 30), (17, 0), None)
+    >>> time_key("14:05:00.250")
+    (14, 5)
     """
-    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s?([ap])?\.?m?\.?", s.strip().lower())
+    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::\d{2}(?:\.\d+)?)?\s?([ap])?\.?m?\.?", s.strip().lower())
     if not m or (m.group(2) is None and m.group(3) is None):
         return None
     h, mi = int(m.group(1)), int(m.group(2) or 0)
