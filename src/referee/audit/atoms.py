@@ -19,7 +19,9 @@ _PATTERNS = (
     ("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(\.[\w-]+)+")),  # starts at a word edge: linear
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}(?:\b|(?=T\d))|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
                         rf"\b{_MONTH} \d{{1,2}}(st|nd|rd|th)?(,? \d{{4}})?\b|\b\d{{1,2}} {_MONTH}( \d{{4}})?\b", re.I)),
-    ("time", re.compile(r"(?:\b|(?<=\dT))\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?(\s?[ap]\.?m\.?)?(?:\b|(?=Z\b))|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I)),
+    # a time after an ISO 8601 date's `T` too ("2024-07-15T14:00:00Z": 14:00:00, never the 00:00 inside it)
+    ("time", re.compile(r"(?:\b|(?<=\dT))\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?(\s?[ap]\.?m\.?)?(?:\b|(?=Z\b))|"
+                        r"\b\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I)),
     ("money", re.compile(r"[$€£¥]\s?\d[\d,]*+(\.\d+)?|(?<![\d,.])\d[\d,]*+(\.\d+)?\s?(usd|eur|gbp|dollars?|euros?)\b",
                          re.I)),  # possessive, and a number starts only once: linear on long digit lists
     ("number", re.compile(r"(?<![\w.])-?\d[\d,]*(\.\d+)?(\s?(%|percent|kg|g|km|m|cm|mm|mi|miles?|lbs?|hours?|hrs?|"

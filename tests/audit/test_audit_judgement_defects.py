@@ -1,0 +1,24 @@
+"""Judgement defects a black-box tester found with traces of agents unlike the development corpora (e-commerce
+APIs, calendars, GraphQL, web forms): each test is one general signal the rules missed or misread."""
+
+from __future__ import annotations
+
+from referee.audit.extract.details import stated_details
+from referee.audit.pipeline import audit_trace
+from referee.audit.trace import Trace
+
+
+def _trace(task: str, steps: list[dict], report: str | None = "Done.") -> Trace:
+    return Trace(run_id="r", task=task, steps=steps, report=report)
+
+
+def _evidence(rec) -> dict[str, str]:
+    return {k: v.value for k, v in rec.evidence[0].items()}
+
+
+def test_an_iso_datetime_carries_its_time_not_the_minutes_inside_it():
+    task = "Schedule a meeting titled 'Q3 planning' with bob@corp.com on 2024-07-15 at 14:00."
+    right = stated_details(task, [(0, {"title": "Q3 planning", "with": "bob@corp.com", "start": "2024-07-15T14:00:00"})])
+    wrong = stated_details(task, [(0, {"title": "Q3 planning", "with": "bob@corp.com", "start": "2024-07-15T15:00:00Z"})])
+    assert right.value == "yes", right
+    assert wrong.value == "no" and "'15:00:00'" in (wrong.note or ""), wrong  # was "carries '00:00'"
