@@ -22,3 +22,15 @@ def test_an_iso_datetime_carries_its_time_not_the_minutes_inside_it():
     wrong = stated_details(task, [(0, {"title": "Q3 planning", "with": "bob@corp.com", "start": "2024-07-15T15:00:00Z"})])
     assert right.value == "yes", right
     assert wrong.value == "no" and "'15:00:00'" in (wrong.note or ""), wrong  # was "carries '00:00'"
+
+
+def test_a_json_report_states_its_values_not_its_keys():
+    from referee.audit.claims import read_claim_rules
+
+    reading = read_claim_rules('{"status": "success", "sku": "RED-101", "stock": 40}')
+    assert reading.label == "success" and reading.atoms == ["RED-101", "40"], reading  # not "status", "success"
+    t = _trace("Set the stock of SKU RED-101 to 40.",
+               [{"action": {"name": "set_stock", "args": {"sku": "RED-101", "stock": 40}},
+                 "observation": {"data": {"sku": "RED-101", "stock": 40}}}],
+               report='{"status": "success", "sku": "RED-101", "stock": 40}')
+    assert audit_trace(t).grounding.value == "yes"  # the key names were "not found" in the trace: a false review

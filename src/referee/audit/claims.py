@@ -54,21 +54,22 @@ def _reading(family: str, cue: str, text: str | None) -> ClaimReading:
                         atoms=atoms(text))
 
 
+def _values(v: Any) -> list[str]:
+    """The scalar values inside a value, as text, keys left out (`{"id": ["b", 3]}` -> ['b', '3'])."""
+    if isinstance(v, (list, tuple, set)):
+        return [x for i in v for x in _values(i)]
+    if isinstance(v, dict):
+        return [x for i in v.values() for x in _values(i)]
+    return [] if v is None else [str(v)]
+
+
 def _call_args(raw: str) -> list[str]:
     """The string parts of a call's arguments (`'a', ["b", 3]` -> ['a', 'b', '3']); unparsable: the raw text."""
     try:
         val = ast.literal_eval(f"({raw},)") if raw.strip() else ()
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return [raw.strip()]
-
-    def flat(v: Any) -> list[str]:
-        if isinstance(v, (list, tuple, set)):
-            return [x for i in v for x in flat(i)]
-        if isinstance(v, dict):
-            return [x for i in v.values() for x in flat(i)]
-        return [] if v is None else [str(v)]
-
-    return flat(val)
+    return _values(val)
 
 
 def _terminal(report: str) -> ClaimReading | None:
@@ -100,11 +101,13 @@ def _structured(report: str) -> ClaimReading | None:
         val = loads(t)
     except ValueError:
         return None
+    # its atoms are those of its values: a key ("status") is the writer's field name, nothing the report states
+    said = "\n".join(_values(val))
     if isinstance(val, dict) and (val.get("error") or str(val.get("status", "")).lower() in ("error", "failed")):
-        return _reading("obstacle", "structured result with an error", t)
+        return _reading("obstacle", "structured result with an error", said)
     if val in ({}, []):
         return None
-    return _reading("delivered_result", "structured result", t)
+    return _reading("delivered_result", "structured result", said)
 
 
 def read_claim_rules(report: str | None) -> ClaimReading:
