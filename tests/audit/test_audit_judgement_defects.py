@@ -35,3 +35,13 @@ def test_a_json_report_states_its_values_not_its_keys():
                  "observation": {"data": {"sku": "RED-101", "stock": 40}}}],
                report='{"status": "success", "sku": "RED-101", "stock": 40}')
     assert audit_trace(t).grounding.value == "yes"  # the key names were "not found" in the trace: a false review
+
+
+def test_the_site_a_browser_goes_to_is_no_invented_entity_id():
+    t = _trace("What is the cheapest 4-star hotel in Lisbon on hotelfinder for May 20?",
+               [{"action": {"name": "goto('https://hotelfinder.test/lisbon?stars=4&date=2024-05-20')", "args": {}},
+                 "observation": {"text": "StaticText 'Baixa House - 4 stars - 118 EUR/night'"}}],
+               report="Baixa House, at 118 EUR a night.")
+    rec = audit_trace(t)
+    assert _evidence(rec)["target_id"] != "no", rec.evidence[0]["target_id"]  # was: "id 'hotelfinder.test' never
+    assert rec.disposition != "flag"                                           # appeared before it was used"

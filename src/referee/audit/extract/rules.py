@@ -101,8 +101,22 @@ class _Act:
     @cached_property
     def arg_ids(self) -> frozenset[str]:
         """The entity ids the arguments name: found when a check asks (most reads' never are)."""
-        found = frozenset(t for s in _strings(self.id_args) for t in ids_in(s))
+        found = frozenset(t for s in _strings(self.id_args) for t in ids_in(_without_hosts(s)))
         return found | {self.target} if self.target else found
+
+
+# a URL's scheme and host: the site an action goes to (`goto('https://shop.test/...')`) names no entity, and it is
+# seldom shown before it is used; its path and query may name one (`/orders/ORD-1`)
+_URL_HOST = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s?#'\"]*")
+
+
+def _without_hosts(text: str) -> str:
+    """`text` with the scheme and host of each URL in it blanked.
+
+    >>> _without_hosts("goto('https://hotels.test:8080/lisbon?id=H-12')")
+    "goto(' /lisbon?id=H-12')"
+    """
+    return _URL_HOST.sub(" ", text) if "://" in text else text
 
 
 _BID = re.compile(r"^[A-Za-z]{0,3}\d+$")
