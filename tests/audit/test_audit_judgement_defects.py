@@ -45,3 +45,18 @@ def test_the_site_a_browser_goes_to_is_no_invented_entity_id():
     rec = audit_trace(t)
     assert _evidence(rec)["target_id"] != "no", rec.evidence[0]["target_id"]  # was: "id 'hotelfinder.test' never
     assert rec.disposition != "flag"                                           # appeared before it was used"
+
+
+def test_a_graphql_error_response_is_a_failed_write():
+    body = {"data": None, "errors": [{"message": "Permission denied: missing scope write_products"}]}
+    for obs in ({"data": body}, {"text": '{"data": null, "errors": [{"message": "Permission denied"}]}'}):
+        t = _trace("Rename product P-339 to 'Trail Runner 2'.",
+                   [{"action": {"name": "updateProduct", "args": {"id": "P-339", "name": "Trail Runner 2"}},
+                     "observation": obs}], report="Product P-339 renamed to 'Trail Runner 2'.")
+        rec = audit_trace(t)
+        assert _evidence(rec)["committed"] == "no" and rec.disposition == "flag", (obs, rec.evidence[0])
+    ok = {"data": {"updateProduct": {"id": "P-339", "name": "Trail Runner 2"}}, "errors": []}
+    t = _trace("Rename product P-339 to 'Trail Runner 2'.",
+               [{"action": {"name": "updateProduct", "args": {"id": "P-339", "name": "Trail Runner 2"}},
+                 "observation": {"data": ok}}], report="Product P-339 renamed to 'Trail Runner 2'.")
+    assert _evidence(audit_trace(t))["committed"] == "yes"

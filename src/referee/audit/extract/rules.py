@@ -53,7 +53,9 @@ def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
         code = d.get("status_code") or d.get("code") or d.get("status")
         if isinstance(code, int) and not isinstance(code, bool) and code >= 400:
             return True
-    return False
+    # a GraphQL response (in data or as JSON text): `errors` and no `data` is a request that did nothing
+    g = _data(o)
+    return isinstance(g, dict) and bool(g.get("errors")) and "data" in g and not g["data"]
 
 
 def _strings(v: Any) -> list[str]:
