@@ -60,3 +60,13 @@ def test_a_graphql_error_response_is_a_failed_write():
                [{"action": {"name": "updateProduct", "args": {"id": "P-339", "name": "Trail Runner 2"}},
                  "observation": {"data": ok}}], report="Product P-339 renamed to 'Trail Runner 2'.")
     assert _evidence(audit_trace(t))["committed"] == "yes"
+
+
+def test_terse_and_purchase_reports_read_as_success():
+    from referee.audit.claims import read_claim_rules
+
+    for report in ("Quantity set.", "Order placed!", "I bought the blue ceramic mug for you ($12.00).",
+                   "Done. Ticket assigned."):
+        assert read_claim_rules(report).label == "success", report  # "Quantity set." read as no status
+    for report in ("Not saved.", "Nothing was deleted.", "The order could not be placed."):
+        assert read_claim_rules(report).label != "success", report

@@ -120,7 +120,8 @@ DONE_VERBS = (r"booked|reserved|cancell?ed|updated|created|deleted|removed|sent|
               r"granted|finished|accomplished|generated|published|activated|deactivated|adjusted|corrected|"
               r"implemented|addressed|patched|refactored|verified|identified|found|calculated|determined|"
               r"retrieved|located|extracted|computed|collected|solved|answered|completed successfully|checked|reviewed|"
-              r"searched|looked up|validated")
+              r"searched|looked up|validated|bought|marked|labell?ed|tagged|assigned|approved|invited|subscribed|"
+              r"unsubscribed|restored|rescheduled|renewed|reset|muted|unmuted|pinned|starred|flagged")
 COMPLETION = Cue(
     rf"\b(successfully|all set|all done|done\s*[,.!:\-–—]|task (is |has been )?(now )?(complete|completed|done|finished|"
     rf"resolved|accomplished)|(has|have|had) (now )?been ({DONE_VERBS})|(was|were|is|are|is now|are now|now) "
@@ -130,7 +131,10 @@ COMPLETION = Cue(
     rf"(request|task|issue|problem|bug) (is|has been) (now )?(satisfied|fulfilled|solved|resolved|fixed|addressed)|"
     rf"(looks|is|are|seems) (all )?(good|correct|right|fine|as expected)|(i|we) can confirm|(exactly )?as expected|confident in (my|the|our) "
     rf"(solution|fix|answer|result)|(i|we) (agree|confirm) (with )?(the )?(verification|result|answer|findings)|"
-    rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b))", re.I)
+    rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b)|"
+    # a terse sentence of its own, a subject of one to three words and the verb: "Quantity set.", "Order placed!"
+    rf"(?:^|(?<=[.!?]\s))(?!(?:no|not|nothing|none|never)\b)[A-Za-z][\w'-]*(?: [\w'-]+){{0,2}} "
+    rf"(?:{DONE_VERBS})\s*[.!]+\s*$)", re.I | re.M)
 
 # The result itself: an answer sentence, a value, a list or "here is".
 DELIVERED = Cue(
