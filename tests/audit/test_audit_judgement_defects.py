@@ -70,3 +70,16 @@ def test_terse_and_purchase_reports_read_as_success():
         assert read_claim_rules(report).label == "success", report  # "Quantity set." read as no status
     for report in ("Not saved.", "Nothing was deleted.", "The order could not be placed."):
         assert read_claim_rules(report).label != "success", report
+
+
+def _refund(path_id: str) -> Trace:
+    return _trace("Refund order ORD-55102 in full.",
+                  [{"action": {"name": f"POST /api/orders/{path_id}/refund", "args": {"amount": "full"}},
+                    "observation": {"data": {"status": 200, "body": {"refund": "RF-1", "state": "refunded"}}}}],
+                  report="Order ORD-55102 has been refunded.")
+
+
+def test_an_id_in_a_rest_path_names_the_target():
+    right, wrong = audit_trace(_refund("ORD-55102")), audit_trace(_refund("ORD-55120"))
+    assert _evidence(right)["target_id"] == "yes", right.evidence[0]["target_id"]  # was "names no entity"
+    assert _evidence(wrong)["target_id"] == "no" and wrong.disposition == "flag", wrong.evidence[0]["target_id"]

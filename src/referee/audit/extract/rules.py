@@ -184,6 +184,8 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
     id_args = _without_element_ids(args) if rec.via == "browser" else (
         {k: v for k, v in args.items() if k not in ("method", "http_method", "verb")}
         if rec.via == "http" and isinstance(args, dict) else args)
+    if rec.via == "http" and isinstance(id_args, dict) and len(parts := step.action.split(maxsplit=1)) == 2:
+        id_args = {**id_args, " path": parts[1]}  # `POST /api/orders/ORD-1/refund`: the path names the entity
     arg_text = " ".join(_strings(id_args))
     if kind == "gui_other":
         if not re.search(r"[A-Za-z]", arg_text):
