@@ -83,3 +83,24 @@ def test_an_id_in_a_rest_path_names_the_target():
     right, wrong = audit_trace(_refund("ORD-55102")), audit_trace(_refund("ORD-55120"))
     assert _evidence(right)["target_id"] == "yes", right.evidence[0]["target_id"]  # was "names no entity"
     assert _evidence(wrong)["target_id"] == "no" and wrong.disposition == "flag", wrong.evidence[0]["target_id"]
+
+
+FORM = "RootWebArea 'Luigi - Reserve'\n[a5] combobox 'Time' value='{time}'\n[a9] button 'Reserve'"
+
+
+def _booking(after: str) -> Trace:
+    return Trace(run_id="r", task="Book a table for 4 at Luigi's on Saturday at 7pm.",
+                 initial_observation={"text": FORM.format(time="")},
+                 steps=[{"action": {"name": "select_option('a5', '19:00')", "args": {}},
+                         "observation": {"text": FORM.format(time="19:00")}},
+                        {"action": {"name": "click('a9')", "args": {}}, "observation": {"text": after}}],
+                 report="Booked: a table for 4 on Saturday at 19:00.")
+
+
+def test_a_reserve_button_commits_and_a_refusal_after_it_is_no_commit():
+    done = audit_trace(_booking("heading 'Booking confirmed'\nStaticText 'Reference: LUI-5521'"))
+    assert _evidence(done)["committed"] == "yes" and done.disposition != "flag", done.evidence[0]
+    refused = audit_trace(_booking(FORM.format(time="19:00") + "\nStaticText 'Error: no tables available.'"))
+    assert _evidence(refused)["committed"] == "no" and refused.disposition == "flag", refused.evidence[0]
+    refused = audit_trace(_booking(FORM.format(time="19:00") + "\nStaticText 'Please select a party size.'"))
+    assert refused.disposition == "flag", refused.evidence[0]

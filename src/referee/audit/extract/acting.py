@@ -14,7 +14,8 @@ from typing import Any, Mapping
 from referee.audit.caseless import Cue
 from referee.audit.terminal import TERMINAL_CALLS, is_terminal, split_call  # noqa: F401 (re-exported)
 from referee.audit.extract.lexicon import (
-    COMMIT_LABEL, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS, ordered_words, words,
+    COMMIT_LABEL, FORM_REFUSED, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS,
+    ordered_words, words,
 )
 
 # kinds of action the rules reason about
@@ -318,6 +319,21 @@ def failed(rec: Recognised | None, data: Any, text: str, error_flag: bool) -> bo
         if rc is not None:
             return rc != 0
     return None
+
+
+def form_refused(before: str, after: str) -> bool:
+    """Whether a commit click was refused: the screen after it shows a validation message, on a line the screen
+    before it did not have (a form that says "Please select a time." saved nothing).
+
+    >>> form_refused("button 'Reserve'", "button 'Reserve'\\nStaticText 'Please select a time.'")
+    True
+    >>> form_refused("StaticText 'Email is required'", "StaticText 'Email is required'\\nheading 'Saved'")
+    False
+    """
+    if not FORM_REFUSED.search(after):
+        return False
+    shown = set(before.splitlines())
+    return any(FORM_REFUSED.search(line) for line in after.splitlines() if line not in shown)
 
 
 def describe_layers(catalog: ToolCatalog = NO_TOOLS) -> list[tuple[str, str]]:

@@ -36,11 +36,18 @@ SELF_SIGNAL = frozenset("status finish finished done terminate complete stop end
 HANDOFF = re.compile(r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?"
                      r"(human|agent|operator|support)", re.I)
 COMMIT_LABEL = re.compile(r"\b(save|send|done|ok|okay|confirm|submit|apply|create|add|delete|remove|post|yes|"
-                          r"finish|update|set|publish|reply|enter|check ?mark|✓)\b", re.I)
+                          r"finish|update|set|publish|reply|enter|check ?mark|✓|reserve|book|buy|purchase|pay|"
+                          r"place order|check ?out|register|sign up|schedule|share|upload|accept|approve|archive)\b",
+                          re.I)
 FAIL_TEXT = re.compile(r"^\s*(error|failed|failure|exception|traceback|not found|invalid|denied|forbidden|"
                        r"unauthori[sz]ed|cannot|unable)\b", re.I)
 EMPTY_TEXT = re.compile(r"^\s*(\[\s*\]|\{\s*\}|none|null|no (results?|items?|entries|records|matches)\b.*|"
                         r"(list|folder|inbox) is empty.*|empty|0 (results?|items?))\s*$", re.I)
+# a form's refusal, shown on the screen after a commit click: a validation message the screen before did not show
+FORM_REFUSED = re.compile(r"\b(please (select|enter|choose|fill|provide|complete|correct)|(is|are) required|"
+                          r"required field|(is|are) (invalid|not valid)|invalid \w+|must (be|contain|include|match)|"
+                          r"cannot be (empty|blank)|try again|could not be (saved|sent|submitted|completed|processed)|"
+                          r"error|failed|(is|are) (no longer |not |un)available|sold out)\b", re.I)
 # Ids: tokens with a letter and a digit (HAT136, mia_li_3668, 4BMN53), all-caps codes, emails.
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
 FILE_RE = re.compile(r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}")  # notes.md, photo.jpg

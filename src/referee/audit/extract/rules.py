@@ -199,6 +199,8 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
     failed = _failed(step.observation, rec, catalog)
     if kind == "gui_commit" and failed is None:
         failed = False  # a click that was made is done; a GUI shows no result code
+    elif kind == "gui_commit" and failed is False and step.observation is not None:
+        failed = acting.form_refused(_obs_text(prev), _obs_text(step.observation)) or False
     return _Act(step, kind, groups, failed, id_args, rec.target, arg_text, rec.via)
 
 
