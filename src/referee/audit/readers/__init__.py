@@ -89,9 +89,26 @@ def _sniffed(path: Path) -> tuple[str, list[JsonValue], Generator[JsonValue, Non
             break
         fmt = _record_format(item.value)
         if fmt is not None:
+            if fmt == "openai-chat" and isinstance(item.value, dict):  # a bare message: its neighbours tell the shape
+                fmt = "mini-swe-agent" if is_trajectory_file(path) else _messages_format(item.value, seen, values)
             return fmt, seen, values
         break
     return ("mini-swe-agent" if is_trajectory_file(path) else "referee"), seen, values
+
+
+def _messages_format(first: dict, seen: list[JsonValue], values: Iterator[JsonValue], peek: int = 200) -> str:
+    """openai-chat or anthropic-messages for a file that is one conversation (a list of messages), by the first
+    `peek` messages (read into `seen`): a message alone rarely says which."""
+    from referee.audit.readers.anthropic_messages import looks_anthropic
+
+    messages = [first]
+    for item in values:
+        seen.append(item)
+        if item.error is None:
+            messages.append(item.value)
+        if len(messages) >= peek:
+            break
+    return "anthropic-messages" if looks_anthropic([m for m in messages if isinstance(m, dict)]) else "openai-chat"
 
 
 def _record_format(v: object) -> str | None:
@@ -105,6 +122,8 @@ def _record_format(v: object) -> str | None:
             return "tau-bench"
         if isinstance(v.get("eval"), dict) and ("samples" in v or "status" in v):
             return "inspect-ai"  # a JSON log whose fields are in another order than Inspect writes them
+        if isinstance(v.get("trajectory"), list) and v["trajectory"] and is_openhands_event(v["trajectory"][0]):
+            return "openhands"  # OpenHands' trajectory export: {"trajectory": [events]}
         info = v.get("info")
         if ("messages" in v and isinstance(info, dict) and "exit_status" in info) or \
                 isinstance(v.get("trajectory"), list):
@@ -114,6 +133,8 @@ def _record_format(v: object) -> str | None:
         if is_openhands_event(v) or (isinstance(v.get("history"), list) and v["history"]
                                      and is_openhands_event(v["history"][0])):
             return "openhands"
+        if isinstance(v.get("role"), str):  # one message of a file that is one conversation
+            return "openai-chat"
     if isinstance(v, list) and v and isinstance(v[0], dict) and "role" in v[0]:
         return "anthropic-messages" if looks_anthropic(v) else "openai-chat"
     return None
@@ -198,9 +219,11 @@ def _regular_file(path: Path) -> None:
 _BUILTIN_SNIFFS = {
     "referee": "a record with trace_version or steps (also the fallback for an unrecognised file)",
     "referee-run": "a folder holding manifest.json",
-    "openai-chat": "a record with messages, or a list of messages with role",
+    "openai-chat": "a record with messages (or an OpenAI request/response pair), or a list of messages with role "
+                   "(a file that is one conversation)",
     "tau-bench": "a record with traj and reward or task_id",
-    "mini-swe-agent": "a record with messages and info.exit_status, or trajectory; any *.traj(.json) file",
+    "mini-swe-agent": "a record with messages and info.exit_status, or trajectory (of steps, not OpenHands events); "
+                      "any *.traj(.json) file",
     "anthropic-messages": "a record with messages (or a request/response pair) in the Anthropic shape: a "
                           "top-level system, tools with input_schema, or tool_use / tool_result content blocks",
     "inspect-ai": "an .eval zip (header.json, _journal/ or samples/ members), or a JSON log: one object with "

@@ -44,6 +44,8 @@ def looks_anthropic(record: Any) -> bool:
     True
     >>> looks_anthropic({"messages": [{"role": "user", "content": "hi"}]})
     False
+    >>> looks_anthropic({"request": {"messages": []}, "response": {"choices": [{"message": {}}]}})
+    False
     """
     if isinstance(record, list):
         record = {"messages": record}
@@ -52,7 +54,7 @@ def looks_anthropic(record: Any) -> bool:
     request = record.get("request")
     if isinstance(request, dict) and isinstance(request.get("messages"), list) and isinstance(
             record.get("response"), dict):
-        return True
+        return "choices" not in record["response"]  # OpenAI's response holds `choices`, Anthropic's its content
     messages = record.get("messages")
     if not isinstance(messages, list):
         return False

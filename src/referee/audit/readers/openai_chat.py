@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import ValidationError
 
-from referee.audit.jsonstream import iter_json_values, loads
+from referee.audit.jsonstream import JsonValue, iter_json_values, loads
 from referee.audit.readers import trace_readers
 from referee.audit.trace import (SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, tool_defs,
                                  trace_error)
+from referee.errors import TraceError
 
 NARRATION_TOOLS = frozenset({"think", "thought", "thinking", "reason", "reasoning", "scratchpad", "note_to_self",
                              "reflect", "plan"})
@@ -29,8 +30,25 @@ def _text(content: Any) -> str | None:
     if content is None:
         return None
     if isinstance(content, list):  # content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        content = "".join(_part_text(p) for p in content if isinstance(p, dict))
     return str(content)
+
+
+def _part_text(part: dict) -> str:
+    """A content part's words: its `text`, or an assistant's `{"type": "refusal", "refusal": ...}` (its own words)."""
+    if "text" not in part and part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+        return part["refusal"]
+    return part.get("text", "")
+
+
+def _with_refusal(m: dict) -> dict:
+    """An assistant message whose words are only in `refusal` (OpenAI writes `content: null` beside it), with
+    them as its content: a refusal is the agent's own word, the report when it is the last."""
+    refusal = m.get("refusal")
+    if m.get("role") == "assistant" and isinstance(refusal, str) and refusal.strip() and \
+            not (_text(m.get("content")) or "").strip():
+        return {**m, "content": refusal}
+    return m
 
 
 def _is_call_block(b: Any) -> bool:
@@ -223,7 +241,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
     >>> t["task"], t["steps"][0]["action"], t["report"]
     ('delete file a', {'name': 'rm', 'args': {'path': 'a'}}, 'Deleted a.')
     """
-    msgs = _from_content_blocks([m for m in messages if isinstance(m, dict)])
+    msgs = _from_content_blocks([_with_refusal(m) for m in messages if isinstance(m, dict)])
     system = [(_text(m.get("content")) or "") for m in msgs if m.get("role") in ("system", "developer")]
     convo = [m for m in msgs if m.get("role") not in ("system", "developer")]
     report_idx = None
@@ -308,9 +326,70 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
             "initial_observation": initial or None, "steps": steps, "report": report, "meta": meta or {}}
 
 
+def is_message(v: Any) -> bool:
+    """A chat message written as a record of its own (a file that is one conversation: a JSON list of messages,
+    or JSONL with a message a line), not a record that holds messages.
+
+    >>> is_message({"role": "user", "content": "hi"}), is_message({"messages": [], "role": "x"})
+    (True, False)
+    """
+    return isinstance(v, dict) and isinstance(v.get("role"), str) and "messages" not in v and "request" not in v
+
+
+def _conversations(values: Iterable[JsonValue]) -> Iterator[JsonValue]:
+    """The records of a chat file, with consecutive bare messages gathered into one record (a list of messages,
+    at the line of the first): a JSON array of messages is one run, never a run per message. A conversation with
+    a message that does not parse is not audited with a gap in it: that message's error stands for it."""
+    group: list[Any] = []
+    first, broken = 0, False
+    for jv in values:
+        if jv.error is None and is_message(jv.value):
+            first = jv.line if not group else first
+            group.append(jv.value)
+            continue
+        if group and jv.error is not None:
+            broken = True
+            yield jv
+            continue
+        if group and not broken:
+            yield JsonValue(line=first, value=group)
+        group, broken = [], False
+        yield jv
+    if group and not broken:
+        yield JsonValue(line=first, value=group)
+
+
+def request_response(obj: dict) -> dict | str:
+    """An OpenAI chat-completions log pair `{"request": {messages, tools?}, "response": {choices: [{message}]}}` as
+    one record: the request's messages with the response's message after them (the agent's last turn).
+
+    >>> r = request_response({"run_id": "r", "request": {"messages": [{"role": "user", "content": "hi"}]},
+    ...     "response": {"choices": [{"message": {"role": "assistant", "content": "Hello."}}]}})
+    >>> r["run_id"], [m["content"] for m in r["messages"]]
+    ('r', ['hi', 'Hello.'])
+    """
+    request = obj["request"]
+    if not isinstance(request.get("messages"), list):
+        return "openai-chat: a request/response pair whose request has no 'messages' list"
+    messages = list(request["messages"])
+    response = obj.get("response")
+    choices = response.get("choices") if isinstance(response, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
+        choices[0], dict) else None
+    if isinstance(message, dict):
+        messages.append({"role": "assistant", **message})
+    out = {k: obj[k] for k in ("run_id", "id", "task", "meta", "gold") if k in obj}
+    out["messages"] = messages
+    if "tools" in request:
+        out["tools"] = request["tools"]
+    return out
+
+
 def _openai_record(obj: Any) -> dict | str:
     if isinstance(obj, list):
         obj = {"messages": obj}
+    if isinstance(obj, dict) and not isinstance(obj.get("messages"), list) and isinstance(obj.get("request"), dict):
+        return request_response(obj)
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         hint = " (this is an Inspect AI log: leave out --format, or pass --format inspect-ai)" \
             if isinstance(obj, dict) and isinstance(obj.get("eval"), dict) else ""
@@ -322,7 +401,7 @@ def read_chat_records(path: Path, what: str, normalize: Callable[[Any], dict | s
     """One trace per record of a chat log; `normalize` turns a record into {"messages", "run_id"?, "task"?,
     "meta"?, "gold"?, "tools"?} with messages this reader walks, or says why it cannot."""
     file = str(path)
-    for n, jv in enumerate(iter_json_values(path)):
+    for n, jv in enumerate(_conversations(iter_json_values(path))):
         if jv.error:
             yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(jv.error, file=file, line=jv.line))
             continue
@@ -346,6 +425,10 @@ def read_chat_records(path: Path, what: str, normalize: Callable[[Any], dict | s
             yield TraceItem(file=file, line=jv.line, run_id=run_id,
                             error=shape_error(exc, what, file=file, line=jv.line, run_id=run_id))
             continue
+        if not raw["steps"] and not raw["task"].strip():  # nothing read: never audited as an empty run
+            yield TraceItem(file=file, line=jv.line, run_id=run_id,
+                            error=_nothing_read(obj["messages"], what, file=file, line=jv.line, run_id=run_id))
+            continue
         if (tools := tool_defs(obj.get("tools"))) is not None:
             raw["tools"] = tools
         try:
@@ -355,6 +438,21 @@ def read_chat_records(path: Path, what: str, normalize: Callable[[Any], dict | s
                             error=trace_error(exc, raw, file=file, line=jv.line, what=what))
             continue
         yield TraceItem(file=file, line=jv.line, run_id=run_id, trace=trace, gold=gold)
+
+
+def _nothing_read(messages: list, what: str, *, file: str, line: int | None, run_id: str) -> TraceError:
+    """The error for a chat record that gave no task and no step: what was missing, and how to give it."""
+    turns = [m for m in messages if isinstance(m, dict)]
+    if not turns:
+        why = "it has no messages"
+    elif not any(isinstance(m.get("role"), str) for m in turns):
+        keys = ", ".join(sorted(turns[0])[:6])
+        why = f"its messages have no 'role' (user, assistant, tool; the first has {keys}): not a chat in this shape"
+    else:
+        why = "no user text (the task) and no tool call in its messages"
+    err = record_error(f"{what}: no task and no step read: {why}", file=file, line=line, run_id=run_id)
+    err.fix = "convert the run to trace v1 (run_id, task, steps: see docs/auditor.md) or pass --on-error skip"
+    return err
 
 
 @trace_readers.register("openai-chat")

@@ -1,5 +1,6 @@
 """Reader for OpenHands sessions: `sessions/<id>/events/<n>.json`, read in id order; also a trajectory
-file (a JSON list of the same events, or JSONL) and evaluation records that carry them as `history`.
+file (a JSON list of the same events, JSONL, or the export `{"trajectory": [...]}`) and evaluation records that
+carry them as `history`.
 
 Events are what OpenHands' `event_to_dict` writes: an action (`action`, `args`, `source`, `id`) or an
 observation (`observation`, `content`, `extras`, `cause`: the id of the action it answers).
@@ -306,7 +307,8 @@ def _eval_gold(rec: dict) -> Gold | None:
 
 
 def read_file(path: Path) -> Iterator[TraceItem]:
-    """Traces of a file: a JSON list (or JSONL) of events is one run; evaluation records with `history` one each."""
+    """Traces of a file: a JSON list (or JSONL) of events, or the trajectory export `{"trajectory": [events]}`, is one
+    run; evaluation records with `history` one each."""
     file, stem = str(path), Path(path).name.split(".")[0]
     loose: list[dict] = []
     first_line: int | None = None
@@ -319,6 +321,11 @@ def read_file(path: Path) -> Iterator[TraceItem]:
                 line=jv.line, run_id=stem))
             continue
         v = jv.value
+        if isinstance(v, dict) and isinstance(v.get("trajectory"), list) and v["trajectory"] and all(
+                is_openhands_event(e) for e in v["trajectory"]):
+            first_line = jv.line if first_line is None else first_line
+            loose.extend(v["trajectory"])  # the trajectory export ({"trajectory": [events]}): the events of one run
+            continue
         if isinstance(v, dict) and isinstance(v.get("history"), list):
             rid = str(v.get("instance_id") or f"{stem}-{n}")
             meta: dict[str, Any] = {"source": "openhands"}
