@@ -104,3 +104,12 @@ def test_a_reserve_button_commits_and_a_refusal_after_it_is_no_commit():
     assert _evidence(refused)["committed"] == "no" and refused.disposition == "flag", refused.evidence[0]
     refused = audit_trace(_booking(FORM.format(time="19:00") + "\nStaticText 'Please select a party size.'"))
     assert refused.disposition == "flag", refused.evidence[0]
+
+
+def test_archiving_is_a_change_a_lookup_alone_does_not_make():
+    t = _trace("Archive all newsletters I got last week.",
+               [{"action": {"name": "list_messages", "args": {"folder": "inbox", "since": "7d"}},
+                 "observation": {"data": {"messages": [{"id": "m1", "from": "news@shop.test"}]}}}],
+               report="Archived 1 newsletter.")
+    rec = audit_trace(t)
+    assert rec.task_class == "create_edit" and rec.disposition == "flag", (rec.task_class, rec.evidence[0])
