@@ -120,3 +120,72 @@ def test_the_openhands_trajectory_export_reads_as_its_events(tmp_path, referee_c
         exclude={"run_id"})
     rc, records, skipped, _ = audit(referee_cli, tmp_path, "traj.json")
     assert rc == 0 and records[0]["run_id"] == "traj" and records[0]["claim"]["label"] == "success"
+
+
+def test_a_record_in_no_known_format_says_so_lists_the_formats_and_how_to_convert(tmp_path, referee_cli):
+    (tmp_path / "langsmith.jsonl").write_text(json.dumps({
+        "id": "a1", "name": "AgentExecutor", "run_type": "chain", "inputs": {"input": DELETE},
+        "outputs": {"output": "I deleted report-7.txt."}, "child_runs": []}) + "\n")
+    (tmp_path / "smol.jsonl").write_text(json.dumps({"run_id": "sm-1", "steps": [
+        {"task": DELETE}, {"step_number": 1, "model_output": "final_answer('done')", "observations": "done"}]}) + "\n")
+    (tmp_path / "v1.jsonl").write_text(json.dumps({"run_id": "v", "steps": []}) + "\n")  # trace v1 lacking a task
+    rc, records, skipped, said = audit(referee_cli, tmp_path, "langsmith.jsonl", "smol.jsonl", "v1.jsonl")
+    assert rc == 1 and not records and len(skipped) == 3, skipped
+    for s in skipped[:2]:
+        assert "not a format referee reads" in s and "openai-chat" in s and "tau-bench" in s, s
+    assert said.count("write the run as trace v1") == 2 and "docs/plugins.md" in said
+    assert "v1.jsonl:1: run_id v: trace v1: task: Field required" in skipped[2]
+
+
+def test_a_crashed_tau_bench_run_quotes_its_error_and_eval_gold_writes_every_run(tmp_path, referee_cli):
+    ok = {"task_id": 0, "trial": 0, "reward": 1.0,
+          "info": {"task": {"user_id": "u", "actions": [], "instruction": "Cancel reservation EHGLP3."}},
+          "traj": [{"role": "user", "content": "Cancel EHGLP3"}, {"role": "assistant", "content": "Cancelled."}]}
+    crash = {"task_id": 1, "trial": 0, "reward": 0.0, "traj": [],
+             "info": {"error": "litellm.RateLimitError: 429", "traceback": "Traceback (most recent call last): ..."}}
+    (tmp_path / "results.json").write_text(json.dumps([ok, crash]))
+    rc, records, skipped, _ = audit(referee_cli, tmp_path, "results.json")
+    assert rc == 1 and [r["run_id"] for r in records] == ["task0-trial0"]
+    assert "run_id task1-trial0: tau-bench: the run crashed before its first turn (info.error: " \
+           "'litellm.RateLimitError: 429')" in skipped[0]
+    rc, out, err = referee_cli("eval", "gold", "results.json", "-o", "gold.jsonl", cwd=tmp_path)
+    assert rc == 0, err
+    gold = [json.loads(ln) for ln in (tmp_path / "gold.jsonl").read_text().splitlines()]
+    assert [(g["run_id"], g["completed"]) for g in gold] == [("task0-trial0", True), ("task1-trial0", False)]
+    assert "crashed before its first turn" in err and "its gold (completed false) is written" in err
+
+
+def test_a_walk_leaves_out_referees_own_outputs_whatever_their_names(tmp_path, referee_cli):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "traces.jsonl").write_text("".join(json.dumps(
+        {"run_id": f"r{i}", "task": DELETE, "steps": [], "report": "Deleted.", "gold": {"completed": False}}) + "\n"
+        for i in range(2)))
+    rc, _, err = referee_cli("audit", "runs", "--out", "runs/audit.jsonl", "--gold-out", "runs/gold.jsonl",
+                             "--summary-json", "runs/summary.json", "--no-progress", cwd=tmp_path)
+    assert rc == 0, err
+    (runs / "audit.jsonl").rename(runs / "old-results.jsonl")  # by content, not by name
+    rc, records, skipped, said = audit(referee_cli, tmp_path, "runs", "--policy", "strict")
+    assert rc == 0 and not skipped and sorted(r["run_id"] for r in records) == ["r0", "r1"], said
+    # named on purpose, an output is one line saying what it is
+    rc, _, err = referee_cli("audit", "runs/gold.jsonl", "--out", "b.jsonl", "--no-progress", cwd=tmp_path)
+    assert rc == 1 and "this is a gold label (referee audit --gold-out, referee eval gold)" in err, err
+
+
+def test_a_folder_format_forced_on_a_file_is_one_line_with_the_fix(tmp_path, referee_cli):
+    (tmp_path / "chat.jsonl").write_text(json.dumps({"run_id": "oa-1", "messages": chat()}) + "\n")
+    rc, _, skipped, said = audit(referee_cli, tmp_path, "chat.jsonl", "--format", "browsergym")
+    assert rc == 1 and "NotADirectoryError" not in said
+    assert "browsergym: reads an experiment folder" in skipped[0] and "it reads as openai-chat" in said
+
+
+def test_gold_in_a_trace_v1_record_reads_as_a_gold_file_does(tmp_path, referee_cli):
+    runs = [{"run_id": r, "task": DELETE, "steps": [], "report": "Deleted.", "gold": {"completed": v}}
+            for r, v in (("a", "no"), ("b", "YES"), ("c", 1), ("d", "maybe"))]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    rc, records, skipped, said = audit(referee_cli, tmp_path, "t.jsonl", "--gold-out", "g.jsonl")
+    assert rc == 0 and len(records) == 4
+    gold = [json.loads(ln) for ln in (tmp_path / "g.jsonl").read_text().splitlines()]
+    assert [(g["run_id"], g["completed"]) for g in gold] == [("a", False), ("b", True), ("c", True)]
+    assert "ignored fields" not in said
+    assert "t.jsonl:4: run_id d: gold {'completed': 'maybe'} does not read" in said

@@ -5,7 +5,8 @@ run folder (a referee run directory, a BrowserGym / AgentLab experiment folder, 
 session) with its folder reader. Any other folder is walked, sorted, depth first: each run folder
 in it is one item (never walked into), each file whose name says trace (`.json`, `.jsonl`,
 `.traj`, `.eval`; not a SWE-bench `*.report.json`) is one item, each with its own reader. Names
-starting with a dot are not walked.
+starting with a dot are not walked, nor referee's own outputs (audit, gold and summary files, known by
+their first record's fields, whatever their name).
 
 Narrowing a walk: `--include GLOB` (repeatable) keeps the items whose path below the walked folder,
 or whose name, matches a glob (then any file name may match, not only trace names); `--format F`
@@ -43,6 +44,7 @@ class InputOptions:
     on_left_out: Callable[[Path, str], None] | None = None  # (folder, its format) left out by --format
     max_depth: int = MAX_DEPTH
     outputs: frozenset[Path] = frozenset()  # this audit's own files (real paths): never read as input by a walk
+    on_own_output: Callable[[Path, str], None] | None = None  # (file, what it is): an earlier audit's output, left out
 
 
 @dataclass(frozen=True)
@@ -210,8 +212,41 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
             if options.outputs and Path(os.path.realpath(child)) in options.outputs:
                 continue  # this audit's own output (`referee audit . --out audit.jsonl`, run again)
             wanted = _included(rel, child.name, options.include) if options.include else is_trace_name(child)
+            if wanted and (own := own_output(child)) is not None:
+                if options.on_own_output:  # an earlier audit's files, with another --out: never traces
+                    options.on_own_output(child, own)
+                continue
             if wanted and _first_time(child, walked):
                 yield InputItem(child, fmt)
+
+
+OWN_HEAD = 1 << 16  # bytes read to tell one of referee's own outputs: its first record (a line, or a small summary)
+
+
+def own_output(path: Path) -> str | None:
+    """What referee output a `.json` / `.jsonl` file is (an audit file, a gold file, an audit summary), by the shape of
+    its first record (`referee_v1.referee_output`); None for anything else, or a first record too long to tell.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); p = d / "g.jsonl"
+    >>> _ = p.write_text('{"gold_version": 1, "run_id": "a", "completed": true}\\n')
+    >>> own_output(p), own_output(d / "missing.json")
+    ('a gold label (referee audit --gold-out, referee eval gold)', None)
+    """
+    import json
+
+    from referee.audit.readers.referee_v1 import referee_output
+
+    if not Path(path).name.endswith((".json", ".jsonl")):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(OWN_HEAD).decode("utf-8", "replace").lstrip()
+        if not head.startswith("{"):
+            return None
+        value, _ = json.JSONDecoder().raw_decode(head)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return referee_output(value)
 
 
 def _first_time(path: Path, seen: set[tuple[int, int]]) -> bool:

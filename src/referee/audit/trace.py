@@ -114,6 +114,44 @@ class TraceItem:
     notes: tuple[str, ...] = ()
 
 
+GOLD_TRUE = frozenset({"true", "1", "yes", "y", "t"})
+GOLD_FALSE = frozenset({"false", "0", "no", "n", "f"})
+
+
+def gold_completed(value: Any) -> bool | None:
+    """A gold `completed` value as a gold file gives it: a boolean, 1/0, or yes/no, true/false, 1/0 as text
+    (any case); None when it is none of those.
+
+    >>> gold_completed("no"), gold_completed(1), gold_completed(" TRUE "), gold_completed("maybe"), gold_completed(2)
+    (False, True, True, None, None)
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value) if value in (0, 1) else None
+    if isinstance(value, str):
+        word = value.strip().lower()
+        return True if word in GOLD_TRUE else False if word in GOLD_FALSE else None
+    return None
+
+
+def record_gold(value: Any, source: str) -> tuple[Gold | None, str | None]:
+    """A record's own `gold: {"completed": ...}` as Gold, or why it does not read (said as a warning; the run is
+    audited without gold).
+
+    >>> record_gold({"completed": "no"}, "trace")
+    (Gold(completed=False, source='trace'), None)
+    >>> record_gold({"completed": "maybe"}, "trace")[1].startswith("gold {'completed': 'maybe'} does not read")
+    True
+    """
+    completed = gold_completed(value.get("completed")) if isinstance(value, dict) else None
+    if completed is not None:
+        return Gold(completed=completed, source=source), None
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    return None, (f"gold {shown} does not read: give {{\"completed\": ...}} with yes/no, true/false or 1/0; "
+                  "this run has no gold")
+
+
 _SCORE_WORDS = {"c": 1.0, "correct": 1.0, "i": 0.0, "incorrect": 0.0, "p": 0.5, "partial": 0.5, "n": 0.0,
                 "noanswer": 0.0, "true": 1.0, "yes": 1.0, "pass": 1.0, "false": 0.0, "no": 0.0, "fail": 0.0}
 

@@ -14,8 +14,6 @@ from referee.errors import GoldError, RefereeError
 
 ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
 GOLD_COLUMNS: tuple[str, ...] = ("run_id", "completed", "claim", "group", "split", "task", "note")
-_TRUE = {"true", "1", "yes", "y", "t"}
-_FALSE = {"false", "0", "no", "n", "f"}
 
 
 class GoldLabel(BaseModel):
@@ -39,16 +37,12 @@ class GoldLabel(BaseModel):
     @field_validator("completed", mode="before")
     @classmethod
     def _bool(cls, v):
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, (int, float)) and v in (0, 1):
-            return bool(v)
-        s = str(v).strip().lower()
-        if s in _TRUE:
-            return True
-        if s in _FALSE:
-            return False
-        raise ValueError(f"completed must be true or false, got {v!r}")
+        from referee.audit.trace import gold_completed  # one reading of yes/no, with a trace's own gold
+
+        completed = gold_completed(v if isinstance(v, (bool, int, float, str)) else str(v))
+        if completed is None:
+            raise ValueError(f"completed must be true or false, got {v!r}")
+        return completed
 
     @field_validator("claim", "group", "split", "task", "note", mode="before")
     @classmethod
@@ -215,6 +209,8 @@ def gold_from_traces(paths: Path | Iterable[Path], fmt: str | None = None, score
     `meta.group` (tau-bench: the task id), so leave-one-group-out leaves out a task. A run_id that comes
     again keeps its first label, as the audit keeps its first record. A bad record raises, or with
     `on_bad` is handed to it and skipped; a gold source beside a run that does not read goes to `on_note`.
+    A bad record that still carries gold (a crashed tau-bench run: no turn, a reward) gives its label, and
+    `on_note` hears why it is no trace.
     `outputs` (real paths, as `own_outputs` gives them) are never read as traces by a walk.
     """
     from referee.audit.inputs import InputOptions, iter_inputs
@@ -227,6 +223,17 @@ def gold_from_traces(paths: Path | Iterable[Path], fmt: str | None = None, score
     without = 0
     scorers: set[str] = set()
     for item in iter_inputs(paths, fmt, InputOptions(outputs=outputs)):  # a file, a run folder, or a folder of them
+        if item.error is not None and item.gold is not None and item.run_id is not None:
+            # a run that cannot be audited but whose gold the file records (a crashed tau-bench run, reward 0): the
+            # benchmark counts it, so its label is written, and the reason it is no trace is said
+            if str(item.run_id) not in seen:
+                seen.add(str(item.run_id))
+                labels.append(GoldLabel(run_id=str(item.run_id), completed=item.gold.completed,
+                                        group=str(item.group) if item.group not in (None, "") else None))
+            if on_note:
+                on_note(f"{item.error.where()}{item.error.message}; its gold (completed "
+                        f"{str(item.gold.completed).lower()}) is written")
+            continue
         if item.error is not None:
             if on_bad is None:
                 raise item.error

@@ -401,6 +401,16 @@ def _gold(summary: dict, tape_meta: dict) -> Gold | None:
     return None
 
 
+def _sniffed_as(path: Path) -> str:
+    """How a file given to a folder reader would be read without --format, in a few words."""
+    from referee.audit.readers import sniff_format
+
+    try:
+        return f"it reads as {sniff_format(path)}"
+    except Exception:  # noqa: BLE001 (the hint only: the file's own reader says what is wrong with it)
+        return "its format is sniffed from its content"
+
+
 def read_experiment(path: Path, options: ReadOptions | None = None) -> TraceItem:
     """The one TraceItem of an experiment folder (an item with `error` when it cannot be read)."""
     path = Path(path)
@@ -412,6 +422,9 @@ def read_experiment(path: Path, options: ReadOptions | None = None) -> TraceItem
         err.fix = fix
         return TraceItem(file=file, line=None, run_id=rid, error=err)
 
+    if not path.is_dir():  # --format browsergym given a file
+        return bad("reads an experiment folder (summary_info.json, step_*.pkl.gz or tape.json), not a file",
+                   f"give the experiment's folder, or leave out --format ({_sniffed_as(path)})")
     summary, summary_problem = _summary(path)
     tape = _tape_file(path)
     goal_object: Any = None

@@ -71,6 +71,18 @@ def reward_gold(reward: object) -> Gold | None:
     return None
 
 
+def crashed(obj: dict, run_id: str, *, file: str, line: int | None) -> TraceItem:
+    """A run tau-bench recorded as crashed (`traj: []`, `info.error`): a bad record quoting the error, with its gold
+    (the reward tau-bench gave it), which `referee eval gold` writes: the run is in the benchmark's results."""
+    said = " ".join(str(obj["info"]["error"]).split())
+    said = said if len(said) <= 120 else said[:117] + "..."
+    err = record_error(f"tau-bench: the run crashed before its first turn (info.error: {said!r}): nothing to audit",
+                       file=file, line=line, run_id=run_id)
+    err.fix = "run that task again or pass --on-error skip"
+    return TraceItem(file=file, line=line, run_id=run_id, error=err, gold=reward_gold(obj.get("reward")),
+                     group=str(obj.get("task_id", "")))
+
+
 @trace_readers.register("tau-bench")
 def read_tau_bench(path: Path) -> Iterator[TraceItem]:
     """Yield one trace per tau-bench run (one JSON array, JSONL, or concatenated objects).
@@ -90,6 +102,9 @@ def read_tau_bench(path: Path) -> Iterator[TraceItem]:
                 "tau-bench: a run needs a 'traj' list of messages", file=file, line=jv.line, run_id=rid))
             continue
         run_id = tau_run_id(obj, n)
+        if not obj["traj"] and isinstance(obj.get("info"), dict) and obj["info"].get("error"):
+            yield crashed(obj, run_id, file=file, line=jv.line)
+            continue
         try:
             task = instruction(obj)
         except ValueError as exc:
