@@ -113,3 +113,14 @@ def test_archiving_is_a_change_a_lookup_alone_does_not_make():
                report="Archived 1 newsletter.")
     rec = audit_trace(t)
     assert rec.task_class == "create_edit" and rec.disposition == "flag", (rec.task_class, rec.evidence[0])
+
+
+def test_swe_agent_edits_are_writes_and_its_submit_is_no_evidence():
+    bash = lambda cmd, out: {"action": {"name": "bash", "args": {"command": cmd}}, "observation": {"text": out}}  # noqa
+    steps = [bash("edit 1474:1474\n        return int(round(value))\nend_of_edit", "File updated."),
+             bash("python reproduce.py", "Traceback (most recent call last):\nImportError: cannot import name 'X'"),
+             bash("submit", "diff --git a/src/fields.py b/src/fields.py")]
+    rec = audit_trace(_trace("TimeDelta(milliseconds=345) serializes to 344.", steps,
+                             report="The fix works: reproduce.py now prints 345."))
+    ev = rec.evidence[0]["final_supports_goal"]
+    assert ev.value == "no" and ev.support == [1] and rec.disposition == "flag", ev  # was: yes, citing `submit`

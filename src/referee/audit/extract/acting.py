@@ -75,7 +75,13 @@ _SHELL_WRITE: _ShellParts = (
     (("of=",), re.compile(r"dd(?<!\wdd)\s[^|;\n]{0,300}?\bof=")),
     (("unzip",), re.compile(r"unzip(?<!\wunzip)")),
     (("tar",), re.compile(r"tar(?<!\wtar)\s+-?[a-z]*x")),
+    # SWE-agent's file commands, each a command of its own: `edit 12:14`, `create f.py`, `str_replace_editor ...`
+    (("edit", "create", "str_replace_editor", "insert", "append"),
+     re.compile(r"(?:\A|\n)\s*(?:edit\s+\d+:\d+|create\s+\S|str_replace_editor\s+(?:create|str_replace|insert|"
+                r"undo_edit)\b|insert\s+\d+|append\s*$)", re.M)),
 )
+# a shell "command" that is the agent's end-of-run signal (SWE-agent's `submit`): never evidence
+SHELL_SIGNALS = frozenset({"submit", "exit", "exit_forfeit"})
 
 
 def _shell_hits(parts: _ShellParts, command: str) -> bool:
@@ -162,6 +168,8 @@ def shell_effect(command: str) -> frozenset[str] | None:
     (['create_edit'], ['delete'], None)
     >>> shell_effect("pytest -q 2>&1 | tail -5"), sorted(shell_effect("cat <<'EOF' > a.py\\nx=1\\nEOF"))
     (None, ['create_edit'])
+    >>> sorted(shell_effect("edit 12:14\\n    return x\\nend_of_edit")), shell_effect("git log --format=create")
+    (['create_edit'], None)
     """
     groups: set[str] = set()
     if _shell_hits(_SHELL_DELETE, command):
@@ -270,6 +278,8 @@ def recognise(raw_name: str, raw_args: Any, catalog: ToolCatalog = NO_TOOLS) -> 
             return Recognised("write", groups, name, args, "http")
         return Recognised("read", frozenset(), name, args, "http")
     if w & SHELL_NAMES and (command := _command_of(args)) is not None:
+        if command.strip() in SHELL_SIGNALS:
+            return None
         eff = shell_effect(command)
         if eff:
             return Recognised("write", eff, name, args, "shell")
