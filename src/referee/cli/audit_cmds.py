@@ -222,8 +222,10 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                          fix="pass --allow-pickle to read them with referee's restricted unpickler (data classes "
                              "only), or export a JSON tape (tape.json)")
     left_out: list[str] = []
+    earlier: list[str] = []  # an earlier audit's own files met by the walk (another --out): left out, and said so
     inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
-                          on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"), outputs=outputs)
+                          on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"), outputs=outputs,
+                          on_own_output=lambda path, what: earlier.append(f"{path} ({what})"))
     probe = InputOptions(include=tuple(include), outputs=outputs)  # says nothing: the audit's own walk will
     if include and not any(isinstance(item, InputItem) for item in walk(traces, fmt, probe)):
         raise UsageError(f"--include {' '.join(include)} matches no file or run folder in "
@@ -306,6 +308,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             backends.close()
     elapsed = time.perf_counter() - t0
     warn.close(summary_json)
+    if earlier:
+        click.echo(f"referee: note: left out {len(earlier)} file(s) referee wrote, not traces: "
+                   f"{', '.join(earlier[:5])}{' ...' if len(earlier) > 5 else ''}", err=True)
     if left_out:
         click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
                    f"{', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}", err=True)
