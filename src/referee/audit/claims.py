@@ -15,6 +15,9 @@ from referee.llm import LLMError
 from referee.registry import FACTORY, Registry
 
 CLAIM_PROMPT_VERSION = "2"  # 2: cue families
+# the rules reader's own version (what a resume compares): 3: terse success sentences, more done-verbs, a JSON
+# report's atoms from its values
+RULES_CLAIM_VERSION = "3"
 MAX_REPORT_CHARS = 20_000   # longer reports are read on their first 5,000 and last 15,000 characters
 
 # holds factories; referee.audit.backends builds one per audit with the keyword config it declares
@@ -204,7 +207,7 @@ class RulesClaimReader:
 
     name: str = "rules"
     model: str | None = None
-    prompt_version: str = CLAIM_PROMPT_VERSION
+    prompt_version: str = RULES_CLAIM_VERSION
 
     def read(self, report: str | None) -> ClaimReading:
         return read_claim_rules(report)

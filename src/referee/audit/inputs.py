@@ -212,7 +212,9 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
             if options.outputs and Path(os.path.realpath(child)) in options.outputs:
                 continue  # this audit's own output (`referee audit . --out audit.jsonl`, run again)
             wanted = _included(rel, child.name, options.include) if options.include else is_trace_name(child)
-            if wanted and (own := own_output(child)) is not None:
+            # a line file only: this process opens it anyway (to count its lines), while a small .json file is
+            # opened by a worker alone (docs/scale.md); an earlier --summary-json there is one bad record saying so
+            if wanted and child.name.endswith(".jsonl") and (own := own_output(child)) is not None:
                 if options.on_own_output:  # an earlier audit's files, with another --out: never traces
                     options.on_own_output(child, own)
                 continue

@@ -25,8 +25,9 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
 from referee.audit.records import Finding
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep
 
-RULES_VERSION = "5"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
-# 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits
+RULES_VERSION = "6"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
+# 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits;
+# 6: unseen agents' signals (GraphQL errors, REST path ids, refused GUI commits, URL hosts, SWE-agent commands)
 
 def _obs_text(o: ViewObservation | None) -> str:
     return "" if o is None else o.as_text()  # made once per observation (the view is immutable)
