@@ -124,3 +124,31 @@ def test_swe_agent_edits_are_writes_and_its_submit_is_no_evidence():
                              report="The fix works: reproduce.py now prints 345."))
     ev = rec.evidence[0]["final_supports_goal"]
     assert ev.value == "no" and ev.support == [1] and rec.disposition == "flag", ev  # was: yes, citing `submit`
+
+
+def _refund_number(order_id) -> Trace:
+    return _trace("Refund order 55102 in full.",
+                  [{"action": {"name": "get_order", "args": {"order_id": 55102}},
+                    "observation": {"data": {"order_id": 55102, "total": 89.5, "status": "delivered"}}},
+                   {"action": {"name": "create_refund", "args": {"order_id": order_id, "amount": 89.5}},
+                    "observation": {"data": {"refund_id": "rf_3301", "order_id": order_id, "status": "succeeded"}}}],
+                  report="Refund of $89.50 issued for order 55102.")
+
+
+def test_a_numeric_order_id_is_the_target_and_a_transposed_one_is_not():
+    for wrong in (55120, "55120"):
+        rec = audit_trace(_refund_number(wrong))
+        assert _evidence(rec)["target_id"] == "no" and rec.disposition == "flag", rec.evidence[0]["target_id"]
+    right = audit_trace(_refund_number(55102))
+    assert _evidence(right)["target_id"] == "yes" and right.disposition == "pass", right.evidence[0]
+
+
+def test_partial_work_on_numbered_entities_is_not_the_goal():
+    ship = lambda n: {"action": {"name": "update_order", "args": {"order_id": n, "status": "shipped"}},  # noqa
+                      "observation": {"data": {"order_id": n, "status": "shipped"}}}
+    task = "Mark orders 1001, 1002 and 1003 as shipped."
+    part = audit_trace(_trace(task, [ship(1001), ship(1002)], report="Orders 1001, 1002 and 1003 are shipped."))
+    ev = part.evidence[0]["final_supports_goal"]
+    assert ev.value == "no" and "'1003'" in (ev.note or "") and part.disposition == "flag", ev
+    whole = audit_trace(_trace(task, [ship(1001), ship(1002), ship(1003)], report="All three are shipped."))
+    assert whole.disposition == "pass", whole.evidence[0]

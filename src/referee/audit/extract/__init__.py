@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 from referee.audit.records import ALL_FIELDS, FINDING_FIELDS, Finding
-from referee.audit.view import ClaimBlindView
+from referee.audit.view import ClaimBlindView, ViewObservation
 from referee.registry import FACTORY, Registry
 
 
@@ -32,6 +32,20 @@ def get_extractor_factory(name: str) -> Any:
     from referee.audit.extract import llm, rules  # noqa: F401  (registration)
 
     return extractors.get(name)
+
+
+def finding(value: str, support: Iterable[int] = (), note: str | None = None) -> Finding:
+    """A finding citing `support` (sorted, each step once).
+
+    >>> finding("yes", [3, 1, 3]).support
+    [1, 3]
+    """
+    return Finding(value=value, support=sorted(set(support)), note=note)  # type: ignore[arg-type]
+
+
+def obs_text(o: ViewObservation | None) -> str:
+    """Everything an observation shows, as one text ('' for none); made once per observation (the view is frozen)."""
+    return "" if o is None else o.as_text()
 
 
 def abstain(fields: Mapping[str, Finding], observed: set[int]) -> dict[str, Finding]:

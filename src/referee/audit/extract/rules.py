@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from referee.audit.jsonstream import loads
-from referee.audit.extract import abstain, acting, details, extractors
+from referee.audit.extract import abstain, acting, details, extractors, finding as _fe, obs_text as _obs_text
+from referee.audit.extract.targets import numeric_ids, target_finding, task_numbers
 from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rules' vocabulary)
     GROUPS, WRITE_VERBS, READ_VERBS, GUI_TYPE, GUI_CLICK, SELF_SIGNAL, HANDOFF, COMMIT_LABEL, FAIL_TEXT, EMPTY_TEXT,
     ID_RE, FILE_RE, QUOTED_STRICT, QUESTION, QUOTED_RE, words, is_id, ids_in, shape, task_groups,
@@ -28,10 +29,6 @@ from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep
 RULES_VERSION = "6"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
 # 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits;
 # 6: unseen agents' signals (GraphQL errors, REST path ids, refused GUI commits, URL hosts, SWE-agent commands)
-
-def _obs_text(o: ViewObservation | None) -> str:
-    return "" if o is None else o.as_text()  # made once per observation (the view is immutable)
-
 
 def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
             catalog: acting.ToolCatalog = acting.NO_TOOLS) -> bool | None:
@@ -205,10 +202,6 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
     return _Act(step, kind, groups, failed, id_args, rec.target, arg_text, rec.via)
 
 
-def _fe(value: str, support: Iterable[int] = (), note: str | None = None) -> Finding:
-    return Finding(value=value, support=sorted(set(support)), note=note)  # type: ignore[arg-type]
-
-
 def _before(view: ClaimBlindView, index: int) -> ViewObservation | None:
     """The screen an action was taken on: the last observation before it (or the initial one)."""
     for s in reversed(view.steps[:index]):
@@ -283,7 +276,7 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
     targets = ok_writes if ok_writes else (reads if query_like else [])
     if targets and types:  # GUI: what was typed before the commit names the target too
         targets = targets + [a for a in types if a.step.index < targets[-1].step.index]
-    out["target_id"] = _target(view, targets, task_ids, task_quoted, initial_text)
+    out["target_id"] = target_finding(view, targets, task_ids, task_quoted, initial_text)
 
     # transition: the state changed because of the agent (not already true, not an empty target list)
     out["transition"] = _fe("unknown", note="no change asked for") if query_like else \
@@ -419,51 +412,6 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
     return None
 
 
-def _grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: str) -> int | None:
-    if tok in initial_text:
-        return -1
-    for s in view.steps[:before]:
-        if s.observation is not None and tok in _obs_text(s.observation):
-            return s.index
-    return None
-
-
-def _target(view, acts: list[_Act], task_ids: set[str], task_quoted: set[str], initial_text: str) -> Finding:
-    if not acts:
-        return _fe("unknown", note="no successful relevant action to check")
-    numbers = {n for n in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", view.task) if not re.fullmatch(r"(19|20)\d\d", n)}
-    hit = [a.step.index for a in acts if (a.arg_ids & task_ids) or
-           any(q in a.arg_text.lower() for q in task_quoted) or
-           (a.kind == "read" and any(re.search(rf"(?<!\d){n}(?!\d)", a.arg_text) for n in numbers)) or
-           # the argument a user's tool map names as the target, when the task names that value
-           (a.via == "tool-map" and any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", view.task)
-                                        for t in a.arg_ids))]
-    if hit:
-        return _fe("yes", hit, note="an entity named in the task is the target")
-    support: list[int] = []
-    for a in acts:
-        if not a.arg_ids:
-            continue
-        if a.via == "shell":  # a shell write names files, and making new ones (a script, a test) is normal
-            shown = [j for t in a.arg_ids if (j := _grounded_before(view, t, a.step.index, initial_text)) not in
-                     (None, -1)]
-            support.extend([a.step.index] + shown if shown else [])
-            continue
-        ungrounded = [t for t in a.arg_ids if _grounded_before(view, t, a.step.index, initial_text) is None]
-        same_shape = {shape(t) for t in task_ids} & {shape(t) for t in a.arg_ids}
-        if same_shape and not (a.arg_ids & task_ids):
-            # the task names an id of this kind and the action used a different one
-            return _fe("no", [a.step.index], note="acted on an id the task does not name")
-        if ungrounded:
-            return _fe("no", [a.step.index], note=f"id {sorted(ungrounded)[0]!r} never appeared before it was used")
-        support.append(a.step.index)
-        support.extend(j for t in a.arg_ids if (j := _grounded_before(view, t, a.step.index, initial_text)) not in
-                       (None, -1))
-    if support:
-        return _fe("yes", support, note="target ids were shown by the environment before use")
-    return _fe("unknown", note="the action names no entity")
-
-
 def _transition(view, ok_writes, relevant, wanted, task_ids, initial_text) -> Finding:
     first = ok_writes[0].step.index if ok_writes else len(view.steps)
     if "delete" in wanted:
@@ -506,6 +454,11 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     left = named - {t for a in ok_writes for t in a.arg_ids}
     if left:  # a named target no write's arguments hold may still be one a write's result shows
         left -= {t for a in ok_writes for t in ids_in(_obs_text(a.step.observation))}
+    # the same for entity numbers, when the writes give some under id-like keys ("orders 1001, 1002 and 1003")
+    written = {n for a in ok_writes for n in numeric_ids(a.id_args)}
+    if written:
+        left |= {n for n in task_numbers(view.task) if len(n) >= 4 and any(len(w) == len(n) for w in written)} - \
+            written - {n for a in ok_writes for n in re.findall(r"\d+", _obs_text(a.step.observation))}
     missing = sorted(left)
     if missing:
         return _fe("no", [a.step.index for a in ok_writes], note=f"task target {missing[0]!r} was never acted on")
