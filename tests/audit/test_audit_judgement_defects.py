@@ -152,3 +152,17 @@ def test_partial_work_on_numbered_entities_is_not_the_goal():
     assert ev.value == "no" and "'1003'" in (ev.note or "") and part.disposition == "flag", ev
     whole = audit_trace(_trace(task, [ship(1001), ship(1002), ship(1003)], report="All three are shipped."))
     assert whole.disposition == "pass", whole.evidence[0]
+
+
+COMPOSE = {"action": {"name": "compose_email", "args": {"to": "billing@foo.com", "attachments": ["invoice-0342.pdf"]}},
+           "observation": {"data": {"draft_id": "d_52", "status": "draft"}}}
+
+
+def test_a_draft_is_not_a_sent_message_and_sending_the_draft_is():
+    task = "Email the March invoice (invoice-0342.pdf) to billing@foo.com."
+    draft = audit_trace(_trace(task, [COMPOSE], report="Sent the March invoice to billing@foo.com."))
+    assert draft.disposition != "pass" and _evidence(draft)["committed"] != "yes", draft.evidence[0]
+    send = {"action": {"name": "send_draft", "args": {"draft_id": "d_52"}},
+            "observation": {"data": {"message_id": "m_9931", "status": "sent"}}}
+    sent = audit_trace(_trace(task, [COMPOSE, send], report="Invoice sent to billing@foo.com (message m_9931)."))
+    assert sent.disposition == "pass", sent.evidence[0]  # the send acts on the draft the compose made

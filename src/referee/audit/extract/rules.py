@@ -195,11 +195,24 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
         elif not re.search(r"[A-Za-z]", arg_text):
             kind = "gui_unlabelled"  # clicked by number or position: could be a commit
     failed = _failed(step.observation, rec, catalog)
+    if "send" in groups and _drafted(step.observation):
+        groups = frozenset({"create_edit"})  # a draft was saved: nothing was sent
     if kind == "gui_commit" and failed is None:
         failed = False  # a click that was made is done; a GUI shows no result code
     elif kind == "gui_commit" and failed is False and step.observation is not None:
         failed = acting.form_refused(_obs_text(prev), _obs_text(step.observation)) or False
     return _Act(step, kind, groups, failed, id_args, rec.target, arg_text, rec.via)
+
+
+_DRAFT_TEXT = re.compile(r"\b(saved (as|to|in) (the )?drafts?|draft (saved|created))\b", re.I)
+
+
+def _drafted(o: ViewObservation | None) -> bool:
+    """Whether a send's result says it made a draft (`{"status": "draft"}`, "Draft saved."), not a sent message."""
+    d = _data(o)
+    if isinstance(d, dict) and str(d.get("status", "")).lower() in ("draft", "drafted"):
+        return True
+    return o is not None and bool(_DRAFT_TEXT.search(o.text or ""))
 
 
 def _before(view: ClaimBlindView, index: int) -> ViewObservation | None:
@@ -405,7 +418,9 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
             of_kind = [a for a in ok_writes if group in a.groups]
             if of_kind and not any(a.arg_ids for a in of_kind):
                 continue  # these writes name no target (a GUI commit): the target was chosen on screen
-            if not any(tok in a.arg_ids for a in of_kind):
+            # or on what an earlier write naming it made: compose(file) gave draft d_52, then send_draft(d_52)
+            made = {t for w in all_ok if tok in w.arg_ids for t in ids_in(_obs_text(w.step.observation))}
+            if not any(tok in a.arg_ids or a.arg_ids & made for a in of_kind):
                 near = [a.step.index for a in relevant] or [a.step.index for a in ok_writes]
                 return _fe("no", near,
                            note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")
