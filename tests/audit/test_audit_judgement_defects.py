@@ -166,3 +166,16 @@ def test_a_draft_is_not_a_sent_message_and_sending_the_draft_is():
             "observation": {"data": {"message_id": "m_9931", "status": "sent"}}}
     sent = audit_trace(_trace(task, [COMPOSE, send], report="Invoice sent to billing@foo.com (message m_9931)."))
     assert sent.disposition == "pass", sent.evidence[0]  # the send acts on the draft the compose made
+
+
+def _set_stock(tool: str, stock: int) -> Trace:
+    return _trace("Set the stock of SKU RED-101 to 40.",
+                  [{"action": {"name": tool, "args": {"sku": "RED-101", "stock": stock}},
+                    "observation": {"data": {"sku": "RED-101", "stock": stock}}}], report="Stock set to 40.")
+
+
+def test_setting_a_value_is_an_edit_and_the_value_the_task_states_is_checked():
+    for tool in ("inventory_update", "set_stock"):  # "set" done by an update: no clause contradiction
+        assert audit_trace(_set_stock(tool, 40)).disposition == "pass", tool
+        wrong = audit_trace(_set_stock(tool, 4))  # the task says 40, the write carries 4
+        assert wrong.disposition == "flag" and _evidence(wrong)["details"] == "no", (tool, wrong.evidence[0])

@@ -365,6 +365,10 @@ QTY = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|n
                  r"(?:do not|don't|doesn't|does not) (?:have|need|want|bring|carry) any)\s+(?:[a-z]+\s+)?([a-z]{3,})",
                  re.I)
 ADDITIVE = re.compile(r"\b(add|adding|extra|more|another|additional|plus)\s+$", re.I)
+# "set the stock of SKU RED-101 to 40", "change the quantity to 3": the noun whose value the task states
+SET_TO = re.compile(r"\b(?:set|change|update|adjust|increase|decrease|reduce|raise|lower)\s+(?:the\s+|its\s+|their\s+|"
+                    r"my\s+|our\s+)?([a-z]{3,})\s+(?:(?:of|in|for|on)\s+(?:[\w-]+\s+){1,3}?){0,2}to\s+(\d{1,6})\b(?![.,]\d)",
+                    re.I)
 
 
 def quantity_mismatch(task: str, writes: list[Write]) -> list[tuple[int, str, int]]:
@@ -375,6 +379,9 @@ def quantity_mismatch(task: str, writes: list[Write]) -> list[tuple[int, str, in
     >>> w = Write(3, "book", frozenset(), {"total_bags": 2, "free_bags": 0}, None, "")
     >>> quantity_mismatch("You don't have any bags.", [w]), quantity_mismatch("You have 3 bags.", [w])
     ([(3, 'bag', 0)], [(3, 'bag', 3)])
+    >>> quantity_mismatch("Set the stock of SKU RED-101 to 40.", [Write(1, "set_stock", frozenset(), {"stock": 4},
+    ...                                                                     None, "")])
+    [(1, 'stoc', 40)]
     """
     stated: dict[str, set[int]] = {}
     for m in QTY.finditer(task):
@@ -385,6 +392,9 @@ def quantity_mismatch(task: str, writes: list[Write]) -> list[tuple[int, str, in
         noun = m.group(2).lower()
         stem = noun[:4] if len(noun) > 4 else noun[:3]
         stated.setdefault(stem, set()).add(num)
+    for m in SET_TO.finditer(task):
+        noun = m.group(1).lower()
+        stated.setdefault(noun[:4] if len(noun) > 4 else noun[:3], set()).add(int(m.group(2)))
     out = []
     for stem, nums in stated.items():
         for w in writes:

@@ -204,6 +204,7 @@ def _classify(step: ViewStep, prev: ViewObservation | None = None,
     return _Act(step, kind, groups, failed, id_args, rec.target, arg_text, rec.via)
 
 
+_SETTING = frozenset({"configure", "create_edit"})
 _DRAFT_TEXT = re.compile(r"\b(saved (as|to|in) (the )?drafts?|draft (saved|created))\b", re.I)
 
 
@@ -415,7 +416,9 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
     if "clause" in DETAIL_CHECKS:
         need = details.clause_targets(task, GROUPS, is_id, words)
         for tok, group in need.items():
-            of_kind = [a for a in ok_writes if group in a.groups]
+            # setting a value is editing it: "Set the stock of RED-101" done by inventory_update(sku=RED-101)
+            kinds = _SETTING if group in _SETTING else {group}
+            of_kind = [a for a in ok_writes if a.groups & kinds]
             if of_kind and not any(a.arg_ids for a in of_kind):
                 continue  # these writes name no target (a GUI commit): the target was chosen on screen
             # or on what an earlier write naming it made: compose(file) gave draft d_52, then send_draft(d_52)
