@@ -116,6 +116,15 @@ class TraceError(RefereeError):
     """A trace record that cannot be read; names the file, line and run_id."""
 
 
+class OwnOutputError(TraceError):
+    """A record that is one of referee's own outputs (an audit record, a gold label, a summary), not a trace: a bad
+    record when its file is named as input, left out with a note when a folder walk met it."""
+
+    def __init__(self, message: str, *, what: str = "", **where: str | None) -> None:
+        super().__init__(message, **where)
+        self.what = what
+
+
 class PolicyError(RefereeError):
     """A policy file that cannot be loaded or does not validate."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -25,7 +26,7 @@ from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyR
 from referee.audit.resume import Done, Settings, action, changed_error, scan, settings_of
 from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
-from referee.errors import BackendError, RefereeError, TraceError, exc_brief, plugin_failure
+from referee.errors import BackendError, OwnOutputError, RefereeError, TraceError, exc_brief, plugin_failure
 from referee.llm import usage_meter
 from referee.lockfile import exclusive
 
@@ -359,6 +360,8 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
     stats = AuditStats()
     stop: list[RefereeError] = []  # a record made with other settings: raised once what is in flight is written
+    named = {os.path.realpath(p) for p in paths}  # inputs given by name: one of referee's outputs there is an error
+    said_own: set[str] = set()
 
     def skip(err: TraceError) -> None:
         """A record that cannot be read or audited: stop, or count it and say so."""
@@ -372,6 +375,12 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         """What becomes of one record read: "audit" (audit it, or write the record a worker made of it),
         "skip" (an error reported, a repeated run_id, a record in `out` that stands) or "stop" (a record
         in `out` made with other settings). `hashes()` gives its view and claim hashes (None: no view)."""
+        if isinstance(item.error, OwnOutputError) and os.path.realpath(item.file) not in named:
+            # an earlier audit's summary a walk met (a worker read it): left out and said, as the walk does
+            if inputs is not None and inputs.on_own_output is not None and item.file not in said_own:
+                said_own.add(item.file)
+                inputs.on_own_output(Path(item.file), item.error.what)
+            return "skip"
         if item.error is not None:
             skip(item.error)
             return "skip"

@@ -351,8 +351,9 @@ def shape_error(exc: BaseException, what: str, *, file: str, line: int | str | N
     return record_error(f"{what}: a record of an unexpected shape ({detail})", file=file, line=line, run_id=run_id)
 
 
-def record_error(msg: str, *, file: str, line: int | str | None, run_id: Any = None) -> TraceError:
-    """A TraceError for one record: `file:line: run_id X: msg; fix`."""
+def record_error(msg: str, *, file: str, line: int | str | None, run_id: Any = None,
+                 kind: type[TraceError] = TraceError, **more: Any) -> TraceError:
+    """A TraceError (or `kind` of one) for one record: `file:line: run_id X: msg; fix`."""
     who = f"run_id {run_id}: " if run_id not in (None, "") else ""
-    return TraceError(f"{who}{msg}", file=file, place=str(line) if line is not None else None,
-                      fix="fix the record or pass --on-error skip")
+    return kind(f"{who}{msg}", file=file, place=str(line) if line is not None else None,
+                fix="fix the record or pass --on-error skip", **more)

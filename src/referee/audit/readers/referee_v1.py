@@ -8,7 +8,7 @@ from typing import Iterable, Iterator
 from referee.audit.jsonstream import JsonValue, iter_json_values
 from referee.audit.readers import trace_readers
 from referee.audit.trace import TraceItem, parse_trace, record_error, record_gold, tolerate
-from referee.errors import TraceError
+from referee.errors import OwnOutputError, TraceError
 
 
 @trace_readers.register("referee")
@@ -34,8 +34,10 @@ def referee_items(values: Iterable[JsonValue], file: str) -> Iterator[TraceItem]
                             error=record_error("a trace must be a JSON object", file=file, line=jv.line))
             continue
         if (why := not_trace_v1(obj)) is not None:
-            err = record_error(why, file=file, line=jv.line, run_id=run_id)
-            err.fix = "give the trace files it was made from instead" if referee_output(obj) else (
+            own = referee_output(obj)
+            err = record_error(why, file=file, line=jv.line, run_id=run_id) if own is None else \
+                record_error(why, file=file, line=jv.line, run_id=run_id, kind=OwnOutputError, what=own)
+            err.fix = "give the trace files it was made from instead" if own else (
                 "write the run as trace v1 (run_id, task, steps: docs/auditor.md) or a reader plugin "
                 "(docs/plugins.md); if it is one of those formats, pass --format NAME")
             yield TraceItem(file=file, line=jv.line, run_id=run_id, error=err)
