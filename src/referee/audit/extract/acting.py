@@ -161,6 +161,60 @@ def exit_code(data: Any, text: str) -> int | None:
     return int(m.group(1) or "") if m else None  # group 1 is always there in a match
 
 
+# a SQL statement's verb (after comments, and after a WITH clause's common table expressions), and what it serves
+_SQL_VERB = re.compile(r"^\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*(?:with\b.*?\)\s*)?(?:(select)\b.*?\bfrom\b|"
+                       r"(select) [\w(*'\"-]|(show) (?:tables|databases|columns|create|index)|(describe|desc|explain|"
+                       r"pragma) [\w(`\"]|(insert|replace|merge) into\b|(update) [\w.`\"]+ set\b|(delete) from\b|"
+                       r"(upsert) |(create|alter|drop) (?:or replace )?(?:temp(?:orary)? )?(?:table|view|index|"
+                       r"database|schema|sequence|function|trigger|type|extension|role|user)\b|(truncate) )",
+                       re.I | re.S)
+# UPDATE ... SET sets values: an edit, and a setting changed ("deactivate the users" done by UPDATE users SET ...)
+_SQL_GROUPS = {"delete": frozenset({"delete"}), "drop": frozenset({"delete"}), "truncate": frozenset({"delete"}),
+               "update": frozenset({"create_edit", "configure"})}
+# SQL's own words, in capitals as queries are written: no entity ids
+SQL_WORDS = frozenset("SELECT WHERE UPDATE DELETE INSERT VALUES ORDER GROUP LIMIT RETURNING TABLE CREATE ALTER INNER "
+                      "OUTER RIGHT HAVING COUNT DISTINCT BETWEEN EXISTS UNION FALSE MERGE USING MATCHED OFFSET INDEX "
+                      "PRIMARY FOREIGN REFERENCES DEFAULT CHECK UNIQUE CASCADE TRUNCATE REPLACE IGNORE CONFLICT "
+                      "NOTHING COALESCE LOWER UPPER ILIKE INTERVAL CURRENT_DATE CURRENT_TIMESTAMP".split())
+_SQL_READS = frozenset({"select", "show", "describe", "desc", "explain", "pragma"})
+# the result of a write that changed no row: Postgres' `UPDATE 0`, "0 rows affected", {"rowcount": 0}
+_NO_ROWS = re.compile(r"^\s*(?:update|delete|insert \d+) 0\s*$|\b0 rows? (?:affected|updated|deleted|changed)\b",
+                      re.I | re.M)
+
+
+def sql_statement(args: Any) -> tuple[str, frozenset[str]] | None:
+    """("read" | "write", write groups) of a tool call whose `query`/`sql`/`statement` argument is SQL; None else.
+
+    >>> sorted(sql_statement({"query": "UPDATE users SET active = false WHERE id = 7"})[1])
+    ['configure', 'create_edit']
+    >>> sql_statement({"sql": "-- gone\\nDELETE FROM t"}), sql_statement({"query": "SELECT 1"})
+    (('write', frozenset({'delete'})), ('read', frozenset()))
+    >>> sql_statement({"query": "update on my flight status"}), sql_statement({"query": "show me red shoes"})
+    (None, None)
+    """
+    if not isinstance(args, dict):
+        return None
+    text = next((v for k in ("query", "sql", "statement") if isinstance(v := args.get(k), str)), None)
+    m = _SQL_VERB.match(text) if text else None
+    if m is None:
+        return None
+    verb = next(g for g in m.groups() if g).lower()
+    if verb in _SQL_READS:
+        return "read", frozenset()
+    return "write", _SQL_GROUPS.get(verb, frozenset({"create_edit"}))
+
+
+def no_rows_changed(data: Any, text: str) -> bool:
+    """Whether a SQL write's result says it changed no row."""
+    if isinstance(data, dict):
+        for k in ("rowcount", "rows_affected", "affected_rows", "changes", "updated"):
+            if data.get(k) == 0 and not isinstance(data.get(k), bool):
+                return True
+        if any(isinstance(v, str) and _NO_ROWS.search(v) for v in data.values()):  # {"status": "DELETE 0"}
+            return True
+    return bool(_NO_ROWS.search(text or ""))
+
+
 def shell_effect(command: str) -> frozenset[str] | None:
     """The write groups a shell command serves, or None when it changes no file.
 
@@ -277,6 +331,8 @@ def recognise(raw_name: str, raw_args: Any, catalog: ToolCatalog = NO_TOOLS) -> 
             groups = named or groups
             return Recognised("write", groups, name, args, "http")
         return Recognised("read", frozenset(), name, args, "http")
+    if (sql := sql_statement(args)) is not None:  # run_sql(query="UPDATE ..."): the statement says what it does
+        return Recognised(sql[0], sql[1], name, args, "sql")
     if w & SHELL_NAMES and (command := _command_of(args)) is not None:
         if command.strip() in SHELL_SIGNALS:
             return None
@@ -328,6 +384,8 @@ def failed(rec: Recognised | None, data: Any, text: str, error_flag: bool) -> bo
         rc = exit_code(data, text)
         if rc is not None:
             return rc != 0
+    if rec.via == "sql" and rec.kind == "write" and no_rows_changed(data, text):
+        return True  # UPDATE 0: the statement ran and changed nothing
     return None
 
 

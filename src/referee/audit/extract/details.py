@@ -331,6 +331,9 @@ def _judged(groups: dict[str, frozenset[str]]) -> _Judged:
     return _JUDGED[0]
 
 
+_DETERMINERS = frozenset("the a an my your his her its our their this that these those".split())
+
+
 def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -> dict[str, str]:
     """Ids the task puts right after a verb of a write group (same clause, before the next verb of
     another group), mapped to that group; negated or conditional clauses are skipped.
@@ -338,18 +341,26 @@ def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -
     >>> from referee.audit.extract.rules import GROUPS, is_id, words
     >>> clause_targets("Cancel X1Y2Z3 and A9B8C7, then update Q1W2E3.", GROUPS, is_id, words)
     {'X1Y2Z3': 'delete', 'A9B8C7': 'delete'}
+    >>> clause_targets("Change the email for C-7731 to j.k@new.pl.", GROUPS, is_id, words)  # a noun: asks no send
+    {}
+    >>> clause_targets("Email R-12 to j.k@new.pl.", GROUPS, is_id, words)
+    {'R-12': 'send', 'j.k@new.pl': 'send'}
     """
     out: dict[str, str] = {}
     seen = _judged(groups)  # a word is judged once: (negates, group, edit)
     for sent in SENTENCE.split(task):
         current: str | None = None
         neg = False
+        before = ""
         for tok in _CLAUSE_TOKEN.findall(sent):
             low = tok.lower()
             got = seen.get(low)
             if got is None:
                 got = seen.judge(low)
             negates, group, edits = got
+            if before in _DETERMINERS:  # "change the email ... to X": after an article a verb's word is a noun
+                group, edits = None, False
+            before = low
             if negates:
                 neg = True
             if group is not None and not is_id(tok):

@@ -102,6 +102,8 @@ class _Act:
     def arg_ids(self) -> frozenset[str]:
         """The entity ids the arguments name: found when a check asks (most reads' never are)."""
         found = frozenset(t for s in _strings(self.id_args) for t in ids_in(_without_hosts(s)))
+        if self.via == "sql":
+            found -= acting.SQL_WORDS
         return found | {self.target} if self.target else found
 
 
