@@ -411,6 +411,8 @@ def describe_layers(catalog: ToolCatalog = NO_TOOLS) -> list[tuple[str, str]]:
     rows += [
         ("http", "actions with a method (GET/HEAD/OPTIONS read; POST create/send; PUT/PATCH edit; DELETE delete); "
                  "status >= 400 is a failure"),
+        ("sql", "a call whose query/sql/statement argument is SQL: SELECT/SHOW/DESCRIBE read; INSERT/UPDATE/MERGE "
+                "edit, DELETE/DROP/TRUNCATE delete; UPDATE 0 (no row changed) is a failure"),
         ("shell", "bash/sh/run/execute with a command: writes are redirects, tee, touch, mv, cp, rm, mkdir, sed -i, "
                   "perl -i, git apply/commit/restore, patch, open(..., 'w'); a non-zero exit code is a failure"),
         ("browser", "calls such as click('a51'), fill('b12', 'text'), select_option, goto(url), upload_file; "
