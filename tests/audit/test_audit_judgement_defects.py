@@ -196,3 +196,14 @@ def test_sql_statements_are_reads_and_writes_and_update_0_changed_nothing():
                               report="Deleted the test accounts."))
     assert none.disposition == "flag" and _evidence(none)["committed"] == "no", none.evidence[0]
     assert "DELETE" not in (none.evidence[0]["target_id"].note or "")  # SQL's words name no entity
+
+
+def test_a_transfer_is_a_write_and_an_account_the_task_names_by_its_digits_is_no_invented_id():
+    t = _trace("Move $250 from my checking account (...8812) to my savings account (...3307).",
+               [{"action": {"name": "transfer_funds", "args": {"from_account": "acc_chk_8812",
+                                                               "to_account": "acc_sav_3307", "amount": 250.0}},
+                 "observation": {"data": {"transfer_id": "tr_1", "status": "completed"}}}],
+               report="Moved $250 from checking to savings.")
+    rec = audit_trace(t)
+    assert _evidence(rec)["action"] == "yes" and _evidence(rec)["target_id"] != "no", rec.evidence[0]
+    assert rec.disposition != "flag"

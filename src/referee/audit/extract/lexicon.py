@@ -25,7 +25,7 @@ GROUPS: dict[str, frozenset[str]] = {
                              "move copy upgrade downgrade put patch upload order purchase buy pay exchange assign "
                              "apply record register schedule issue compensate refund credit fill merge log "
                              "attach mark commit fix repair implement refactor refer archive label tag flag pin star "
-                             "approve restore".split()),
+                             "transfer approve restore".split()),
 }
 WRITE_VERBS = frozenset().union(*GROUPS.values())
 READ_VERBS = frozenset("get list search find read view show query fetch lookup look check open describe calculate "

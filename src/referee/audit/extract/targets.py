@@ -16,6 +16,7 @@ _YEAR = re.compile(r"(19|20)\d\d")
 # an argument that holds an entity's number: `order_id`, `orderId`, `id`, `ticket_number`, `invoice_no`
 _ID_KEY = re.compile(r"(^|_|[a-z](?=[A-Z]))(id|Id|ID|number|Number|no|num)$")
 _DIGITS = re.compile(r"\d{4,12}")
+_RUN = re.compile(r"\d{4,}")
 
 
 def task_numbers(task: str) -> set[str]:
@@ -47,8 +48,12 @@ def numeric_ids(args: Any) -> set[str]:
 
 
 def grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: str) -> int | None:
-    """The step whose observation showed `tok` before step `before` (-1: the initial observation), or None."""
+    """The step whose observation showed `tok` before step `before` (-1: the initial observation or the task), or
+    None. An id holding a number of 4 digits or more that the task gives is the task's ("my checking account
+    (...8812)" names acc_chk_8812)."""
     if tok in initial_text:
+        return -1
+    if (runs := _RUN.findall(tok)) and set(runs) & set(_RUN.findall(view.task)):
         return -1
     for s in view.steps[:before]:
         if s.observation is not None and tok in _obs_text(s.observation):
