@@ -207,3 +207,14 @@ def test_a_transfer_is_a_write_and_an_account_the_task_names_by_its_digits_is_no
     rec = audit_trace(t)
     assert _evidence(rec)["action"] == "yes" and _evidence(rec)["target_id"] != "no", rec.evidence[0]
     assert rec.disposition != "flag"
+
+
+def test_a_list_valued_slot_carries_every_value_in_it():
+    get = {"action": {"name": "GET /v2/tickets/TK-881", "args": {}},
+           "observation": {"data": {"key": "TK-881", "priority": "Medium", "labels": ["export"]}}}
+    body = {"priority": "High", "labels": ["export", "customer-escalation"]}
+    put = {"action": {"name": "PUT /v2/tickets/TK-881", "args": {"body": body}},
+           "observation": {"text": "204 No Content"}}
+    rec = audit_trace(_trace("Set the priority of TK-881 to High and add the label 'customer-escalation'.",
+                             [get, put], report="Done. TK-881 is now High priority and labeled customer-escalation."))
+    assert rec.disposition != "flag", rec.evidence[0]  # was: "the write carries 'export'" for labels

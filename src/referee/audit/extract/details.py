@@ -201,11 +201,14 @@ def slot_contradictions(task: str, writes: list[Write], seen: list[Any]) -> list
     opts = slot_options(list(seen) + [w.args for w in writes], wanted)
     out = []
     for w in last.values():
+        # a key whose value is a list of words ("labels": ["export", "urgent"]) carries each of them
+        carried = {k: {_norm(x) for x in v if _is_word_value(x)} for m in _dicts(w.args) for k, v in m.items()
+                   if isinstance(v, list)}
         for k, v in leaves(w.args):
             if not _is_word_value(v) or len(opts.get(k, ())) < 2:
                 continue
             m = mentioned(task, opts[k])
-            if len(m) == 1 and _norm(v) not in m:
+            if len(m) == 1 and _norm(v) not in m and not m & carried.get(k, set()):
                 out.append((w.index, k, next(iter(m)), str(v)))
     return out
 
