@@ -51,7 +51,10 @@ def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
         code = d.get("status_code") or d.get("code") or d.get("status")
         if isinstance(code, int) and not isinstance(code, bool) and code >= 400:
             return True
-    # a GraphQL response (in data or as JSON text): `errors` and no `data` is a request that did nothing
+    # a GraphQL response (in data or as JSON text): `errors` and no `data` is a request that did nothing; the text
+    # is parsed only when it names `errors` (most observations never are)
+    if not (isinstance(d, dict) and "errors" in d) and '"errors"' not in (o.text or ""):
+        return False
     g = _data(o)
     return isinstance(g, dict) and bool(g.get("errors")) and "data" in g and not g["data"]
 
