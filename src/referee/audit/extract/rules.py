@@ -426,9 +426,11 @@ def _details(view: ClaimBlindView, ok_writes: list[_Act], relevant: list[_Act],
             of_kind = [a for a in ok_writes if a.groups & kinds]
             if of_kind and not any(a.arg_ids for a in of_kind):
                 continue  # these writes name no target (a GUI commit): the target was chosen on screen
+            if any(tok in a.arg_ids for a in of_kind):
+                continue
             # or on what an earlier write naming it made: compose(file) gave draft d_52, then send_draft(d_52)
             made = {t for w in all_ok if tok in w.arg_ids for t in ids_in(_obs_text(w.step.observation))}
-            if not any(tok in a.arg_ids or a.arg_ids & made for a in of_kind):
+            if not any(a.arg_ids & made for a in of_kind):
                 near = [a.step.index for a in relevant] or [a.step.index for a in ok_writes]
                 return _fe("no", near,
                            note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")

@@ -47,13 +47,14 @@ def numeric_ids(args: Any) -> set[str]:
     return found
 
 
-def grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: str) -> int | None:
+def grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: str,
+                    task_runs: frozenset[str] = frozenset()) -> int | None:
     """The step whose observation showed `tok` before step `before` (-1: the initial observation or the task), or
-    None. An id holding a number of 4 digits or more that the task gives is the task's ("my checking account
-    (...8812)" names acc_chk_8812)."""
+    None. An id holding a number of 4 digits or more that the task gives (`task_runs`, the task's runs of 4+
+    digits) is the task's ("my checking account (...8812)" names acc_chk_8812)."""
     if tok in initial_text:
         return -1
-    if (runs := _RUN.findall(tok)) and set(runs) & set(_RUN.findall(view.task)):
+    if task_runs and not task_runs.isdisjoint(_RUN.findall(tok)):
         return -1
     for s in view.steps[:before]:
         if s.observation is not None and tok in _obs_text(s.observation):
@@ -70,30 +71,33 @@ def target_finding(view: ClaimBlindView, acts: Sequence[Any], task_ids: set[str]
         return _fe("unknown", note="no successful relevant action to check")
     numbers = task_numbers(view.task)
     long_numbers = {n for n in numbers if len(n) >= 4}
-    hit = [a.step.index for a in acts if (a.arg_ids & task_ids) or
+    nums = [numeric_ids(a.id_args) if long_numbers else set() for a in acts]  # each act's entity numbers, once
+    hit = [a.step.index for a, got in zip(acts, nums) if (a.arg_ids & task_ids) or
            any(q in a.arg_text.lower() for q in task_quoted) or
            (a.kind == "read" and any(re.search(rf"(?<!\d){n}(?!\d)", a.arg_text) for n in numbers)) or
-           (long_numbers and numeric_ids(a.id_args) & long_numbers) or
+           got & long_numbers or
            # the argument a user's tool map names as the target, when the task names that value
            (a.via == "tool-map" and any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", view.task)
                                         for t in a.arg_ids))]
     if hit:
         return _fe("yes", hit, note="an entity named in the task is the target")
-    for a in acts:
+    for a, got in zip(acts, nums):
         # the task names an entity by its number and a write gives another number of that length as the id
-        other = {n for n in numeric_ids(a.id_args) if any(len(n) == len(t) for t in long_numbers)}
+        other = {n for n in got if any(len(n) == len(t) for t in long_numbers)}
         if other and a.kind != "read":
             return _fe("no", [a.step.index], note=f"acted on {sorted(other)[0]!r}, a number the task does not name")
+    task_runs = frozenset(_RUN.findall(view.task))
     support: list[int] = []
     for a in acts:
         if not a.arg_ids:
             continue
+        # where each id the action names was shown first: a step, -1 (the start or the task), None (never)
+        where = {t: grounded_before(view, t, a.step.index, initial_text, task_runs) for t in a.arg_ids}
+        shown = [j for j in where.values() if j not in (None, -1)]
         if a.via == "shell":  # a shell write names files, and making new ones (a script, a test) is normal
-            shown = [j for t in a.arg_ids if (j := grounded_before(view, t, a.step.index, initial_text)) not in
-                     (None, -1)]
             support.extend([a.step.index] + shown if shown else [])
             continue
-        ungrounded = [t for t in a.arg_ids if grounded_before(view, t, a.step.index, initial_text) is None]
+        ungrounded = [t for t, j in where.items() if j is None]
         same_shape = {shape(t) for t in task_ids} & {shape(t) for t in a.arg_ids}
         if same_shape and not (a.arg_ids & task_ids):
             # the task names an id of this kind and the action used a different one
@@ -101,8 +105,7 @@ def target_finding(view: ClaimBlindView, acts: Sequence[Any], task_ids: set[str]
         if ungrounded:
             return _fe("no", [a.step.index], note=f"id {sorted(ungrounded)[0]!r} never appeared before it was used")
         support.append(a.step.index)
-        support.extend(j for t in a.arg_ids if (j := grounded_before(view, t, a.step.index, initial_text)) not in
-                       (None, -1))
+        support.extend(shown)
     if support:
         return _fe("yes", support, note="target ids were shown by the environment before use")
     return _fe("unknown", note="the action names no entity")
