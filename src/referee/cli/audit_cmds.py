@@ -309,11 +309,11 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     elapsed = time.perf_counter() - t0
     warn.close(summary_json)
     if earlier:
-        click.echo(f"referee: note: left out {len(earlier)} file(s) referee wrote, not traces: "
-                   f"{', '.join(earlier[:5])}{' ...' if len(earlier) > 5 else ''}", err=True)
+        click.echo(f"referee: note: left out {len(earlier)} file(s) referee wrote, not traces: {_first(earlier)}",
+                   err=True)
     if left_out:
         click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
-                   f"{', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}", err=True)
+                   f"{_first(left_out)}", err=True)
     if stats.scorers:
         click.echo(f"referee: note: the runs carry scores ({', '.join(sorted(stats.scorers))}); to use one as gold, "
                    "pass --gold-scorer NAME (one that checks the state the run left, not the agent's answer)",
@@ -361,6 +361,15 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             click.echo("referee: exit 1 because records were skipped; pass --on-error skip to accept that", err=True)
             return 1
     return 0
+
+
+def _first(items: list[str], n: int = 5) -> str:
+    """The first `n` items, comma-separated, and `...` when there are more.
+
+    >>> _first(["a", "b", "c"], 2)
+    'a, b ...'
+    """
+    return ", ".join(items[:n]) + (" ..." if len(items) > n else "")
 
 
 def _show_set(show: str) -> set[str]:
