@@ -20,6 +20,8 @@ class ReadOptions:
     """What the user allowed a reader to do; given to readers that set `takes_options = True`."""
 
     allow_pickle: bool = False  # load pickled logs (BrowserGym step files) through the restricted unpickler
+    # a coding agent's session of many prompts: one run per prompt (`<session>#<n>`), or `whole`: one run
+    session_runs: str = "per-prompt"
 
 # an entry point (group `referee.readers`) names a reader function, or a class whose instances are one
 trace_readers: Registry[Reader] = Registry("trace format", "referee.readers", item=FUNCTION)
