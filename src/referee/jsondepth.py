@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import Any, Callable, Iterator, TextIO
 
 from pydantic_core import from_json
 
 from referee.safetext import clean
 
 MAX_DEPTH = 200  # nesting levels a record may have (objects and arrays)
+# characters one line of a small JSON lines file may hold (gold labels, splits, predictions): a label is a few
+# hundred; a longer line is refused before it is parsed (or held whole: the line is read up to this many)
+MAX_LINE_CHARS = 4 << 20
 
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
@@ -211,3 +214,30 @@ def loads_text(text: str, *, max_depth: int, message: str) -> Any:
     if nested_deeper(value, max_depth):
         raise ValueError(message)
     return without_lone_surrogates(value, text)
+
+
+def json_lines(fh: TextIO, fail: Callable[[str, int], Exception], *,
+               max_chars: int = MAX_LINE_CHARS) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of an open JSON lines text, through `loads` (depth-capped),
+    each line read up to `max_chars` characters; a line that does not parse, nests deeper than MAX_DEPTH or is
+    longer is `raise fail(why, line number)` (the caller's one-line error naming its file).
+
+    >>> import io
+    >>> list(json_lines(io.StringIO('{"a": 1}\\n\\n[2]\\n'), lambda why, n: ValueError(f"line {n}: {why}")))
+    [(1, {'a': 1}), (3, [2])]
+    >>> list(json_lines(io.StringIO("[" * 5000), lambda why, n: ValueError(f"line {n}: {why}")))
+    Traceback (most recent call last):
+    ValueError: line 1: nested deeper than 200 levels
+    """
+    lineno = 0
+    while line := fh.readline(max_chars + 1):
+        lineno += 1
+        if len(line.rstrip("\r\n")) > max_chars:
+            raise fail(f"a line longer than {max_chars} characters", lineno)
+        if not line.strip():
+            continue
+        try:
+            value = loads(line)
+        except ValueError as exc:  # a JSONDecodeError (its .msg, without the position), too deep, too many digits
+            raise fail(exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc), lineno) from None
+        yield lineno, value

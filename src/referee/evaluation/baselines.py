@@ -113,11 +113,11 @@ def predictions_method(name: str, table: Mapping[str, str], kind: MethodKind = "
 def load_predictions(path) -> dict[str, str]:
     """Read a JSONL or CSV of {run_id, disposition} (another tool's verdicts) into a table."""
     import csv
-    import json
     from pathlib import Path
 
     from referee.errors import UsageError
     from referee.evaluation.gold import csv_rows
+    from referee.jsondepth import json_lines
 
     path = Path(path)
     out: dict[str, str] = {}
@@ -126,9 +126,12 @@ def load_predictions(path) -> dict[str, str]:
             if path.suffix.lower() == ".csv":
                 rows = csv_rows(csv.DictReader(fh), path, UsageError)
             else:
-                rows = ((i + 1, json.loads(line)) for i, line in enumerate(fh) if line.strip())
+                # depth- and size-capped: a bad line is one error naming it
+                rows = json_lines(fh, lambda why, n: UsageError(f"not a JSON line ({why})", file=str(path),
+                                                                 place=f"line {n}",
+                                                                 fix="write one JSON object per line"))
             for lineno, row in rows:
-                disp = row.get("disposition")
+                disp = row.get("disposition") if isinstance(row, dict) else None
                 if disp not in ("pass", "flag", "review") or not row.get("run_id"):
                     raise UsageError(f"a prediction needs run_id and disposition pass|flag|review, got {disp!r}",
                                      file=str(path), place=f"line {lineno}", fix="fix or drop that line")

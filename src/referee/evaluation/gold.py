@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Literal
@@ -11,6 +10,7 @@ from typing import Callable, Iterable, Iterator, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from referee.errors import GoldError, RefereeError
+from referee.jsondepth import json_lines
 
 ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
 GOLD_COLUMNS: tuple[str, ...] = ("run_id", "completed", "claim", "group", "split", "task", "note")
@@ -107,15 +107,10 @@ def csv_rows(reader: csv.DictReader, path: Path, error: type[RefereeError] = Gol
 
 def _parse_rows(fh, path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
     if suffix in (".jsonl", ".json", ".ndjson"):
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
-                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}",
-                                fix="write one JSON object per line") from None
+        # depth- and size-capped (a line nested 5,000 deep is this error, not a RecursionError)
+        for lineno, obj in json_lines(fh, lambda why, n: GoldError(f"not a JSON line ({why})", file=str(path),
+                                                                    place=f"line {n}",
+                                                                    fix="write one JSON object per line")):
             if not isinstance(obj, dict):
                 raise GoldError("a gold line must be a JSON object", file=str(path), place=f"line {lineno}",
                                 fix='write {"run_id": ..., "completed": true|false}')

@@ -114,10 +114,11 @@ class JudgeCache:
     def __post_init__(self) -> None:
         if self.path is not None and Path(self.path).exists():
             from referee.fsutil import iter_jsonl
+            from referee.jsondepth import loads
 
             for _, line in iter_jsonl(Path(self.path)):
                 try:
-                    obj = json.loads(line)
+                    obj = loads(line)  # depth-capped: a line nested too deep is a ValueError like a torn one
                     self._items[obj["key"]] = obj["state"]
                 except (ValueError, KeyError, TypeError):
                     continue  # a torn last line from a killed run: that answer is asked again

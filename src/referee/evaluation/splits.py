@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Iterator
 
 from referee.errors import GoldError
 from referee.evaluation.gold import csv_rows
+from referee.jsondepth import json_lines
 
 NONE = "(none)"
 
@@ -42,7 +42,9 @@ def iter_split_rows(path: Path) -> Iterator[SplitRow]:
                                 fix="a split file has columns run_id, split and optionally group, task")
             rows = csv_rows(reader, path)
         elif suffix in (".jsonl", ".json", ".ndjson"):
-            rows = ((i, _json(line, path, i)) for i, line in enumerate(fh, start=1) if line.strip())
+            rows = ((i, _object(obj, path, i)) for i, obj in json_lines(
+                fh, lambda why, n: GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {n}",
+                                             fix="write one JSON object per line")))
         else:
             raise GoldError(f"unknown split file format '{suffix or path.name}'", file=str(path),
                             fix="use a .csv or .jsonl file")
@@ -55,12 +57,7 @@ def iter_split_rows(path: Path) -> Iterator[SplitRow]:
                            (str(r["task"]) if r.get("task") else None))
 
 
-def _json(line: str, path: Path, lineno: int) -> dict:
-    try:
-        obj = json.loads(line)
-    except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert (no .msg)
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {lineno}") from None
+def _object(obj: object, path: Path, lineno: int) -> dict:
     if not isinstance(obj, dict):
         raise GoldError("a split line must be a JSON object", file=str(path), place=f"line {lineno}")
     return obj
