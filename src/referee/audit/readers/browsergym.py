@@ -487,5 +487,5 @@ def read_browsergym(path: Path, options: ReadOptions | None = None) -> Iterator[
 read_browsergym.takes_options = True
 read_browsergym.sniffs = ("a folder with summary_info.json, step_*.pkl.gz or a JSON tape "
                           "(tape.json)")
-read_browsergym.needs = ("--allow-pickle when the steps are only in pickles; numpy for their "
-                         "arrays (pip install 'referee[browsergym]')")
+# numpy is not needed: the restricted unpickler answers numpy's arrays with inert stand-ins (safepickle)
+read_browsergym.needs = "--allow-pickle when the steps are only in pickles"

@@ -6,12 +6,20 @@ allow-list, and never imports the module a pickle names:
 
 - plain containers and values (`set`, `frozenset`, `complex`, `bytearray`, `OrderedDict`, `datetime`);
 - numpy's array and scalar reconstructors (`_reconstruct`, `ndarray`, `dtype`, `scalar`, `_frombuffer`),
-  taken from numpy itself when it is installed (screenshots, `elapsed_time`, `active_page_index`);
+  answered by an inert stand-in (`PickledArray`) that keeps the shape and dtype and none of the data
+  (screenshots, `elapsed_time`, `active_page_index`: the reader uses none of them); numpy is never imported;
 - the *data* classes of BrowserGym and AgentLab logs (`StepInfo`, `StepTimestamps`, `AgentInfo`,
   AgentLab's `Discussion` and chat messages), each replaced by an inert stand-in that only stores the
   state the pickle gives it: none of their methods exist, and neither package need be installed.
 
 Anything else stops the load with one line naming the global. Opening a file is the caller's job.
+
+Nothing is built sized by the input (issue 30): no constructor on the list turns a number into an allocation
+(`bytearray(3 << 30)` is refused; numpy's `_reconstruct(ndarray, (2**40,), ...)` makes a stand-in, not an array),
+a pickle is read up to MAX_PICKLE_BYTES after decompression (as an Inspect `.eval` member is), and what it built
+is measured before anyone walks it: at most MAX_NODES containers and items, MAX_PICKLE_BYTES of text, MAX_DEPTH
+levels, a shared reference counted each time it is reached (a pickle of lists holding one list twice, 60 deep,
+is a few hundred bytes and 2**60 items to whoever walks it).
 """
 
 from __future__ import annotations
@@ -24,6 +32,13 @@ import pickle
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
+from referee.jsondepth import MAX_DEPTH
+from referee.rundir import MAX_RESULTS_BYTES
+
+# bytes of one pickle after decompression, and of the text it builds: what referee reads of one .eval member
+MAX_PICKLE_BYTES = MAX_RESULTS_BYTES
+MAX_NODES = 4_000_000  # containers and items a pickle may build (a BrowserGym step: tens of thousands)
+
 # the data classes whose instances a BrowserGym / AgentLab experiment folder pickles (module, name)
 DATA_CLASSES: frozenset[tuple[str, str]] = frozenset({
     ("browsergym.experiments.loop", "StepInfo"), ("browsergym.experiments.loop", "StepTimestamps"),
@@ -35,9 +50,25 @@ DATA_CLASSES: frozenset[tuple[str, str]] = frozenset({
 DICT_CLASSES: frozenset[tuple[str, str]] = frozenset(
     ("agentlab.llm.llm_utils", n) for n in ("BaseMessage", "SystemMessage", "HumanMessage", "AIMessage"))
 
+class PickleRefused(Exception):
+    """The pickle names a global that is not on the allow-list (or is not a pickle at all, or builds too much)."""
+
+
+def _bytearray(*args: Any) -> bytearray:
+    """`bytearray` as pickles call it (from bytes, or from text and its encoding), never from a number or an
+    iterable: `bytearray(3 << 30)` would allocate what a 216-byte pickle asks for."""
+    if not args or (len(args) == 1 and isinstance(args[0], (bytes, bytearray))) or \
+            (len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], str)):
+        return bytearray(*args)
+    first = args[0]
+    what = f"a number of {first.bit_length()} bits" if isinstance(first, int) else f"a {type(first).__name__}"
+    raise PickleRefused(f"it calls bytearray with {what}, not bytes: a pickle's bytearray is made from its bytes, "
+                        "and a number would be an allocation of that size")
+
+
 _PLAIN: dict[tuple[str, str], Any] = {
     ("builtins", "set"): set, ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
-    ("builtins", "bytearray"): bytearray, ("collections", "OrderedDict"): collections.OrderedDict,
+    ("builtins", "bytearray"): _bytearray, ("collections", "OrderedDict"): collections.OrderedDict,
     ("datetime", "datetime"): datetime.datetime, ("datetime", "date"): datetime.date,
     ("datetime", "timedelta"): datetime.timedelta,
 }
@@ -45,10 +76,6 @@ _PLAIN: dict[tuple[str, str], Any] = {
 _NUMPY = {("numpy", "ndarray"), ("numpy", "dtype")} | {
     (f"numpy.{core}.{mod}", name) for core in ("core", "_core")
     for mod, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))}
-
-
-class PickleRefused(Exception):
-    """The pickle names a global that is not on the allow-list (or is not a pickle at all)."""
 
 
 class PickledObject:
@@ -94,14 +121,63 @@ def standin(module: str, name: str) -> type:
     return _STANDINS[key]
 
 
-def _numpy_global(module: str, name: str) -> Any:
-    try:
-        import importlib
+class PickledArray(PickledObject):
+    """A numpy array or scalar as inert data: its `shape` and `dtype` as the pickle states them, never its data
+    (numpy would allocate what the shape asks for, and its own `__setstate__` reads past a short object list).
 
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        raise PickleRefused(f"the pickle holds numpy arrays ({module}.{name}) and numpy is not installed; install "
-                            "with: pip install 'referee[browsergym]'") from None
+    >>> a = _reconstruct(None, (0,), b"b"); a.__setstate__((1, (480, 640, 3), "uint8", False, b"...")); a.shape
+    (480, 640, 3)
+    """
+
+    pickled_class = "numpy.ndarray"
+    shape: tuple | None = None
+    dtype: str | None = None
+
+    def __setstate__(self, state: Any) -> None:
+        if isinstance(state, tuple) and len(state) >= 3:  # (version, shape, dtype, is_fortran, rawdata)
+            self._describe(state[1], state[2])
+
+    def _describe(self, shape: Any, dtype: Any) -> None:
+        if isinstance(shape, int):
+            shape = (shape,)
+        if isinstance(shape, tuple) and len(shape) <= 64 and all(isinstance(n, int) for n in shape):
+            self.shape = shape
+        self.dtype = str(getattr(dtype, "name", dtype))[:40]
+
+
+class PickledDtype(PickledObject):
+    """A numpy dtype as inert data: its name only."""
+
+    pickled_class = "numpy.dtype"
+    name: str | None = None
+
+
+def _reconstruct(_subtype: Any = None, shape: Any = None, dtype: Any = None, *_: Any) -> PickledArray:
+    a = PickledArray()
+    a._describe(shape, dtype)
+    return a
+
+
+def _ndarray(shape: Any = None, dtype: Any = None, *_: Any, **__: Any) -> PickledArray:
+    return _reconstruct(None, shape, dtype)
+
+
+def _frombuffer(_buf: Any = None, dtype: Any = None, shape: Any = None, *_: Any) -> PickledArray:
+    return _reconstruct(None, shape, dtype)
+
+
+def _scalar(dtype: Any = None, *_: Any) -> PickledArray:
+    return _reconstruct(None, (), dtype)
+
+
+def _dtype(name: Any = None, *_: Any) -> PickledDtype:
+    d = PickledDtype()
+    d.name = str(name)[:40] if isinstance(name, (str, bytes)) else None
+    return d
+
+
+_NUMPY_STANDINS: dict[str, Callable[..., Any]] = {"ndarray": _ndarray, "dtype": _dtype, "_reconstruct": _reconstruct,
+                                                  "scalar": _scalar, "_frombuffer": _frombuffer}
 
 
 class RestrictedUnpickler(pickle.Unpickler):
@@ -121,7 +197,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         if key in _PLAIN:
             return _PLAIN[key]
         if key in _NUMPY:
-            return _numpy_global(module, name)
+            return _NUMPY_STANDINS[name]
         if key in DATA_CLASSES or key in DICT_CLASSES:
             return standin(module, name)
         raise PickleRefused(f"it names {module}.{name}, which is not on referee's allow-list of data classes "
@@ -132,18 +208,85 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 
 def loads(data: bytes) -> Any:
-    """Unpickle bytes with the allow-list (raises PickleRefused)."""
+    """Unpickle bytes with the allow-list and the size caps (raises PickleRefused)."""
     return _load(io.BytesIO(data))
+
+
+class _Capped:
+    """A binary stream read up to `most` bytes: one byte more is PickleRefused (a gzip stream that inflates past
+    it, a file that large), before the unpickler holds it."""
+
+    def __init__(self, fh: BinaryIO, most: int) -> None:
+        self._fh, self._left, self._most = fh, most, most
+
+    def _took(self, n: int) -> None:
+        self._left -= n
+        if self._left < 0:
+            raise PickleRefused(f"it holds more than {self._most} bytes (after decompression), more than referee "
+                                "reads of one pickle")
+
+    def read(self, n: int = -1) -> bytes:
+        got = self._fh.read(self._left + 1 if n is None or n < 0 else min(n, self._left + 1))
+        self._took(len(got))
+        return got
+
+    def readinto(self, buf: Any) -> int:
+        view = memoryview(buf).cast("B")
+        got = self._fh.readinto(view[:self._left + 1])  # type: ignore[attr-defined]
+        self._took(got or 0)
+        return got or 0
+
+    def readline(self, n: int = -1) -> bytes:
+        got = self._fh.readline(self._left + 1 if n is None or n < 0 else min(n, self._left + 1))
+        self._took(len(got))
+        return got
 
 
 def _load(fh: BinaryIO) -> Any:
     try:
-        return RestrictedUnpickler(fh).load()
+        got = RestrictedUnpickler(_Capped(fh, MAX_PICKLE_BYTES)).load()
     except PickleRefused:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
             MemoryError, RecursionError) as exc:
         raise PickleRefused(f"not a readable pickle ({type(exc).__name__}: {str(exc)[:120]})") from None
+    _measure(got)
+    return got
+
+
+def _measure(value: Any) -> None:
+    """PickleRefused when `value`, walked as a tree (a shared reference counted each time it is reached), holds
+    more than MAX_NODES containers and items, MAX_PICKLE_BYTES of text or MAX_DEPTH levels. The walk stops at
+    the first limit crossed, so it costs at most that much."""
+    nodes = chars = 0
+    level = [value]
+    for depth in range(MAX_DEPTH + 1):
+        below: list[Any] = []
+        for v in level:
+            t = type(v)
+            if t is str or t is bytes or t is bytearray:
+                chars += len(v)
+                continue
+            if isinstance(v, dict):
+                items: Any = [*v.keys(), *v.values()]
+            elif isinstance(v, (list, tuple, set, frozenset)):
+                items = v
+            elif isinstance(v, PickledObject):
+                items = list(v.__dict__.values())
+            else:
+                continue
+            nodes += len(items) + 1
+            if nodes > MAX_NODES:
+                raise PickleRefused(f"it builds more than {MAX_NODES} containers and items (shared references "
+                                    "counted each time they are reached), more than referee reads of one pickle")
+            below.extend(items)
+        if chars > MAX_PICKLE_BYTES:
+            raise PickleRefused(f"it builds more than {MAX_PICKLE_BYTES} bytes of text (shared references counted "
+                                "each time they are reached), more than referee reads of one pickle")
+        if not below:
+            return
+        level = below
+    raise PickleRefused(f"it is nested deeper than {MAX_DEPTH} levels")
 
 
 def load_file(path: Path, opener: Callable[[Path], BinaryIO] | None = None) -> Any:
