@@ -5,8 +5,9 @@ run folder (a referee run directory, a BrowserGym / AgentLab experiment folder, 
 session) with its folder reader. Any other folder is walked, sorted, depth first: each run folder
 in it is one item (never walked into), each file whose name says trace (`.json`, `.jsonl`,
 `.traj`, `.eval`; not a SWE-bench `*.report.json`) is one item, each with its own reader. Names
-starting with a dot are not walked, nor referee's own outputs (audit, gold and summary files, known by
-their first record's fields, whatever their name).
+starting with a dot are not walked (but a session log a tool names so: `.aider.chat.history.md`),
+nor referee's own outputs (audit, gold and summary files, known by their first record's fields,
+whatever their name).
 
 Narrowing a walk: `--include GLOB` (repeatable) keeps the items whose path below the walked folder,
 or whose name, matches a glob (then any file name may match, not only trace names); `--format F`
@@ -31,6 +32,8 @@ from referee.fstree import glob_paths, identity
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 NOT_TRACES = (".report.json",)  # SWE-bench harness reports: gold beside trajectories, not traces
+# session logs a tool writes under a fixed name, a dot name the walk would skip: read wherever a walk meets them
+SESSION_NAMES = frozenset({".aider.chat.history.md"})
 MAX_DEPTH = 8
 
 
@@ -62,7 +65,7 @@ def is_trace_name(path: Path) -> bool:
     (True, False, False)
     """
     name = Path(path).name
-    return name.endswith(TRACE_SUFFIXES) and not name.endswith(NOT_TRACES)
+    return (name.endswith(TRACE_SUFFIXES) and not name.endswith(NOT_TRACES)) or name in SESSION_NAMES
 
 
 def _included(rel: str, name: str, include: Sequence[str]) -> bool:
@@ -184,7 +187,7 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
         yield _bad(folder, f"cannot list this folder: {exc.strerror or exc}")
         return
     for child in children:
-        if child.name.startswith("."):
+        if child.name.startswith(".") and child.name not in SESSION_NAMES:
             continue
         rel = child.relative_to(root).as_posix()
         if child.is_symlink() and not child.exists():  # a loop (`self -> self`) or a target gone

@@ -32,6 +32,7 @@ def _load_builtin() -> None:
     from referee.audit.readers import mini_swe_agent, openai_chat, referee_run, referee_v1, tau_bench  # noqa: F401
     from referee.audit.readers import browsergym, openhands  # noqa: F401
     from referee.audit.readers import anthropic_messages, inspect_log  # noqa: F401
+    from referee.audit.readers import agent_sdk, aider, openai_agents  # noqa: F401
 
 
 def is_trajectory_file(path: Path) -> bool:
@@ -81,6 +82,10 @@ def _sniffed(path: Path) -> tuple[str, list[JsonValue], Generator[JsonValue, Non
 
     if sniff_inspect(path):
         return "inspect-ai", [], None
+    from referee.audit.readers.aider import sniff_aider  # markdown, not JSON: by its first lines
+
+    if sniff_aider(path):
+        return "aider", [], None
     values = iter_json_values(path)
     seen: list[JsonValue] = []
     for item in values:
@@ -110,13 +115,23 @@ def _messages_format(first: dict, seen: list[JsonValue], values: Iterator[JsonVa
             messages.append(item.value)
         if len(messages) >= peek:
             break
+    from referee.audit.readers.openai_agents import is_input_list
+
+    if is_input_list(messages):  # Responses input items (to_input_list()): calls and outputs beside the messages
+        return "openai-agents"
     return "anthropic-messages" if looks_anthropic([m for m in messages if isinstance(m, dict)]) else "openai-chat"
 
 
 def _record_format(v: object) -> str | None:
     """The format a file's first good record says it is in; None: it says nothing (the name may)."""
+    from referee.audit.readers.agent_sdk import sniff_agent_sdk
     from referee.audit.readers.anthropic_messages import looks_anthropic
+    from referee.audit.readers.openai_agents import sniff_openai_agents
 
+    if sniff_agent_sdk(v):
+        return "agent-sdk"
+    if sniff_openai_agents(v):
+        return "openai-agents"
     if isinstance(v, dict):
         if "trace_version" in v or "steps" in v:
             return "referee"
