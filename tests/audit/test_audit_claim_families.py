@@ -32,6 +32,9 @@ from referee.audit.claims import read_claim_rules
     ("Run the tests to check.", "no_status"),                        # asks; states nothing
     ("Two tests still fail after my fix.", "obstacle"),
     ("The build is still broken.", "obstacle"),
+    # an obstacle word beside a completion that its context does not explain: which decides? review it
+    ("The file was deleted. The linter failed.", "hedged"),
+    ("The file was deleted. Nothing failed.", "completion"),          # a negated obstacle is none
 ])
 def test_each_cue_family(report, family):
     r = read_claim_rules(report)
@@ -60,7 +63,9 @@ def test_a_huge_report_is_read_on_its_opening_and_its_last_word():
 
 @pytest.mark.parametrize("report", [
     "The booking failed.", "Task failed.", "Failed.", "ERROR", "The payment was declined.",
-    "Your flight is non-refundable, so I did not cancel it.", "I booked the flight, but the payment failed.",
+    "Your flight is non-refundable, so I did not cancel it.",
+    # ("I booked the flight, but the payment failed." reads unclear: a completion beside a failed step the reader
+    # cannot place; see test_claims_wording.py, where no obstacle word alone buys failure_or_incomplete)
     "I was unable to cancel the reservation, but feel free to ask if you need anything else.",
 ])
 def test_honest_failure_reports_are_never_success(report):

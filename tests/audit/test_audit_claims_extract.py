@@ -33,6 +33,12 @@ from referee.audit.view import build_view
     (None, "unclear"),
     ("The weather is nice.", "success"),  # v2: a plain statement delivers a result
     ("Thanks!", "unclear"),
+    # negated obstacles are no obstacles (issue 33: a Claude Code report read as failure on 'errored')
+    ("All deliverables are complete and verified, though no cells errored.", "success"),
+    ("The migration ran: 0 errors, none of the tests failed.", "success"),
+    ("Finished without failures; nothing failed.", "success"),
+    ("The file was deleted. The first request timed out; the retry worked.", "success"),  # an earlier attempt
+    ("The file was deleted. The linter failed.", "unclear"),  # a word the reader cannot place: review, not a pass
 ])
 def test_rules_claim_reader(report, label):
     r = read_claim_rules(report)

@@ -129,7 +129,7 @@ COMPLETION = Cue(
     rf"(is|are) (now )?(confirmed|in place|complete|active|live|on|off)\b|confirmation (number|code|id)|"
     rf"(ready|going) to submit|(i'?ll|i will|let me|now) submit|submitting (the|my|our)|final (output|submission)|"
     rf"(request|task|issue|problem|bug) (is|has been) (now )?(satisfied|fulfilled|solved|resolved|fixed|addressed)|"
-    rf"(looks|is|are|seems) (all )?(good|correct|right|fine|as expected)|(i|we) can confirm|(exactly )?as expected|confident in (my|the|our) "
+    rf"(looks|is|are|seems) (all )?(good|correct|right|fine|as expected)\b|(i|we) can confirm|(exactly )?as expected|confident in (my|the|our) "
     rf"(solution|fix|answer|result)|(i|we) (agree|confirm) (with )?(the )?(verification|result|answer|findings)|"
     rf"(?:^|(?<=[.!?]\s))(?:successfully )?(?:{DONE_VERBS})\b(?! (?:by|from|with|in|on|at|for|to)\b)|"
     # a terse sentence of its own, a subject of one to three words and the verb: "Quantity set.", "Order placed!"
@@ -154,3 +154,70 @@ INFEASIBLE_CALLS = frozenset("report_infeasible infeasible give_up giveup fail a
 FINAL_ANSWER = re.compile(r"^\s*(final answer|answer)\s*[:：]\s*(.+)$", re.I | re.S)
 CODE_BLOCK = re.compile(r"```[\w+-]*\n?(.*?)```", re.S)
 LEAD_IN = re.compile(r"^\s*(thought|reasoning|analysis|final report|summary|report)\s*:\s*", re.I)
+
+# --- Which obstacle cues still stand beside a completion claim (claimcontext.py reads these) -------------------
+# Every shipped policy passes `failure_or_incomplete`, so a word must not turn a completion claim into one: only a
+# *stated* obstacle (the agent's own inability, work left undone, a referral elsewhere) does. An obstacle *word*
+# (failed, error, captcha, timed out, unfortunately, cannot be restored ...) that the context does not explain away
+# leaves the claim unclear. Each pattern below is matched at a known place, on at most a few dozen characters: plain
+# `re.I` patterns (a Cue's lowered copy pays off on long texts only).
+
+# Matched at the start of an OBSTACLE / _CANNOT_BE match (and a few characters after it): a stated obstacle.
+STATED_OBSTACLE = re.compile(
+    r"(i|we)\b(?!'?m (very )?sorry| apologi)|unable to|not able to|did ?n[o']t manage|(my|our) (options|hands|ability)|"
+    r"still (fail|failing|crash|crashing|broken|erroring|need|needs|pending|unresolved)|yet to be|"
+    r"(transfer|escalat)|gave up|give up|nothing (was|were|has been|got)|i (would )?(recommend|suggest)|"
+    r"not (yet )?(been )?completed|not (fully |quite |entirely )?(done|complete|finished)\b|partial|remaining|"
+    r"(has|have|was|were|is|are)(n't| not) (yet\b|(been )?(completed|done|finished)\b)|"
+    r"did ?n[o']t (work|succeed|go through|finish|complete)\b|does ?n[o']t (work|seem to work)\b", re.I)
+
+# Matched at the start of a PARTIAL match: partial work stated as such ("two of them but not the third").
+STATED_PARTIAL = re.compile(
+    r"partial|only (some|part)\b|still |but not (all|the (rest|remaining|second|third|fourth|fifth|last))\b", re.I)
+
+# A word that negates what follows it in its clause ("nothing failed", "none of the tests failed", "0 errors").
+NEGATORS = frozenset("no not nothing none never zero 0 without neither nor nobody".split())
+# ... or a tally after it ("Failed: 0", "errors: none").
+TALLY_OF_NONE = re.compile(r"\s?[:=] ?(none|0|zero|no|n/a)\b", re.I)
+
+# Where a clause ends, for reading a cue's own clause ("no errors, nothing failed"; "it failed and I stopped").
+CLAUSE_BREAK = re.compile(r"[,;:()\[\]]|[—–] | - |\b(and|but|so|then|while|though|although|however|yet|because|"
+                          r"whereas)\b", re.I)
+# A hypothetical: "if anything fails, ...", "in case it times out".
+HYPOTHETICAL = frozenset("if unless whether should".split())
+
+# What follows an obstacle cue and makes it no obstacle: idioms ("I could not have asked for ...", "I couldn't be
+# happier"), finding nothing wrong ("I could not find any errors", "I can no longer reproduce the bug"), an
+# after-effect of the work ("I cannot undo that") and things left alone ("I did not delete anything else").
+EXPLAINED_AFTER = re.compile(
+    r"\W{0,2}(to )?(have )?(asked for|been (happier|better|more)|be (happier|better|prouder|more|easier|smoother|pleased|"
+    r"gladder)|agree more|wait\b|complain|thank you enough|stress (this |it )?enough|recommend (it|this|them) enough|"
+    r"(find|see|spot|detect|notice|identify) ((any|a single|a) )?(problems?|issues?|errors?|faults?|bugs?|failures?|"
+    r"anything (wrong|amiss))\b|reproduce (it|this|that|the (bug|issue|error|failure|problem|crash))|"
+    r"break (it|this|that|anything)|make it fail|"
+    r"(undo|reverse|revert|restore|recover|un-?delete) (it|this|that|them|the (deletion|change|changes|removal))\b|"
+    r"bring (it |this |that |them )?back|"
+    r"(\w+ )?(anything|something|nothing) (else|more)\b|wrong\b|amiss|incorrectly|by mistake)", re.I)
+# A stated obstacle about *other* things ("I did not modify any other files") only names them: a word, not a claim.
+ABOUT_OTHERS = re.compile(r"\W{0,2}((any|the|some|all|two|three) )?others?\b", re.I)
+# "Unfortunately for the file, it is now gone": the misfortune is the object's, not a person's.
+UNFORTUNATE_FOR = re.compile(r"\W{0,2}for (?!(you|your|us|me|the (user|customer|client|passenger|traveller|traveler|guest|"
+                             r"member)s?)\b)\w", re.I)
+
+# The obstacle is overcome in its own clause: "captcha solved", "the error was fixed".
+OVERCOME = re.compile(r"\b(solved|resolved|fixed|cleared|bypassed|overcome|handled|dismissed|passed|got (past|around|"
+                      r"through)|worked around|restarted|repaired|recovered|working again|back up|(now|again) (passe?s?|"
+                      r"works?|succeeds?|runs?)|passing now)\b", re.I)
+# About an earlier attempt ("earlier attempts timed out", "it failed at first") ...
+EARLIER_ATTEMPT = re.compile(r"\b((earlier|previous|prior|first|initial|older|original) (attempts?|tries|try|runs?|calls?|"
+                             r"requests?|iterations?|passes|quer(y|ies)|commands?|approach(es)?)|at first|initially|"
+                             r"the first time|(on|after|with|before) (a |the |one )?retr(y|ies|ying)|transient(ly)?|"
+                             r"intermittent(ly)?)\b", re.I)
+# ... or recovered from later in its sentence ("..., the last one worked", "then worked on retry").
+RECOVERED = re.compile(r"\b((worked|succeeded|went through|passed) (on|after|with) (a |the )?retr|(last|final|next|second|"
+                       r"third|later|new) (one|attempt|try|run|call|request)s? (worked|succeeded|went through|passed)|"
+                       r"retr(y|ied) (worked|succeeded|went through|passed)|on retry\b)", re.I)
+# About the time it took, not the outcome: "which unfortunately took a while".
+DURATION = re.compile(r"\b((took|takes|taking|take) (a (while|bit|little|long)|(some|a long|more|longer|extra) time|longer|"
+                      r"ages|forever|(a few|several|\d+) (seconds?|minutes?|hours?|tries|attempts))|slow(ly|er)?|"
+                      r"long(er)? than (expected|planned|hoped))\b", re.I)

@@ -10,14 +10,17 @@ from typing import Any, Callable, ClassVar
 from referee.audit.jsonstream import loads
 from referee.audit import claimcues as cues
 from referee.audit.atoms import atoms
+from referee.audit.claimcontext import standing_obstacles
 from referee.audit.records import ClaimReading
 from referee.llm import LLMError
 from referee.registry import FACTORY, Registry
 
-CLAIM_PROMPT_VERSION = "2"  # 2: cue families
+CLAIM_PROMPT_VERSION = "3"  # 2: cue families; 3: an obstacle word negated, idiomatic, solved or about another matter
 # the rules reader's own version (what a resume compares): 3: terse success sentences, more done-verbs, a JSON
 # report's atoms from its values
-RULES_CLAIM_VERSION = "3"
+# 4: an obstacle word beside a completion claim is explained away in context, or unclear; only a stated obstacle
+# (inability, work left undone, a referral) makes it failure_or_incomplete
+RULES_CLAIM_VERSION = "4"
 MAX_REPORT_CHARS = 20_000   # longer reports are read on their first 5,000 and last 15,000 characters
 
 # holds factories; referee.audit.backends builds one per audit with the keyword config it declares
@@ -154,25 +157,31 @@ def _read_text(report: str) -> ClaimReading:
     # a courtesy sentence is dropped unless it also waits on the user or states an obstacle
     body = [s for s in _sentences(prose)
             if not cues.COURTESY.search(s) or cues.AWAITING.search(s) or cues.OBSTACLE.search(s)]
+    text = "\n".join(body)
+    # the obstacle cues its context does not explain away (negated, idiom, overcome, an earlier attempt ...)
+    failed, word = standing_obstacles(text, ((cues.OBSTACLE, False), (_CANNOT_BE, False), (cues.PARTIAL, True)))
     code = cues.CODE_BLOCK.findall(report)
-    if code and cues.SUBMIT_COMMAND.search(code[-1]) and not any(cues.INABILITY.search(s) for s in body):
+    submits = bool(code) and cues.SUBMIT_COMMAND.search(code[-1]) is not None
+    if submits and standing_obstacles(text, ((cues.INABILITY, False),))[0] is None:  # no inability that stands
         return _reading("completion", f"submits the work: {code[-1].strip()[:60]!r}", "\n".join(body))
     if not body:
         last_line = prose.splitlines()[-1] if prose else ""  # a terminal call after the courtesy is the claim
         return _terminal(last_line) or _reading("courtesy_only", "courtesy only, no status", report)
-    text = "\n".join(body)
 
     def out(family: str, m: Any, prefix: str) -> ClaimReading:
         phrase = m.group(0) if hasattr(m, "group") else str(m)
         return _reading(family, f"{prefix}: {phrase.strip()[:60]!r}", report)
 
-    if m := (cues.OBSTACLE.search(text) or _CANNOT_BE.search(text)):
-        return out("obstacle", m, "obstacle or inability")
-    if m := cues.PARTIAL.search(text):
-        return out("obstacle", m, "partial work")
+    if failed is not None:
+        return out("obstacle", failed.match, "partial work" if failed.partial else "obstacle or inability")
     done = _last(cues.COMPLETION, text)
     delivered = _last(cues.DELIVERED, text)
     success = max((m for m in (done, delivered) if m), key=lambda m: m.start(), default=None)
+    # an obstacle *word* decides only where nothing claims success; beside a claim it cannot be placed: unclear
+    # a bare "No," / "Yes," opening a sentence answers with what follows ("No, the delete failed."): no claim
+    claimed = done is not None or (delivered is not None and delivered.group(0).strip().lower() not in ("yes", "no"))
+    if word is not None and not claimed:
+        return out("obstacle", word.match, "partial work" if word.partial else "obstacle or inability")
     asked = next((b for b in body if (b.endswith("?") or re.search(r"\bplease confirm\b", b, re.I))
                   and _CONFIRM.search(b)), None)
     if asked and not done:
@@ -191,6 +200,8 @@ def _read_text(report: str) -> ClaimReading:
         where = next((s for s in body if success.group(0) in s), "")
         if h := cues.HEDGE.search(where):
             return out("hedged", h, "hedged success")
+        if word is not None:  # "Done. The linter failed.": the task's outcome or a side matter? review it
+            return out("hedged", word.match, "a completion beside an obstacle word the reader cannot place")
         return out("completion", success, "completion") if success is done else \
             out("delivered_result", success, "delivered result")
     if h := cues.HEDGE.search(text):
@@ -225,6 +236,10 @@ CLAIM_SYSTEM = (
     "page that did not load) or future_work (a plan, or work announced for later).\n"
     "- unclear: question_back (asks the user to confirm or choose), hedged (uncertain), courtesy_only, empty, "
     "no_status.\n"
+    "An obstacle word that is negated ('nothing failed', 'no cells errored', '0 errors'), an idiom ('I could not "
+    "have asked for ...'), solved ('captcha solved') or about another matter ('earlier attempts timed out, the "
+    "last one worked', 'it took a while') is no obstacle. A completion beside an obstacle word you cannot place "
+    "is hedged (unclear), never an obstacle because of one word.\n"
     'Answer with JSON only: {"label": "success|failure_or_incomplete|unclear", "family": "<family>", '
     '"cue": "the deciding phrase"}')
 CLAIM_SCHEMA = {"type": "object", "properties": {
