@@ -9,7 +9,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from referee.errors import EvidenceError, HoldsSecret, RefereeError
 
@@ -78,10 +78,14 @@ def sha256_file(path: Path, *, root: Path | None = None) -> str:
 
 
 def hash_regular(path: Path, *, root: Path | None = None, max_bytes: int | None = None,
-                 refuse: tuple[bytes, ...] = ()) -> tuple[str, int]:
+                 refuse: tuple[bytes, ...] = (), refused_as: tuple[str, ...] = (),
+                 admit: Callable[[os.stat_result], None] | None = None) -> tuple[str, int]:
     """(SHA-256, size) of a regular file, read through `open_regular` with the same checks.
 
-    `refuse`: byte strings the file must not hold (the signing key); HoldsSecret if it does.
+    `refuse`: byte strings the file must not hold (the signing key); HoldsSecret if it does, saying
+    "holds <refused_as[i]>" for the i-th one when `refused_as` names it. `admit` is called with the
+    opened file's `fstat` before a byte is read, and raises to refuse it (a hashing budget, a sparse file):
+    what is looked at is what would be read.
 
     >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"hi s3cr3t")
     >>> hash_regular(p)[1]
@@ -96,6 +100,8 @@ def hash_regular(path: Path, *, root: Path | None = None, max_bytes: int | None 
     keep = max((len(r) for r in refuse), default=1) - 1
     tail = b""  # the end of the chunk before: a secret may straddle two chunks
     with open_regular(path, root=root, max_bytes=max_bytes) as fh:
+        if admit is not None:
+            admit(os.fstat(fh.fileno()))
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
@@ -103,10 +109,29 @@ def hash_regular(path: Path, *, root: Path | None = None, max_bytes: int | None 
             h.update(chunk)
             if refuse:
                 window = tail + chunk
-                if any(r in window for r in refuse):
-                    raise HoldsSecret("holds a secret it must not", file=str(path))
+                hit = next((i for i, r in enumerate(refuse) if r in window), None)
+                if hit is not None:
+                    what = refused_as[hit] if hit < len(refused_as) else "a secret it must not"
+                    raise HoldsSecret(f"holds {what}", file=str(path))
                 tail = window[-keep:] if keep else b""
     return h.hexdigest(), size
+
+
+SPARSE_MIN_BYTES = 1 << 20  # smaller files are hashed whatever their holes: a MiB costs nothing
+
+
+def mostly_holes(st: os.stat_result) -> bool:
+    """A file of at least 1 MiB less than a quarter of which is on disk (`truncate -s 512M` makes one in no
+    time and no space; hashing reads every byte of it). Where `st_blocks` is unknown, False.
+
+    >>> import tempfile; fh = tempfile.TemporaryFile(); _ = fh.truncate(64 << 20); mostly_holes(os.fstat(fh.fileno()))
+    True
+    >>> _ = fh.seek(0); _ = fh.write(os.urandom(2 << 20)); _ = fh.truncate(2 << 20); fh.flush()
+    >>> mostly_holes(os.fstat(fh.fileno()))
+    False
+    """
+    blocks = getattr(st, "st_blocks", None)
+    return blocks is not None and st.st_size >= SPARSE_MIN_BYTES and blocks * 512 * 4 < st.st_size
 
 
 # -- defensive reads: what an agent may have planted is never followed, waited on or read whole --------

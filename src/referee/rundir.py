@@ -69,9 +69,24 @@ class StepRecord(_Model):
     stderr_bytes: int | None = None
     not_run: Literal["deselected", "fail_fast"] | None = None  # status not_run: --only/-k left it out, or
     note: str | None = None  # --fail-fast stopped the run before it (`note` says after which step)
+    # where the step's time went (absent in runs written before): the agent's own run, and the runner's
+    # captures, sealing and hashing around it; `hash_s` and `hashed_bytes`: hashing the agent's files
+    agent_s: float | None = None
+    runner_s: float | None = None
+    hash_s: float | None = None
+    hashed_bytes: int | None = None
+    # the agent's files the runner did not take as evidence, each with why (sparse, past the hashing budget)
+    not_taken: list["NotTaken"] = Field(default_factory=list)
     # --retries: the earlier attempts of this step, each with its files under attempts/<step>/<n>/;
     # this record and the files listed in `Manifest.files` are the last attempt's
     attempts: list["AttemptRecord"] = Field(default_factory=list)
+
+
+class NotTaken(_Model):
+    """A file the agent left that the runner did not hash: a validator citing it is ERROR with `reason`."""
+
+    path: str  # relative to the run directory: agent/<step>/...
+    reason: str
 
 
 class AttemptRecord(_Model):

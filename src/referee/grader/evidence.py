@@ -59,6 +59,11 @@ class RunEvidence:
         rel = target.relative_to(self.run_dir).as_posix()
         if rel in self._by_path:
             return self._by_path[rel]
+        rec = self.manifest.steps.get(step_id)
+        left = next((n for n in rec.not_taken if n.path == rel), None) if rec is not None else None
+        if left is not None:  # the runner refused it before reading it: the grader does not read it either
+            raise EvidenceError(f"evidence '{ref}' of step '{step_id}' was not taken by the runner: {left.reason}",
+                                fix="leave smaller, real files (the plan's `evidence:` budget says how much is hashed)")
         if target.exists():
             raise EvidenceError(f"evidence '{ref}' of step '{step_id}' is not in the manifest "
                                 "(written after the step?)",

@@ -83,7 +83,8 @@ def agent_outcome(plan: LoadedPlan, step_id: str, rec: StepRecord, ev: RunEviden
     timeout = (step.timeout_s if step is not None and step.timeout_s else None) or actor_timeout
     return AgentOutcome(started=rec.actor_started, exit_code=rec.actor_exit, timed_out=rec.actor_timed_out,
                         timeout_s=timeout, error=rec.actor_error, stdout_bytes=rec.stdout_bytes,
-                        stderr_bytes=rec.stderr_bytes, stderr_tail=stderr_tail(ev, step_id))
+                        stderr_bytes=rec.stderr_bytes, stderr_tail=stderr_tail(ev, step_id),
+                        agent_s=rec.agent_s, runner_s=rec.runner_s)
 
 
 def not_run(step_id: str, rec: StepRecord) -> StepResult:

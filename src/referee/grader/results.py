@@ -39,6 +39,8 @@ class AgentOutcome(_Model):
     stdout_bytes: int | None = None
     stderr_bytes: int | None = None
     stderr_tail: list[str] = Field(default_factory=list)  # its last lines, control characters escaped
+    agent_s: float | None = None  # the agent's own time (the step's duration less the runner's)
+    runner_s: float | None = None  # the runner's captures, sealing and hashing around it
 
     @property
     def failed(self) -> bool:

@@ -110,6 +110,20 @@ class AgentLimits(_Model):
     processes: PositiveInt | None = None  # processes of the agent's account at once (user isolation only)
 
 
+class EvidenceBudget(_Model):
+    """How much of what the agent leaves the runner reads to hash (docs/runner.md, "Hashing budget"). A file past
+    a budget, or one mostly holes (`truncate -s 512M`) while `sparse: refuse`, is not taken: listed in the step
+    record with the reason, and a validator citing it is ERROR.
+
+    >>> EvidenceBudget().max_step_mb, EvidenceBudget(max_run_mb=10).max_run_mb, EvidenceBudget().sparse
+    (1024, 10, 'refuse')
+    """
+
+    max_step_mb: PositiveInt = 1024  # MiB of the agent's files hashed after one step
+    max_run_mb: PositiveInt = 4096  # MiB of them hashed in the whole run
+    sparse: Literal["refuse", "take"] = "refuse"  # take: hash sparse files too (within the budgets)
+
+
 class ActorSpec(_Model):
     """Who performs each step's `do:`."""
 
@@ -149,6 +163,7 @@ class Plan(_Model):
     # others are shown as `${NAME}`; see referee.plan.envvars)
     public_env: list[str] = Field(default_factory=list, description=(
         "`${NAME}` variables that are not secret: shown with their values (others are shown as `${NAME}`)"))
+    evidence: EvidenceBudget = Field(default_factory=EvidenceBudget)
     steps: list[Step]
 
     @field_validator("name")

@@ -34,7 +34,11 @@ def verdict_extra(step: dict[str, Any]) -> str:
     out = []
     dur = step.get("duration_s")
     if isinstance(dur, (int, float)):
-        out.append(f'<div class="meta">{esc(seconds_text(float(dur)))}</div>')
+        agent = step.get("agent")
+        own, runner = (agent.get("agent_s"), agent.get("runner_s")) if isinstance(agent, dict) else (None, None)
+        split = (f" (agent {seconds_text(float(own))}, runner {seconds_text(float(runner))})"
+                 if isinstance(own, (int, float)) and isinstance(runner, (int, float)) else "")
+        out.append(f'<div class="meta">{esc(seconds_text(float(dur)) + split)}</div>')
     attempts = [a for a in step.get("attempts") or [] if isinstance(a, dict)]
     if attempts:
         items = "".join(

@@ -58,7 +58,11 @@ def stderr_rows(step: StepResult) -> Text | None:
 
 
 def time_cell(step: StepResult) -> Text:
+    """The step's time, and the agent's own share of it when the runner's captures and hashing took a second or more."""
     text = seconds_text(step.duration_s)
+    agent = step.agent
+    if agent is not None and agent.agent_s is not None and (agent.runner_s or 0) >= 1.0:
+        text += f" (agent {seconds_text(agent.agent_s)})"
     if step.attempts:
         text += f" ({len(step.attempts) + 1} attempts)"
     return Text(text, style="dim")
@@ -69,10 +73,16 @@ def done_line(step_id: str, data: dict[str, Any], claim: str) -> str:
 
     >>> done_line("s", {"exit_code": 3, "seconds": 0.2}, "no claim (no claim file)")
     's: agent exited 3 after 0.20s; claimed: no claim (no claim file)'
+    >>> done_line("s", {"exit_code": 0, "seconds": 25.2, "agent_seconds": 0.5, "runner_seconds": 24.7}, "pass")
+    's: agent exited 0 after 0.50s (runner: captures and hashing 24.7s); claimed: pass'
     >>> done_line("s", {"started": False, "error": "the agent could not be started: sh: x: not found"}, "")
     's: the agent could not be started: sh: x: not found'
     """
-    took = f" after {seconds_text(data['seconds'])}" if data.get("seconds") is not None else ""
+    # the agent's own time when the runner kept it apart: its captures and hashing are not the agent's
+    own = data.get("agent_seconds", data.get("seconds"))
+    took = f" after {seconds_text(own)}" if own is not None else ""
+    if data.get("agent_seconds") is not None and (data.get("runner_seconds") or 0) >= 1.0:
+        took += f" (runner: captures and hashing {seconds_text(data['runner_seconds'])})"
     if data.get("started") is False:
         return printable(f"{step_id}: {data.get('error') or 'the agent could not be started'}")
     if data.get("timed_out"):

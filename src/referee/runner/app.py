@@ -1,4 +1,10 @@
-"""The app launcher: start the app under test on a free loopback port, wait until ready, always stop it."""
+"""The app launcher: start the app under test on a free loopback port, wait until ready, always stop it.
+
+The app's log is the runner's: it may quote what the captures sent (a URL with a `${VAR}` expanded), so
+while the run goes on it is a file with no name (unlinked, 0600), which no agent can open, and when the
+app stops it is written to `app.log` in the run directory with every secret value replaced by its name.
+A runner killed with SIGKILL leaves no app.log.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import BinaryIO
@@ -15,6 +22,7 @@ from urllib.parse import urlsplit
 from referee.errors import AppError
 from referee.plan.model import AppSpec
 from referee.runner.agentproc import LAUNCHER
+from referee.runner.envsubst import Secrets
 from referee.runner.procs import stop_group
 from referee.runner.reaper import Tracker, new_tracker
 
@@ -26,6 +34,12 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def fill(template: str, port: int) -> str:
@@ -40,8 +54,9 @@ def fill(template: str, port: int) -> str:
 class App:
     """The app under test as a context manager; `url` is app.url with the port filled in."""
 
-    def __init__(self, spec: AppSpec, log_path: Path) -> None:
+    def __init__(self, spec: AppSpec, log_path: Path, secrets: Secrets | None = None) -> None:
         self.spec, self.log_path = spec, log_path
+        self.secrets = secrets or Secrets()
         self.port = free_port()
         self.url = fill(spec.url, self.port) if spec.url else None
         self.proc: subprocess.Popen | None = None
@@ -69,8 +84,9 @@ class App:
         env.update({k: fill(v, self.port) for k, v in self.spec.env.items()})
         env["PORT"] = str(self.port)
         cwd = Path(self.spec.cwd) if self.spec.cwd else Path.cwd()
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = log = open(self.log_path, "ab")
+        # no name while the run goes on (O_TMPFILE, or made and unlinked at once): not in the run directory,
+        # not under /tmp; only this process and the app hold it
+        self._log = log = tempfile.TemporaryFile(prefix=".referee-app-log-")
         # a cgroup of its own where the runner may make one: a start command that daemonizes (`setsid app &`)
         # leaves the session stop_group ends, not the cgroup; and a runner killed with SIGKILL leaves it to the
         # next runner's sweep of dead runners' cgroups, as it does an agent's
@@ -149,10 +165,35 @@ class App:
                        fix="raise app.ready_timeout_s or check app.ready")
 
     def log_tail(self, n: int = 300) -> str:
+        """The end of the app's log as one line, secrets replaced (it goes into errors and the manifest)."""
         try:
-            return self.log_path.read_bytes()[-n:].decode("utf-8", errors="replace").strip().replace("\n", " | ")
+            if self._log is not None:
+                size = os.fstat(self._log.fileno()).st_size
+                data = os.pread(self._log.fileno(), n, max(0, size - n))
+            else:
+                data = self.log_path.read_bytes()[-n:]
         except OSError:
             return ""
+        return self.secrets.scrub(data.decode("utf-8", errors="replace").strip().replace("\n", " | "))
+
+    def _publish_log(self, log: BinaryIO) -> None:
+        """Write the app's log into the run directory, redacted, streamed (the app has stopped: it writes no
+        more); a temp file and a rename, like every write there."""
+        tmp = None
+        try:
+            log.seek(0)
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.log_path.parent, prefix=".app.log.", suffix=".tmp")
+            os.fchmod(fd, 0o644 & ~_umask())
+            with os.fdopen(fd, "wb") as out:
+                self.secrets.scrub_stream(log, out)
+            os.replace(tmp, self.log_path)
+        except OSError:  # no log is better than a run that cannot finish
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -167,6 +208,7 @@ class App:
                 time.sleep(0.05)
             tracker.kill_all()
             tracker.close()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        log, self._log = self._log, None
+        if log is not None:
+            self._publish_log(log)
+            log.close()

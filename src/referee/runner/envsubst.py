@@ -9,7 +9,8 @@ which hides a database URL's password.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+import shutil
+from typing import Any, BinaryIO, Iterable, Mapping
 from urllib.parse import unquote
 
 from referee.plan.envvars import expand, references, shown, url_part  # noqa: F401 (re-exported for captures and plugins)
@@ -94,6 +95,43 @@ class Secrets:
         if isinstance(value, (list, tuple)):
             return [self.scrub_all(v) for v in value]
         return value
+
+    def forms(self) -> tuple[tuple[bytes, str], ...]:
+        """Each form of each secret value as UTF-8 bytes, with its placeholder (what a file must not hold)."""
+        return tuple((form.encode("utf-8", "surrogatepass"), name) for form, name in self._shown.items())
+
+    def scrub_stream(self, src: BinaryIO, dst: BinaryIO, chunk: int = 1 << 20) -> None:
+        """Copy `src` to `dst` with every secret value replaced by its placeholder, in chunks (a log of any
+        size; bytes that are not UTF-8 kept as they are). A value split across two chunks is still found.
+
+        >>> import io; out = io.BytesIO(); s = Secrets.of_plan(["T"], {"T": "abcdefgh12"})
+        >>> s.scrub_stream(io.BytesIO(b"x abcdefgh12 \\xff y abcdefgh12"), out, chunk=5); out.getvalue()
+        b'x ${T} \\xff y ${T}'
+        """
+        if not self._shown:
+            shutil.copyfileobj(src, dst, chunk)
+            return
+        forms = {form.encode("utf-8", "surrogatepass"): name.encode() for form, name in self._shown.items()}
+        pattern = re.compile(b"|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
+        keep = max(len(f) for f in forms) - 1
+        buf = b""
+        while True:
+            data = src.read(chunk)
+            buf += data
+            if not data:
+                dst.write(pattern.sub(lambda m: forms[m.group(0)], buf))
+                return
+            # a value that starts before `safe` lies wholly in `buf`; what starts later waits for more bytes
+            safe, pos, out = len(buf) - keep, 0, []
+            for m in pattern.finditer(buf):
+                if m.start() >= safe:
+                    break
+                out += [buf[pos:m.start()], forms[m.group(0)]]
+                pos = m.end()
+            cut = max(pos, safe)
+            out.append(buf[pos:cut])
+            dst.write(b"".join(out))
+            buf = buf[cut:]
 
     def __bool__(self) -> bool:
         return bool(self._shown)

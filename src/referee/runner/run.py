@@ -9,6 +9,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,16 +225,17 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     actor_cls.preflight(spec)  # a missing extra stops here, before a run directory exists
     key = load_key()  # and so does a signing key that is exposed or cannot be made
     run_dir = new_run_dir(out, plan.name)
-    store = RunStore(run_dir, plan.name, key)
-    store.manifest.actor = spec.command or spec.target or spec.kind
+    env, public = dict(os.environ), frozenset(plan.plan.public_env)
+    # what the captures substitute from the environment is written nowhere: not in evidence, not in errors,
+    # not in what the agent writes (its claim, output and files: it may have learned a value some other way)
+    secrets = Secrets.of_plan(plan.env_names, env, public)
+    store = RunStore(run_dir, plan.name, key, secrets=secrets.forms(), budget=plan.plan.evidence)
+    store.manifest.actor = secrets.scrub(spec.command or spec.target or spec.kind)
     if options is not None and options != RunOptions():
         store.manifest.options = options
     store.save_plan(plan.text)
     store.flush()
     update_latest(run_dir)
-    env, public = dict(os.environ), frozenset(plan.plan.public_env)
-    # what the captures substitute from the environment is written nowhere: not in evidence, not in errors
-    secrets = Secrets.of_plan(plan.env_names, env, public)
     interrupted = False
     signals = ExitStack()  # SIGTERM ignored at start stays ignored, as in the CLI (referee.stopsignals)
     signals.enter_context(handling([signal.SIGTERM], _raise_terminated))
@@ -241,7 +243,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     acting: Path | None = None  # the agent folder of the step in flight
     try:
         no_app = nullcontext(SimpleNamespace(url=None))
-        with App(plan.plan.app, run_dir / "app.log") if plan.plan.app else no_app as app:
+        with App(plan.plan.app, run_dir / "app.log", secrets) if plan.plan.app else no_app as app:
             app_url = app.url
             actor = actor_cls()
             actor.search_path = (str(plan.path.resolve().parent),)
@@ -258,6 +260,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                     app.check_alive()  # a crashed app's URL may be answered by something else
                 on_event("start", step.id, {})
                 store.step_started(step.id)
+                began = time.monotonic()
                 base_ctx["page"] = actor.page
                 take_captures(store, before_captures(plan, step.id), step.id, "before", base_ctx)
                 agent_dir = acting = store.agent_dir(step.id)
@@ -266,10 +269,13 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 run = StepRun(step=step, plan_name=plan.name, app_url=app_url, agent_dir=agent_dir,
                               claim_file=claim_file, timeout_s=step.timeout_s or spec.timeout_s, env=dict(spec.env),
                               page=actor.page, cdp_url=getattr(actor, "cdp_url", None))
+                acted = time.monotonic()
                 result: ActorResult = actor.perform(run)  # every agent process has ended when it returns
+                agent_s = time.monotonic() - acted  # the agent's own time; the rest of the step is the runner's
                 foreign = actor.sandbox.seal(agent_dir) if actor.sandbox is not None else []
                 acting = None
                 claim, why = read_claim(claim_file, root=run_dir)
+                claim, why = secrets.scrub_all(claim), secrets.scrub(why) if why else why
                 store.record_claim(step.id, claim)
                 on_event("acted", step.id, {"claim": claim, "no_claim": why, "exit_code": result.exit_code,
                                             "timed_out": result.timed_out, "started": result.started})
@@ -286,11 +292,14 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,
                                 error=secrets.scrub("; ".join(errors)) or None, started=result.started,
                                 killed=result.killed,
-                                stdout_bytes=result.stdout_bytes, stderr_bytes=result.stderr_bytes)
+                                stdout_bytes=result.stdout_bytes, stderr_bytes=result.stderr_bytes,
+                                agent_s=agent_s, runner_s=max(0.0, time.monotonic() - began - agent_s))
+                rec = store.manifest.steps[step.id]
                 on_event("done", step.id, {"exit_code": result.exit_code, "timed_out": result.timed_out,
-                                           "started": result.started, "error": result.error,
-                                           "seconds": seconds(store.manifest.steps[step.id].started,
-                                                              store.manifest.steps[step.id].finished)})
+                                           "started": result.started, "error": secrets.scrub(result.error or "")
+                                           or None, "seconds": seconds(rec.started, rec.finished),
+                                           "agent_seconds": rec.agent_s, "runner_seconds": rec.runner_s,
+                                           "hash_seconds": rec.hash_s})
                 schedule.done(step.id)
     except (KeyboardInterrupt, _Terminated):
         interrupted = True

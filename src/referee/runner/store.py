@@ -12,15 +12,18 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import stat
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.errors import EvidenceError, HoldsSecret
 from referee.fstree import remove_tree, walk_tree
-from referee.fsutil import atomic_write_bytes, hash_regular, own_dir
+from referee.fsutil import atomic_write_bytes, hash_regular, mostly_holes, own_dir
 from referee.keys import SigningKey, load_key
-from referee.rundir import MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifest, Phase, StepRecord, utcnow
+from referee.plan.model import EvidenceBudget
+from referee.rundir import (MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifest, NotTaken, Phase, StepRecord,
+                            utcnow)
 from referee.safetext import clean, fs_name
 from referee.seal import Sealer
 
@@ -51,7 +54,8 @@ class RunStore:
     (and the plan the runner loaded) with the key from `referee.keys`, so a killed run verifies.
     """
 
-    def __init__(self, run_dir: Path, plan_name: str, key: SigningKey | None = None) -> None:
+    def __init__(self, run_dir: Path, plan_name: str, key: SigningKey | None = None, *,
+                 secrets: tuple[tuple[bytes, str], ...] = (), budget: EvidenceBudget | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.manifest = Manifest(plan=plan_name, started=utcnow())
         self.claims: dict[str, Claim | None] = {}
@@ -60,6 +64,14 @@ class RunStore:
         # the key as its file holds it (hex) and as bytes: no capture, command or agent file may carry it
         # into a run directory that the agent's next step, or whoever gets the artifacts, can read
         self._refuse = (secret.hex().encode(), secret.hex().upper().encode(), secret)
+        # and the run's secret values (`Secrets.forms`): an agent that learned one may not store it in a file
+        self._secrets = secrets
+        self._agent_refuse = self._refuse + tuple(form for form, _ in secrets)
+        self._agent_refused_as = (("the runner's signing key",) * 3
+                                  + tuple(f"a secret value of the run ({shown})" for _, shown in secrets))
+        self.budget = budget or EvidenceBudget()
+        self._run_left = self.budget.max_run_mb << 20  # bytes of agent files the run may still hash
+        self._step_left = 0
         self._first = True
         self._made: set[tuple[str, ...]] = set()
         self._removed: list[str] = []
@@ -115,6 +127,7 @@ class RunStore:
         old = self.manifest.steps.get(step_id)
         # a step performed again (--retries) keeps the record of its earlier attempts
         self.manifest.steps[step_id] = StepRecord(started=utcnow(), attempts=old.attempts if old else [])
+        self._step_left = self.budget.max_step_mb << 20
         self.flush()
 
     def step_not_run(self, step_id: str, why: Literal["deselected", "fail_fast"], note: str | None = None) -> None:
@@ -124,13 +137,16 @@ class RunStore:
 
     def step_done(self, step_id: str, *, exit_code: int | None, timed_out: bool, error: str | None,
                   started: bool = True, killed: int = 0, stdout_bytes: int | None = None,
-                  stderr_bytes: int | None = None) -> None:
+                  stderr_bytes: int | None = None, agent_s: float | None = None,
+                  runner_s: float | None = None) -> None:
         rec = self.manifest.steps[step_id]
         rec.status, rec.finished = "done", utcnow()
         # clean: the error quotes what the agent named, and one lone surrogate would make the manifest unwritable
         rec.actor_exit, rec.actor_timed_out, rec.actor_error = exit_code, timed_out, clean(error) if error else error
         rec.actor_started, rec.actor_killed = started, killed
         rec.stdout_bytes, rec.stderr_bytes = stdout_bytes, stderr_bytes
+        rec.agent_s = round(agent_s, 3) if agent_s is not None else None
+        rec.runner_s = round(runner_s, 3) if runner_s is not None else None
         self.flush()
 
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
@@ -139,15 +155,41 @@ class RunStore:
         # a runner file listed twice was written twice: the later write replaced the earlier capture's evidence
         if captured_by == "runner" and any(f.path == rel for f in self.manifest.files):
             raise EvidenceError(f"{rel} is listed already, as another capture's evidence; it is not listed twice")
+        agent = captured_by == "agent"
+        admit = self._admit if kind == "agent_file" else None
+        t0 = time.monotonic()
         try:
-            digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES, refuse=self._refuse)
-        except HoldsSecret:
+            digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES, admit=admit,
+                                        refuse=self._agent_refuse if agent else self._refuse,
+                                        refused_as=self._agent_refused_as if agent else ())
+        except HoldsSecret as exc:
             os.unlink(path)  # not kept for the agent's next step to read, nor in the artifacts
-            raise EvidenceError("holds the runner's signing key; removed", file=rel) from None
+            what = exc.message if agent else "holds the runner's signing key"
+            raise EvidenceError(f"{what}; removed", file=rel) from None
+        finally:
+            if agent and step in self.manifest.steps:
+                rec = self.manifest.steps[step]
+                rec.hash_s = round((rec.hash_s or 0.0) + time.monotonic() - t0, 3)
+        if admit is not None:
+            self._step_left -= size
+            self._run_left -= size
+            if step in self.manifest.steps:
+                done = self.manifest.steps[step]
+                done.hashed_bytes = (done.hashed_bytes or 0) + size
         entry = FileEntry(path=rel, step=step, phase=phase, captured_by=captured_by, capture=capture, kind=kind,
                           sha256=digest, size=size, time=utcnow(), primary=primary, error=error)
         self.manifest.files.append(entry)
         return entry
+
+    def _admit(self, st: os.stat_result) -> None:
+        """Refuse an agent file before a byte of it is read: mostly holes, or past the step's or the run's budget."""
+        if self.budget.sparse == "refuse" and mostly_holes(st):
+            raise _NotTaken(f"sparse ({st.st_size} bytes long, {st.st_blocks * 512} on disk); not hashed, not taken")
+        for left, which, mb in ((self._step_left, "step", self.budget.max_step_mb),
+                                (self._run_left, "run", self.budget.max_run_mb)):
+            if st.st_size > left:
+                raise _NotTaken(f"{st.st_size} bytes, past the {which}'s hashing budget ({max(left, 0)} bytes "
+                                f"left of evidence.max_{which}_mb: {mb}); not hashed, not taken")
 
     def add_claim_file(self, step_id: str, name: str) -> None:
         """List the agent's claim file (kind `agent_claim`) if it is a regular file in its real folder;
@@ -195,8 +237,9 @@ class RunStore:
                 kind = "a link" if stat.S_ISLNK(mode) else "a file"
                 return [f"{'/'.join(parts)} was replaced by {kind} during the step; none of its files are taken"]
         root = self.run_dir / "agent" / step_id
-        refused: list[str] = []
+        refused: list[str] = self._drop_secret_names(root, step_id)
         left_out: list[tuple[Path, str]] = []
+        not_taken: list[NotTaken] = []
         taken = 0
         # iterative and at most MAX_AGENT_DEPTH deep: a tree nested 1100 folders deep is not a RecursionError
         for folder, _dirs, filenames in walk_tree(root, max_depth=MAX_AGENT_DEPTH, left_out=left_out):
@@ -218,10 +261,42 @@ class RunStore:
                     self.add_file(p, step=step_id, phase="after", captured_by="agent", capture=None,
                                   kind="agent_file")
                     taken += 1
+                except _NotTaken as exc:  # listed in the step record, one line for all of them in the error
+                    not_taken.append(NotTaken(path=f"agent/{step_id}/{rel}", reason=exc.message))
                 except (OSError, EvidenceError) as exc:  # swapped for a FIFO or a link after the look, too big
                     why = exc.message if isinstance(exc, EvidenceError) else (exc.strerror or str(exc))
                     refused.append(f"agent/{step_id}/{rel}: {why}; not taken as evidence")
         refused += [f"agent/{step_id}/{fs_name(p.relative_to(root).as_posix())}: {why}" for p, why in left_out]
+        if not_taken:
+            self.manifest.steps[step_id].not_taken = not_taken
+            shown = ", ".join(n.path for n in not_taken[:3]) + (f" and {len(not_taken) - 3} more"
+                                                                 if len(not_taken) > 3 else "")
+            refused.append(f"{len(not_taken)} file(s) not taken (sparse or past the hashing budget; the step record "
+                           f"lists each with why): {shown}")
+        return refused
+
+    def _drop_secret_names(self, root: Path, step_id: str) -> list[str]:
+        """Remove whatever in the agent's folder has a secret value of the run in its name (a file, a folder and
+        all below it): a name is shown in the manifest, the reports and a listing of the artifacts."""
+        if not self._secrets:
+            return []
+        refused: list[str] = []
+        for folder, dirnames, filenames in walk_tree(root, max_depth=MAX_AGENT_DEPTH):
+            for name in [*dirnames, *filenames]:
+                raw = os.fsencode(name)
+                if not any(form in raw for form, _ in self._secrets):
+                    continue
+                for form, shown in self._secrets:
+                    raw = raw.replace(form, shown.encode())
+                rel = (folder / os.fsdecode(raw)).relative_to(root).as_posix()
+                try:
+                    remove_tree(folder / name)
+                    refused.append(f"agent/{step_id}/{fs_name(rel)}: its name holds a secret value of the run; removed")
+                except OSError as exc:
+                    refused.append(f"agent/{step_id}/{fs_name(rel)}: its name holds a secret value of the run; "
+                                   f"not taken, and not removed ({exc.strerror or exc})")
+                if name in dirnames:
+                    dirnames.remove(name)
         return refused
 
     def record_claim(self, step_id: str, claim: dict[str, Any] | None) -> None:
@@ -233,6 +308,10 @@ class RunStore:
     def finish(self) -> None:
         self.manifest.finished = utcnow()
         self.flush(durable=True, final=True)
+
+
+class _NotTaken(EvidenceError):
+    """An agent file the runner does not hash (`RunStore._admit`): listed in the step record's `not_taken`."""
 
 
 def _utf8(name: str) -> bool:

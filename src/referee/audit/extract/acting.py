@@ -233,6 +233,31 @@ def shell_effect(command: str) -> frozenset[str] | None:
     return frozenset(groups) or None
 
 
+# the argument a coding agent's file tool names its file by (Claude Code's Edit/Write, Gemini CLI's replace/write_file,
+# OpenHands' str_replace_editor)
+_FILE_KEYS = ("path", "file_path", "notebook_path", "absolute_path", "filepath", "filename")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
+
+
+def file_tool_path(name: str, args: Any) -> str | None:
+    """The file a file tool acts on: its path argument, or the first file a patch names (Codex's apply_patch);
+    None for any other action.
+
+    >>> file_tool_path("Write", {"file_path": "/r/test_x.py", "content": "x"}), file_tool_path("refund", {"id": "O-1"})
+    ('/r/test_x.py', None)
+    >>> file_tool_path("apply_patch", {"input": "*** Begin Patch\\n*** Update File: a.py\\n-x\\n+y\\n*** End Patch"})
+    'a.py'
+    """
+    if not isinstance(args, dict):
+        return None
+    for k in _FILE_KEYS:
+        if isinstance(v := args.get(k), str) and v.strip():
+            return v
+    patch = args.get("input") if "patch" in name.lower() else None
+    m = _PATCH_FILE.search(patch) if isinstance(patch, str) and "*** Begin Patch" in patch else None
+    return m.group(1).strip() if m else None
+
+
 # commands that check work: test runners, running a script or module, linters, builds
 VERIFY = re.compile(r"\b(pytest|py\.test|tox|nox|unittest|nosetests|python[\d.]*\s+(-m\s+\w+|[\w./-]+\.py)|"
                     r"make\s+(test|check)|npm\s+(run\s+)?test|yarn\s+test|go\s+test|cargo\s+test|mvn\s+test|"

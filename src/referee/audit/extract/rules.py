@@ -26,9 +26,11 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
 from referee.audit.records import Finding
 from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep
 
-RULES_VERSION = "6"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
+RULES_VERSION = "7"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
 # 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits;
 # 6: unseen agents' signals (GraphQL errors, REST path ids, refused GUI commits, URL hosts, SWE-agent commands)
+# 7: coding agents' file tools (file_path, absolute_path, apply_patch) are file edits, and the files they make are
+#    no ungrounded ids
 
 def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
             catalog: acting.ToolCatalog = acting.NO_TOOLS) -> bool | None:
@@ -502,10 +504,10 @@ _FILE_PATH = re.compile(r"^[\w./~-]*[/.][\w./~-]*$")
 
 
 def _file_edit(a: _Act) -> bool:
-    """A write by a file-editor tool (OpenHands `edit`/`write`, `str_replace_editor`): it names a file `path`,
-    so, like a shell edit, only a check run after it tells whether the code now works."""
-    args = a.step.plain_args()
-    path = args.get("path") if isinstance(args, dict) else None
+    """A write by a file-editor tool (OpenHands `edit`/`write`, `str_replace_editor`, Claude Code's Edit/Write,
+    Gemini CLI's replace/write_file, Codex's apply_patch): it names a file, so, like a shell edit, only a check
+    run after it tells whether the code now works."""
+    path = acting.file_tool_path(a.step.action or "", a.step.plain_args())
     return "create_edit" in a.groups and isinstance(path, str) and bool(_FILE_PATH.match(path))
 
 

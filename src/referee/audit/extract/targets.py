@@ -6,7 +6,8 @@ import re
 from typing import Any, Sequence
 
 from referee.audit.extract import finding as _fe, obs_text as _obs_text
-from referee.audit.extract.lexicon import shape
+from referee.audit.extract import acting
+from referee.audit.extract.lexicon import FILE_RE, shape
 from referee.audit.records import Finding
 from referee.audit.view import ClaimBlindView
 
@@ -62,6 +63,15 @@ def grounded_before(view: ClaimBlindView, tok: str, before: int, initial_text: s
     return None
 
 
+def _file_tool(a: Any) -> bool:
+    """A coding agent's file tool by its name's verb or its definition (not an HTTP call, whose `path` is a URL's):
+    it names a file with an extension (`/r/test_x.py`, `a.py` in a patch)."""
+    if a.via not in ("verb", "tool-definition"):
+        return False
+    path = acting.file_tool_path(a.step.action or "", a.step.plain_args())
+    return path is not None and FILE_RE.fullmatch(path.rstrip("/").rsplit("/", 1)[-1]) is not None
+
+
 def target_finding(view: ClaimBlindView, acts: Sequence[Any], task_ids: set[str], task_quoted: set[str],
                    initial_text: str) -> Finding:
     """`target_id` of the committed actions `acts` (rules.py's `_Act`s): yes when one names an entity of the task
@@ -94,7 +104,9 @@ def target_finding(view: ClaimBlindView, acts: Sequence[Any], task_ids: set[str]
         # where each id the action names was shown first: a step, -1 (the start or the task), None (never)
         where = {t: grounded_before(view, t, a.step.index, initial_text, task_runs) for t in a.arg_ids}
         shown = [j for j in where.values() if j not in (None, -1)]
-        if a.via == "shell":  # a shell write names files, and making new ones (a script, a test) is normal
+        # a shell write names files, and making new ones (a script, a test) is normal; so is a coding agent's
+        # file tool (Edit, write_file, apply_patch), whose arguments also hold the code it writes
+        if a.via == "shell" or _file_tool(a):
             support.extend([a.step.index] + shown if shown else [])
             continue
         ungrounded = [t for t, j in where.items() if j is None]
