@@ -44,6 +44,7 @@ class InputOptions:
 
     include: tuple[str, ...] = ()
     allow_pickle: bool = False
+    session_runs: str = "per-prompt"  # a coding agent's session: a run per prompt, or `whole`
     on_left_out: Callable[[Path, str], None] | None = None  # (folder, its format) left out by --format
     max_depth: int = MAX_DEPTH
     outputs: frozenset[Path] = frozenset()  # this audit's own files (real paths): never read as input by a walk
@@ -285,7 +286,8 @@ def iter_inputs(paths: Iterable[Path], fmt: str | None = None,
         if isinstance(item, TraceItem):
             yield item
         else:
-            yield from read_traces(item.path, item.fmt, allow_pickle=options.allow_pickle)
+            yield from read_traces(item.path, item.fmt, allow_pickle=options.allow_pickle,
+                                   session_runs=options.session_runs)
 
 
 def pickle_only_folders(paths: Iterable[Path], fmt: str | None = None) -> list[Path]:

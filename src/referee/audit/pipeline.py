@@ -356,6 +356,8 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                 "held is audited again")
     settings = auditor.settings()
     allow = inputs.allow_pickle if inputs is not None else False  # pickled logs load (browsergym), when asked
+    # sessions kept whole are read here: the workers read files with the default (a run per prompt)
+    session_runs = inputs.session_runs if inputs is not None else "per-prompt"
     seen: dict[str, tuple[str, str]] = {}  # run_id -> (where it first came in this input, its file)
     ignored_seen: set[tuple[str, str]] = set()  # (file, field): each unknown field is reported once per file
     stats = AuditStats()
@@ -456,18 +458,20 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
                 return
             if isinstance(inp, TraceItem):  # a folder that could not be walked
                 admit(inp, lambda: None)
-            elif workers_read is not None and (raw := workers_read(inp.path, inp.fmt, allow)) is not None:
+            elif workers_read is not None and session_runs == "per-prompt" and \
+                    (raw := workers_read(inp.path, inp.fmt, allow)) is not None:
                 yield raw
             else:
                 if (reading := getattr(executor, "reading", None)) is not None:
                     reading(inp.path)  # read here: what the executor counts as work begun
-                items = read_traces(inp.path, inp.fmt, allow_pickle=allow)
+                items = read_traces(inp.path, inp.fmt, allow_pickle=allow, session_runs=session_runs)
                 yield from (items if later else jobs_of(items))
 
     def rest_of(path: Path, skip_records: int, fmt: str | None = "referee") -> Iterator[AuditRecord | TraceError]:
         """A file read here from its start, as a serial audit reads it, past its first `skip_records` records;
         each record admitted and audited here."""
-        for job in jobs_of(skip_keeping_notes(read_traces(path, fmt, allow_pickle=allow), skip_records)):
+        for job in jobs_of(skip_keeping_notes(read_traces(path, fmt, allow_pickle=allow, session_runs=session_runs),
+                                              skip_records)):
             yield audit_one(job)
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -135,6 +135,9 @@ def _seconds(ctx, param, value):
 @click.option("--allow-pickle", is_flag=True,
               help="Read pickled logs (BrowserGym step_*.pkl.gz) with referee's restricted unpickler: loading a "
                    "pickle can run code, so this is off by default.")
+@click.option("--session-runs", "session_runs", type=click.Choice(["per-prompt", "whole"]), default="per-prompt",
+              show_default=True, help="A coding agent's session of many prompts (Claude Code, Codex CLI, Gemini CLI, "
+                                      "...): one run per user prompt (<session>#<n>), or the whole session as one run.")
 @click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin")
 @click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm | a plugin")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -195,7 +198,7 @@ def _seconds(ctx, param, value):
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
           model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, connect_timeout, max_tokens,
           temperature, api_key_env, max_retries, gold_out, gold_scorer, gold_threshold, summary_json,
-          reaudit_changed, progress, show, allow_unsigned):
+          reaudit_changed, progress, show, allow_unsigned, session_runs):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
@@ -223,7 +226,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                              "only), or export a JSON tape (tape.json)")
     left_out: list[str] = []
     earlier: list[str] = []  # an earlier audit's own files met by the walk (another --out): left out, and said so
-    inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle,
+    inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle, session_runs=session_runs,
                           on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"), outputs=outputs,
                           on_own_output=lambda path, what: earlier.append(f"{path} ({what})"))
     probe = InputOptions(include=tuple(include), outputs=outputs)  # says nothing: the audit's own walk will

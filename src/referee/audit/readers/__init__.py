@@ -32,6 +32,7 @@ def _load_builtin() -> None:
     from referee.audit.readers import mini_swe_agent, openai_chat, referee_run, referee_v1, tau_bench  # noqa: F401
     from referee.audit.readers import browsergym, openhands  # noqa: F401
     from referee.audit.readers import anthropic_messages, inspect_log  # noqa: F401
+    from referee.audit.readers import claude_code, codex_cli, gemini_cli  # noqa: F401
     from referee.audit.readers import agent_sdk, aider, openai_agents  # noqa: F401
 
 
@@ -119,7 +120,26 @@ def _messages_format(first: dict, seen: list[JsonValue], values: Iterator[JsonVa
 
     if is_input_list(messages):  # Responses input items (to_input_list()): calls and outputs beside the messages
         return "openai-agents"
+    from referee.audit.readers.claude_code import is_claude_export
+
+    if is_claude_export(messages):  # a Claude Code transcript exported as role/content lines: a run per prompt
+        return "claude-code"
     return "anthropic-messages" if looks_anthropic([m for m in messages if isinstance(m, dict)]) else "openai-chat"
+
+
+def _session_format(v: object) -> str | None:
+    """A coding agent's session log by its first record: Claude Code, Codex CLI or Gemini CLI; None for others."""
+    from referee.audit.readers.claude_code import is_claude_event
+    from referee.audit.readers.codex_cli import is_rollout_line, is_rollout_header
+    from referee.audit.readers.gemini_cli import is_saved_chat, is_stream_event
+
+    if is_claude_event(v):
+        return "claude-code"
+    if is_rollout_line(v) or is_rollout_header(v):
+        return "codex-cli"
+    if is_stream_event(v) or is_saved_chat(v):
+        return "gemini-cli"
+    return None
 
 
 def _record_format(v: object) -> str | None:
@@ -132,6 +152,8 @@ def _record_format(v: object) -> str | None:
         return "agent-sdk"
     if sniff_openai_agents(v):
         return "openai-agents"
+    if (session := _session_format(v)) is not None:
+        return session
     if isinstance(v, dict):
         if "trace_version" in v or "steps" in v:
             return "referee"
@@ -190,10 +212,12 @@ def sniff_dir(path: Path) -> str | None:
     return None
 
 
-def read_traces(path: Path, fmt: str | None = None, *, allow_pickle: bool = False) -> Iterator[TraceItem]:
+def read_traces(path: Path, fmt: str | None = None, *, allow_pickle: bool = False,
+                session_runs: str = "per-prompt") -> Iterator[TraceItem]:
     """Stream the TraceItems of one file or run folder, sniffing the format when `fmt` is None.
 
-    `allow_pickle` lets a reader that needs pickles (browsergym) load them through its restricted unpickler.
+    `allow_pickle` lets a reader that needs pickles (browsergym) load them through its restricted unpickler;
+    `session_runs` (`per-prompt` or `whole`) is how a coding agent's session of many prompts becomes runs.
     """
     path = Path(path)
     if path.is_dir() and fmt is None:
@@ -211,7 +235,7 @@ def read_traces(path: Path, fmt: str | None = None, *, allow_pickle: bool = Fals
             rest.close()
     reader = get_reader(fmt)
     if getattr(reader, "takes_options", False):
-        return noting_undecodable(reader(path, ReadOptions(allow_pickle=allow_pickle)))
+        return noting_undecodable(reader(path, ReadOptions(allow_pickle=allow_pickle, session_runs=session_runs)))
     return noting_undecodable(reader(path))
 
 

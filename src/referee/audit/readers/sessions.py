@@ -17,6 +17,9 @@ What is not a prompt (decided here, so every session reader splits alike):
   a message wholly inside a harness tag (`<command-name>`, `<local-command-stdout>`,
   `<system-reminder>`, ...), and the harness's caveat line before local-command output.
 
+Calls to the agent's plan tools (`TodoWrite`, `update_plan`, `write_todos`, ...) and their results are
+dropped before the split: a to-do list is the agent's own word, not work done.
+
 Such a user message after a prompt stays in that prompt's run as a user observation (what the user
 said is environment, never the claim channel); before the first prompt it is dropped. A message
 may carry `"_line"` (its line in the file): a run is placed at its prompt's line.
@@ -123,6 +126,54 @@ def whole_session(messages: Iterable[dict]) -> list[Segment]:
     return [Segment(n=1, line=msgs[start].get("_line"), messages=(*system, *rest))]
 
 
+# the agent's own to-do list and plan, written through a tool: its words (the claim channel), never an action
+PLAN_TOOLS = frozenset({"TodoWrite", "ExitPlanMode", "update_plan", "write_todos", "todo_write"})
+
+
+def _key(v: Any) -> str | int | None:
+    return v if isinstance(v, (str, int)) else None  # a call id a file spells as a list or an object matches nothing
+
+
+def without_plans(messages: list[dict]) -> list[dict]:
+    """The messages without calls to a plan tool (`PLAN_TOOLS`) and their results, in either shape (OpenAI
+    `tool_calls` / `tool` messages, Anthropic `tool_use` / `tool_result` blocks): a to-do list the agent writes
+    is its own word, and read as a write it would pass for work done.
+
+    >>> out = without_plans([{"role": "assistant", "content": None, "tool_calls": [
+    ...     {"id": "1", "function": {"name": "TodoWrite", "arguments": {}}}]},
+    ...     {"role": "tool", "tool_call_id": "1", "content": "Todos have been modified"}])
+    >>> out
+    []
+    """
+    ids: set[Any] = set()
+    out: list[dict] = []
+    for m in messages:
+        calls = m.get("tool_calls")
+        if isinstance(calls, list):
+            plan = [c for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)
+                    and c["function"].get("name") in PLAN_TOOLS]
+            if plan:
+                ids.update(_key(c.get("id")) for c in plan)
+                m = {**m, "tool_calls": [c for c in calls if c not in plan]}
+                if not m["tool_calls"] and not (_text(m.get("content")) or "").strip():
+                    continue
+        content = m.get("content")
+        if isinstance(content, list):
+            plan_blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
+                           and b.get("name") in PLAN_TOOLS]
+            ids.update(_key(b.get("id")) for b in plan_blocks)
+            kept = [b for b in content if b not in plan_blocks and not (
+                isinstance(b, dict) and b.get("type") == "tool_result" and _key(b.get("tool_use_id")) in ids)]
+            if len(kept) != len(content):
+                if not kept:
+                    continue
+                m = {**m, "content": kept}
+        if m.get("role") == "tool" and _key(m.get("tool_call_id")) in ids - {None}:
+            continue
+        out.append(m)
+    return out
+
+
 def session_items(messages: list[dict], *, session_id: str, file: str, what: str,
                   mode: str = "per-prompt", line: int | None = None, meta: dict | None = None,
                   tools: Any = None) -> Iterator[TraceItem]:
@@ -130,7 +181,13 @@ def session_items(messages: list[dict], *, session_id: str, file: str, what: str
     run named `session_id` when `mode` is `whole`. `meta` goes on every run, with `session`, `prompt` (n) and
     `prompts` (how many) added; `tools` are the session's tool definitions. A session with no prompt gives one
     error item saying so (never an empty run); a segment that does not convert gives an error for it alone."""
-    segments = whole_session(messages) if mode == "whole" else split_prompts(messages)
+    try:
+        messages = without_plans(messages)
+        segments = whole_session(messages) if mode == "whole" else split_prompts(messages)
+    except SHAPE_ERRORS as exc:
+        yield TraceItem(file=file, line=line, run_id=session_id,
+                        error=shape_error(exc, what, file=file, line=line, run_id=session_id))
+        return
     if not segments:
         err = record_error(f"{what}: session {session_id} has no user prompt (no task to audit)", file=file,
                            line=line, run_id=session_id)

@@ -1,0 +1,198 @@
+"""Reader for Claude Code project transcripts (`~/.claude/projects/<project>/<session>.jsonl`), a run per prompt.
+
+Each line is one event: `user` and `assistant` lines carry an Anthropic Messages message under
+`message` (`text`, `tool_use`, `tool_result`, `thinking` blocks); `summary`, `system`,
+`file-history-snapshot`, `queue-operation` and other bookkeeping lines are not read. An
+assistant message streamed over several lines (one `message.id`) is joined back into one turn.
+Tool results arrive in `user` lines: they are observations of the same prompt, never a prompt
+(`sessions.py` splits the session). `isMeta` lines (skill text, caveats) are not prompts; a
+slash command is one only when the agent then acts on it (`/clear`, `/model` are not). The
+summary Claude Code writes after compacting the context (`isCompactSummary`) is the agent's own
+account of the work so far: dropped, never evidence. Sidechain lines (`isSidechain`, a `Task`
+subagent's work) in a session that has a main thread are part of the prompt that started them:
+their tool calls and results are steps; their prompt and words are left out (the subagent's
+report reaches the main thread as the Task result). A file that holds only sidechain lines
+(a subagent's own `agent-*.jsonl`) is read as that subagent's session. `thinking` is never read.
+
+The exported role/content form (one `{"role", "content"}` message a line, or a JSON list of them,
+with Claude Code's tools) is read the same way, a run per prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from referee.audit.jsonstream import iter_json_values
+from referee.audit.readers import ReadOptions, trace_readers
+from referee.audit.readers.sessions import session_items
+from referee.audit.trace import SHAPE_ERRORS, TraceItem, record_error, shape_error
+
+EVENT_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation",
+                         "progress", "attachment", "custom-title", "tag"})
+# Claude Code's own tools, described by what they do (first word a verb the extractor knows): the rules read
+# `Grep`, `Glob`, `LS` as reads and `Task` as a delegation, which their names alone do not say
+TOOL_DEFS: dict[str, str] = {
+    "Bash": "Run a shell command and return its output and exit code.",
+    "BashOutput": "Read the output of a background shell command.",
+    "KillShell": "Stop a background shell command.",
+    "Read": "Read a file from the local filesystem.",
+    "Write": "Write a file to the local filesystem.",
+    "Edit": "Edit a file: replace an exact string in it.",
+    "MultiEdit": "Edit a file: make several replacements in it.",
+    "NotebookEdit": "Edit a cell of a Jupyter notebook.",
+    "Grep": "Search file contents with a regular expression.",
+    "Glob": "Find files whose names match a glob pattern.",
+    "LS": "List the files in a directory.",
+    "WebFetch": "Fetch a URL and read its content.",
+    "WebSearch": "Search the web.",
+    "Task": "Delegate a piece of work to a subagent, which answers with its own report.",
+    "TodoWrite": "The agent's own to-do list (its words, not an action).",
+}
+CLAUDE_TOOLS = frozenset(TOOL_DEFS) - {"BashOutput", "KillShell", "WebFetch", "WebSearch"}
+_COMMAND = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>", re.I)
+_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.I | re.S)
+
+
+def is_claude_event(v: Any) -> bool:
+    """A Claude Code transcript line: a known event `type` with the transcript's own fields (`sessionId`,
+    `parentUuid`, `leafUuid`, `messageId`), not a chat message or an SDK stream event (`session_id`).
+
+    >>> is_claude_event({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "hi"}})
+    True
+    >>> is_claude_event({"type": "user", "session_id": "s", "message": {}}), is_claude_event({"role": "user"})
+    (False, False)
+    """
+    return isinstance(v, dict) and isinstance(v.get("type"), str) and v["type"] in EVENT_TYPES and any(
+        k in v for k in ("sessionId", "parentUuid", "leafUuid", "messageId"))
+
+
+def is_claude_export(messages: list[Any]) -> bool:
+    """Messages in the role/content form whose tool calls are Claude Code's own tools (two or more of them)."""
+    names = {b.get("name") for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+             for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
+    return len(names & CLAUDE_TOOLS) >= 2
+
+
+def _blocks(content: Any) -> list:
+    return content if isinstance(content, list) else [{"type": "text", "text": content}] if isinstance(
+        content, str) else []
+
+
+def _command_prompt(text: str) -> str:
+    """A slash command line as the user typed it: `/name args`."""
+    name = _COMMAND.search(text)
+    args = _ARGS.search(text)
+    return " ".join(x for x in ((name.group(1) if name else ""), (args.group(1).strip() if args else "")) if x)
+
+
+def _convert(events: list[tuple[int | None, dict]]) -> list[dict]:
+    """The session's lines as messages for `sessions.py`: tool results as their own `user` blocks (the chat
+    reader turns them into `tool` messages), prompts marked, sidechain words and compaction summaries left out."""
+    main = any(not e.get("isSidechain") for _, e in events)
+    out: list[dict] = []
+    last_id: str | None = None
+    for line, e in events:
+        kind = e.get("type")
+        msg = e.get("message")
+        if kind not in ("user", "assistant") or not isinstance(msg, dict):
+            last_id = None
+            continue
+        side = bool(e.get("isSidechain")) and main
+        blocks = _blocks(msg.get("content"))
+        if kind == "assistant":
+            if side:  # a subagent's calls are steps; its words are not the main agent's report
+                blocks = [b for b in blocks if isinstance(b, dict) and b.get("type") != "text"]
+                if not blocks:
+                    continue
+            mid = msg.get("id")
+            if mid is not None and mid == last_id and out and out[-1]["role"] == "assistant":
+                out[-1]["content"].extend(blocks)  # one message streamed over several lines
+            else:
+                out.append({"role": "assistant", "content": list(blocks), "_line": line})
+            last_id = mid
+            continue
+        last_id = None
+        if e.get("isCompactSummary") or e.get("isVisibleInTranscriptOnly"):
+            continue  # the agent's own summary of the work so far: never evidence
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if results:
+            out.append({"role": "user", "content": results, "_line": line, "_prompt": False})
+        text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        if not text.strip() or side:
+            continue
+        prompt = None  # decided by its text
+        if e.get("isMeta"):
+            prompt = False
+            if out and out[-1].get("_command"):  # a slash command's expanded prompt belongs to the command
+                out[-1]["content"] += "\n\n" + text
+                continue
+        elif _COMMAND.search(text):
+            out.append({"role": "user", "content": _command_prompt(text), "_line": line, "_prompt": False,
+                        "_command": True})
+            continue
+        out.append({"role": "user", "content": text, "_line": line, **({} if prompt is None else {"_prompt": prompt})})
+    # a slash command is a prompt when the agent acted on it before the next user text
+    for i, m in enumerate(out):
+        if m.pop("_command", False):
+            nxt = next((x for x in out[i + 1:] if x["role"] == "assistant" or (
+                x["role"] == "user" and x.get("_prompt") is not False)), None)
+            m["_prompt"] = nxt is not None and nxt["role"] == "assistant"
+    return out
+
+
+def _tools_used(messages: list[dict]) -> list[dict] | None:
+    used = {str(b.get("name")) for m in messages if m["role"] == "assistant" for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_use"}
+    defs = [{"name": n, "description": TOOL_DEFS[n]} for n in sorted(used & set(TOOL_DEFS))]
+    return defs or None
+
+
+def _from_export(records: list[tuple[int | None, dict]]) -> list[tuple[int | None, dict]]:
+    """Role/content lines as transcript events."""
+    return [(line, {"type": r.get("role"), "message": r}) for line, r in records
+            if r.get("role") in ("user", "assistant")]
+
+
+def read_claude_code(path: Path, options: ReadOptions = ReadOptions()) -> Iterator[TraceItem]:
+    """Yield one run per user prompt of a Claude Code session (`<session>#<n>`), or one per session."""
+    file = str(path)
+    events: list[tuple[int | None, dict]] = []
+    export: list[tuple[int | None, dict]] = []
+    for jv in iter_json_values(path):
+        if jv.error is not None:
+            yield TraceItem(file=file, line=jv.line, run_id=None, error=record_error(jv.error, file=file, line=jv.line))
+            continue
+        values = jv.value if isinstance(jv.value, list) else [jv.value]
+        for v in values:
+            if is_claude_event(v):
+                events.append((jv.line, v))
+            elif isinstance(v, dict) and isinstance(v.get("role"), str):
+                export.append((jv.line, v))
+    if not events:
+        events = _from_export(export)
+    session = Path(file).stem if Path(file).suffix == ".jsonl" else Path(file).name
+    sid = next((e["sessionId"] for _, e in events if isinstance(e.get("sessionId"), str)), None)
+    if sid and not re.fullmatch(r"agent-\w+", session):
+        session = sid
+    meta: dict[str, Any] = {"agent": "claude-code", "source": file}
+    for _, e in events:
+        for k in ("cwd", "gitBranch", "version"):
+            if k in e and k not in meta:
+                meta[k] = e[k]
+    try:
+        messages = _convert(events)
+    except SHAPE_ERRORS as exc:
+        yield TraceItem(file=file, line=None, run_id=None, error=shape_error(exc, "claude-code", file=file, line=None))
+        return
+    first = events[0][0] if events else None
+    yield from session_items(messages, session_id=session, file=file, what="claude-code", mode=options.session_runs,
+                             line=first, meta=meta, tools=_tools_used(messages))
+
+
+read_claude_code.takes_options = True  # type: ignore[attr-defined]
+read_claude_code.sniffs = ("a line with type user/assistant/summary/system/... and Claude Code's sessionId or "  # type: ignore[attr-defined]
+                           "parentUuid; role/content messages whose tool_use blocks are Claude Code's tools "
+                           "(Bash, Edit, Read, Write, ...)")
+trace_readers.register("claude-code")(read_claude_code)
