@@ -150,3 +150,26 @@ def test_bookkeeping_only_is_an_error_naming_the_file_not_an_empty_run(tmp_path)
     assert sniff_format(path) == "claude-code"
     (item,) = read_traces(path)
     assert item.trace is None and "no user prompt" in str(item.error) and str(path) in str(item.error)
+
+
+def test_stop_hook_feedback_continues_the_same_prompt(tmp_path):
+    """A Stop hook writes its feedback as a user line; the agent's work after it belongs to the prompt before it."""
+    base = {"sessionId": "s3", "cwd": "/r", "version": "1.0.128", "isSidechain": False, "parentUuid": None}
+
+    def line(kind, content, mid=None):
+        msg = {"role": kind, "content": content} | ({"id": mid} if mid else {})
+        return {**base, "type": kind, "message": msg}
+    events = [line("user", "Add a port setting to config.ts"),
+              line("assistant", [{"type": "tool_use", "id": "t1", "name": "Edit", "input": {
+                  "file_path": "/r/config.ts", "old_string": "host: string", "new_string": "port: number"}}], "m1"),
+              line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "The file /r/config.ts has been "
+                                                                                    "updated."}]),
+              line("assistant", [{"type": "text", "text": "Added the port setting."}], "m2"),
+              line("user", "Stop hook feedback:\n- [bun run typecheck.ts]: TypeScript errors found. config.ts(3,7): "
+                           "error TS2322"),
+              line("assistant", [{"type": "text", "text": "Fixed the type error; the typecheck passes."}], "m3")]
+    (item,) = read_traces(_write(tmp_path, events))
+    t = item.trace
+    # one run: the feedback opened none; it answers the first report, so the view leaves it out as any reaction
+    assert item.run_id == "s3#1" and t.task == "Add a port setting to config.ts"
+    assert t.report == "Fixed the type error; the typecheck passes."

@@ -86,3 +86,31 @@ def test_a_stream_with_no_prompt_is_an_error_not_an_empty_run(tmp_path):
         {"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "t", "parameters": {"command": "ls"}}) + "\n")
     (item,) = read_traces(path)
     assert item.trace is None and "no user prompt" in str(item.error)
+
+
+def test_a_jsonl_chat_with_its_header_and_patches(tmp_path):
+    """The current saved chat: a header line, `$set` patches (one sets the first messages), a message a line; a user
+    turn that carries only function responses is no prompt."""
+    lines = [
+        {"sessionId": "99967bca", "projectHash": "d85ea11f", "startTime": "2026-06-10T16:20:50.938Z",
+         "lastUpdated": "2026-06-10T16:20:50.938Z", "kind": "main"},
+        {"$set": {"messages": [{"id": "u0", "timestamp": "t0", "type": "user",
+                                "content": [{"text": "<session_context>\nOS: linux\n</session_context>"}]}],
+                  "lastUpdated": "t0"}},
+        {"id": "u1", "timestamp": "t1", "type": "user", "content": [{"text": "Run the tests"}]},
+        {"$set": {"lastUpdated": "t1"}},
+        {"id": "g1", "timestamp": "t2", "type": "gemini", "content": "", "model": "gemini-3.5-flash", "toolCalls": [
+            {"id": "run_shell_command__a1", "name": "run_shell_command", "args": {"command": "npm test"},
+             "result": [{"functionResponse": {"id": "run_shell_command__a1", "name": "run_shell_command",
+                                              "response": {"output": "Output: 1 failing\nExit Code: 1"}}}],
+             "status": "success"}]},
+        {"id": "u2", "timestamp": "t3", "type": "user", "content": [{"functionResponse": {"name": "x"}}]},
+        {"id": "g2", "timestamp": "t4", "type": "gemini", "content": "All tests pass."}]
+    path = tmp_path / "session-2026-06-10T16-20-99967bca.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert sniff_format(path) == "gemini-cli"
+    (item,) = read_traces(path)
+    assert item.run_id == "99967bca#1" and item.trace.task == "Run the tests"
+    assert item.trace.steps[0].observation.error is True and item.trace.report == "All tests pass."
+    run, recs = audit_file(path, tmp_path / "a.jsonl")
+    assert recs["99967bca#1"]["disposition"] == "flag", run.stderr

@@ -40,6 +40,8 @@ SESSION = [
     ("<system-reminder>The user opened file x</system-reminder>", False),
     ("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>", False),
     ("<user_instructions>Be terse.</user_instructions>", False),
+    ("<session_context>\nThis is the Gemini CLI.\n</session_context>", False),
+    ("Stop hook feedback:\n- [bun run typecheck.ts]: TypeScript errors found.", False),
     ("<div>render this</div>", True),  # a tag that is not the harness's: the user's own words
     ("<system-reminder>x</system-reminder> and please also fix the docs", True),
 ])

@@ -70,10 +70,11 @@ def is_saved_chat(v: Any) -> bool:
     >>> is_saved_chat({"messages": []}), is_saved_chat({"role": "user", "content": "hi"})
     (False, False)
     """
-    if isinstance(v, dict) and isinstance(v.get("messages"), list) and "sessionId" in v:
-        return True
-    if isinstance(v, dict) and isinstance(v.get("type"), str) and v["type"] in ("user", "gemini") and "content" in v and "id" in v and \
-            "timestamp" in v and "message" not in v:
+    if isinstance(v, dict) and "sessionId" in v and (isinstance(v.get("messages"), list) or (
+            "startTime" in v and "type" not in v)):
+        return True  # the whole chat, or a JSONL chat's first line (its header)
+    if isinstance(v, dict) and isinstance(v.get("type"), str) and v["type"] in ("user", "gemini") and \
+            "content" in v and "id" in v and "timestamp" in v and "message" not in v:
         return True
     return is_history_turn(v)
 
@@ -88,7 +89,8 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # a PartListUnion
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+        return "".join(p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else
+                       p if isinstance(p, str) else "" for p in content)
     return ""
 
 
@@ -159,7 +161,9 @@ def _chat_messages(records: list[tuple[int | None, dict]]) -> list[dict]:
     for line, m in records:
         kind = m.get("type")
         if kind == "user":
-            out.append({"role": "user", "content": _text(m.get("content")), "_line": line})
+            text = _text(m.get("content"))
+            if text.strip():  # a user turn of function responses only carries no words of the user's
+                out.append({"role": "user", "content": text, "_line": line})
         elif kind == "gemini":
             calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
             text = _text(m.get("content"))
@@ -227,6 +231,11 @@ def read_gemini_cli(path: Path, options: ReadOptions = ReadOptions()) -> Iterato
             chat.append((jv.line, v))
         elif isinstance(v, dict) and "sessionId" in v:
             sessions.append((v["sessionId"], jv.line, []))  # a JSONL chat's first line: the session's own record
+        elif isinstance(v, dict) and isinstance(v.get("$set"), dict):
+            # a JSONL chat's patch: it bumps lastUpdated, or (once) sets the first messages
+            patched = v["$set"].get("messages")
+            if isinstance(patched, list):
+                chat.extend((jv.line, m) for m in patched if isinstance(m, dict))
     try:
         sessions[:0] = [(sid, line, _chat_messages([(line, m) for m in msgs if isinstance(m, dict)]))
                         for sid, line, msgs in saved]
