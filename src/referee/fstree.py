@@ -11,11 +11,15 @@ can neither repeat a file nor make the expansion endless.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
+import itertools
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 MAX_DEPTH = 64  # folders below the top that walk_tree enters (and a glob's `**` goes down)
 
@@ -161,11 +165,158 @@ def walk_tree(root: Path, *, max_depth: int = MAX_DEPTH,
             stack.append((folder / name, depth + 1))
 
 
-def remove_tree(path: Path) -> None:
-    """Remove `path` and everything below it, however deep; a link is removed, never followed.
+_KEEP_OPEN = 256  # folder handles walk_handles keeps along its path; those above are opened again when needed
 
-    Each sub-folder is first renamed to the top (`path/.referee-rm-N`), so no path grows longer than
-    two names below `path` and nothing recurses. OSError as `os.unlink`/`os.rmdir` give it.
+
+@dataclass
+class _Frame:
+    fd: int  # -1: closed to save handles (walk_handles opens it again, by name, from an open folder above)
+    path: Path
+    ident: tuple[int, int]
+    depth: int
+    pending: list[str]  # sub-folders not gone into yet, last first
+    listed: bool = False
+
+
+def walk_handles(root: Path, *, max_depth: int | None = MAX_DEPTH, skip: frozenset[tuple[int, int]] = frozenset(),
+                 left_out: list[tuple[Path, str]] | None = None) -> Iterator[tuple[int, Path, list[str], list[str]]]:
+    """Like `walk_tree`, with a handle on each folder: (its handle, its path, its sub-folders, its other entries).
+
+    The handle is open while the caller holds the item; act on the entries relative to it (`dir_fd=`, with
+    `follow_symlinks=False` or `O_NOFOLLOW`), never by path: a folder swapped for a link after it was listed is
+    not entered (`O_NOFOLLOW` on each step down), and a folder changed under the walk is left out. `root` itself
+    must not be a link. `max_depth` None: no limit (handles are reopened from above, so any depth works).
+    `skip`: (device, inode) of folders not to go into. Removing names from the sub-folders keeps the walk out.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "a" / "b").mkdir(parents=True)
+    >>> _ = (d / "a" / "f").write_text("x"); (d / "up").symlink_to(d)
+    >>> [(p.relative_to(d).as_posix(), ds, fs) for _, p, ds, fs in walk_handles(d)]
+    [('.', ['a'], ['up']), ('a', ['b'], ['f']), ('a/b', [], [])]
+    """
+    root = Path(root)
+    try:
+        fd = open_dir(root)
+    except OSError as exc:
+        if left_out is not None:
+            left_out.append((root, f"cannot be opened ({exc.strerror or exc}); not looked into"))
+        return
+    st = os.fstat(fd)
+    chain = [_Frame(fd, root, (st.st_dev, st.st_ino), 0, [])]
+    try:
+        while chain:
+            frame = chain[-1]
+            if not frame.listed:
+                frame.listed = True
+                listed = _list(frame, left_out)
+                if listed is not None:
+                    dirs, others = listed
+                    yield frame.fd, frame.path, dirs, others
+                    if max_depth is not None and frame.depth + 1 > max_depth:
+                        if left_out is not None:
+                            left_out += [(frame.path / n, f"nested deeper than {max_depth} folders; not looked into")
+                                         for n in dirs]
+                        dirs = []
+                    frame.pending = list(reversed(dirs))
+            if not frame.pending:
+                if frame.fd >= 0:
+                    os.close(frame.fd)
+                chain.pop()
+                continue
+            name = frame.pending.pop()
+            if frame.fd < 0 and not _reopen(chain, left_out):
+                continue
+            child = _open_child(frame, name, skip, left_out)
+            if child is not None:
+                chain.append(child)
+                opened = [f for f in chain if f.fd >= 0]
+                if len(opened) > _KEEP_OPEN:  # a deep and wide tree: the oldest handle is opened again later
+                    os.close(opened[1].fd)
+                    opened[1].fd = -1
+    finally:
+        for f in chain:
+            if f.fd >= 0:
+                os.close(f.fd)
+
+
+def _list(frame: _Frame, left_out: list[tuple[Path, str]] | None) -> tuple[list[str], list[str]] | None:
+    dirs: list[str] = []
+    others: list[str] = []
+    try:
+        with os.scandir(frame.fd) as it:
+            for entry in it:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                (dirs if is_dir else others).append(entry.name)
+    except OSError as exc:
+        if left_out is not None:
+            left_out.append((frame.path, f"cannot be listed ({exc.strerror or exc}); not looked into"))
+        return None
+    return sorted(dirs), sorted(others)
+
+
+def _open_child(frame: _Frame, name: str, skip: frozenset[tuple[int, int]],
+                left_out: list[tuple[Path, str]] | None) -> _Frame | None:
+    try:
+        fd = open_dir(name, frame.fd)
+    except OSError as exc:  # gone, or swapped for a link or a file after the listing: not entered
+        if left_out is not None and exc.errno != errno.ENOENT:
+            left_out.append((frame.path / name, f"cannot be opened ({exc.strerror or exc}); not looked into"))
+        return None
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) in skip:
+        os.close(fd)
+        return None
+    return _Frame(fd, frame.path / name, (st.st_dev, st.st_ino), frame.depth + 1, [])
+
+
+def _reopen(chain: list[_Frame], left_out: list[tuple[Path, str]] | None) -> bool:
+    """Open again, by name from the nearest open folder above, the closed handles along the walk's path; each
+    must be the folder it was (device, inode). False when one is not: the rest below it is left out."""
+    start = max(i for i, f in enumerate(chain) if f.fd >= 0)
+    for i in range(start + 1, len(chain)):
+        f = chain[i]
+        try:
+            fd = open_dir(f.path.name, chain[i - 1].fd)
+            st = os.fstat(fd)
+        except OSError:
+            fd, st = -1, None
+        if st is None or (st.st_dev, st.st_ino) != f.ident:
+            if fd >= 0:
+                os.close(fd)
+            if left_out is not None:
+                left_out.append((f.path, "changed while it was walked; not looked into further"))
+            for g in chain[i:]:
+                g.pending.clear()
+            return False
+        f.fd = fd
+    return True
+
+
+# Called by remove_tree between listing a folder and removing its entries (tests swap in a link there, to show
+# that nothing is followed); (the folder's handle, the names listed).
+before_removal: Callable[[int, list[str]], None] | None = None
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def open_dir(name: str | Path, dir_fd: int | None = None) -> int:
+    """A handle on the folder `name` (relative to `dir_fd`), never through a link at its last part.
+
+    OSError (ELOOP, ENOTDIR) when it is a link or not a folder."""
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def remove_tree(path: Path, *, expect: tuple[int, int] | None = None) -> None:
+    """Remove `path` and everything below it, however deep, through folder handles: no link is followed, and
+    a folder swapped for a link while it is removed (by an agent still running) costs only the link.
+
+    The folders above `path` are the caller's to trust (the runner's own, or a sticky temp folder); from `path`
+    down every step is `openat`/`unlinkat`/`renameat` relative to a held handle, with `O_NOFOLLOW`. Each
+    sub-folder is first renamed to the top (`path/.referee-rm-N`), so no more than two handles are open and
+    nothing recurses. `expect`: the (device, inode) `path` must be; anything else there is left alone
+    (OSError). OSError as `unlinkat`/`rmdir` give it.
 
     >>> import tempfile; top = Path(tempfile.mkdtemp()); (top / "t").mkdir(); fd = os.open(top / "t", os.O_RDONLY)
     >>> for _ in range(1500):  # shutil.rmtree of this dies with RecursionError on Python 3.11
@@ -173,38 +324,113 @@ def remove_tree(path: Path) -> None:
     >>> os.close(fd); (top / "t" / "up").symlink_to(top); remove_tree(top / "t"); os.listdir(top)
     []
     """
-    path = Path(path)
-    if not os.path.isdir(path) or os.path.islink(path):
-        os.unlink(path)
+    path = Path(os.path.abspath(path))
+    parent = open_dir(path.parent) if path.parent != path else None
+    try:
+        _remove_at(parent, path.name, expect)
+    finally:
+        if parent is not None:
+            os.close(parent)
+
+
+def _remove_at(parent: int | None, name: str, expect: tuple[int, int] | None) -> None:
+    try:
+        top = open_dir(name, parent)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR) or expect is not None:
+            raise
+        os.unlink(name, dir_fd=parent)  # a link or a file: the name goes, nothing it leads to
         return
-    work: list[Path] = []
-    count = 0
+    try:
+        st = os.fstat(top)
+        if expect is not None and (st.st_dev, st.st_ino) != expect:
+            raise OSError(errno.ESTALE, f"{name} is not the folder that was recorded; left alone")
+        for _ in range(_ROUNDS):  # entries added while it is emptied (an agent still running): again
+            work, refills = _empty(top, top, at_top=True), 0
+            while work:
+                sub = work.pop()
+                fd = _open_moved(top, sub)
+                if fd is None:  # not a folder (any more): a link swapped in is removed, not followed
+                    continue
+                try:
+                    work += _empty(fd, top, at_top=False)
+                finally:
+                    os.close(fd)
+                try:
+                    os.rmdir(sub, dir_fd=top)
+                except OSError as exc:
+                    refills += 1
+                    if exc.errno != errno.ENOTEMPTY or refills > _ROUNDS:
+                        raise
+                    work.append(sub)  # something was put in after it was listed
+            if not os.listdir(top):
+                break
+        os.rmdir(name, dir_fd=parent)
+    finally:
+        os.close(top)
 
-    def empty(folder: Path, move_up: bool) -> None:
-        nonlocal count
-        with os.scandir(folder) as it:
-            entries = list(it)
-        for entry in entries:
+
+_ROUNDS = 100
+
+
+def _empty(fd: int, top: int, *, at_top: bool) -> list[str]:
+    """Unlink the files and links of the folder `fd`; its folders stay at the top (`at_top`) or are moved there.
+    The names of those folders at the top come back."""
+    names = os.listdir(fd)
+    if before_removal is not None:
+        before_removal(fd, names)
+    out: list[str] = []
+    for entry in names:
+        if at_top and entry.startswith(_RM):
+            out.append(entry)
+            continue
+        try:
+            os.unlink(entry, dir_fd=fd)  # unlinkat: a link is removed, never followed
+            continue
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # EISDIR, or EPERM as Linux says it for a folder
+            if exc.errno not in (errno.EISDIR, errno.EPERM) or not _is_dir_at(fd, entry):
+                raise
+        if at_top:
+            out.append(entry)
+            continue
+        while True:
+            up = f"{_RM}{next(_moved)}"
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if not is_dir:
-                os.unlink(entry.path)
-            elif not move_up:
-                work.append(Path(entry.path))
-            else:
-                while True:
-                    count += 1
-                    up = path / f".referee-rm-{count}"
-                    if not os.path.lexists(up):
-                        break
-                os.rename(entry.path, up)
-                work.append(up)
+                os.stat(up, dir_fd=top, follow_symlinks=False)
+            except FileNotFoundError:
+                break
+        try:
+            os.rename(entry, up, src_dir_fd=fd, dst_dir_fd=top)  # renameat: neither name is followed
+        except FileNotFoundError:
+            continue
+        out.append(up)
+    return out
 
-    empty(path, move_up=False)
-    while work:
-        folder = work.pop()
-        empty(folder, move_up=True)
-        os.rmdir(folder)
-    os.rmdir(path)
+
+_RM = ".referee-rm-"
+_moved = itertools.count(1)
+
+
+def _is_dir_at(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _open_moved(top: int, name: str) -> int | None:
+    """A handle on the folder `name` at the top, or None when it is a link or a file (then removed) or gone."""
+    try:
+        return open_dir(name, top)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+    try:
+        os.unlink(name, dir_fd=top)
+    except FileNotFoundError:
+        pass
+    return None

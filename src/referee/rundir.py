@@ -67,6 +67,9 @@ class StepRecord(_Model):
     actor_killed: int = 0  # agent processes still running when the step ended, killed then (daemons)
     stdout_bytes: int | None = None  # all the agent wrote; agent/<step>/stdout.txt keeps the last 1 MB
     stderr_bytes: int | None = None
+    # setuid/setgid bits and file capabilities the runner took off what the agent could write (its folder, home,
+    # workspace), one line per file; absent: none found (or a run written before)
+    privileges_removed: list[str] | None = None
     not_run: Literal["deselected", "fail_fast"] | None = None  # status not_run: --only/-k left it out, or
     note: str | None = None  # --fail-fast stopped the run before it (`note` says after which step)
     # where the step's time went (absent in runs written before): the agent's own run, and the runner's

@@ -23,19 +23,23 @@ import shlex
 import shutil
 import stat
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee.errors import PlanError
-from referee.fstree import remove_tree, walk_tree
+from referee.fstree import identity as path_identity, open_dir
 from referee.keys import KEY_ENV, key_path
 from referee.plan.model import AgentLimits
 from referee.rundir import IsolationRecord
+from referee.runner.homes import make_home, remove_home
 from referee.runner.limits import applied
+from referee.runner.privileges import listed, seal_tree, strip_tree
 from referee.runner.reaper import Tracker, new_tracker, take_slot
 
 AGENT_USER = "referee-agent"
+SANDBOX_UID = 65534  # the bwrap agent's uid under a root runner (nobody): never 0, never the runner's
+# bwrap's own user namespace: the agent is SANDBOX_UID in it, without a capability (a root runner only)
+UNPRIVILEGED = ("--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID))
 AGENT_SLOTS = 64  # runs on one host at once with user isolation, each with an account of its own
 
 
@@ -93,7 +97,8 @@ def bwrap_problem() -> str | None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap)"
     try:
         proc = subprocess.run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
-                               "--die-with-parent", "--new-session", "true"], stdin=subprocess.DEVNULL,
+                               *(UNPRIVILEGED if is_root() else ()), "--die-with-parent", "--new-session", "true"],
+                              stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not run: {exc}"
@@ -182,6 +187,7 @@ class Sandbox:
     user: str = AGENT_USER  # user mode: the account this run holds (agent_account)
     _old_umask: int | None = field(default=None, repr=False)
     _slot_lock: int | None = field(default=None, repr=False)  # the open lock that holds `user` for this run
+    _stripped: list[str] = field(default_factory=list, repr=False)  # privileges taken off since take_stripped
 
     def applied_limits(self) -> tuple[dict[str, int], list[str]]:
         """The limits that hold in this sandbox's mode, and why any were left out (`limits.applied`)."""
@@ -218,13 +224,17 @@ class Sandbox:
         dotfiles the agent left there (`.curlrc`, `.gitconfig`, a `usercustomize.py`) would run inside the
         plan's command, read its secrets and decide its exit code."""
         ident = self.identity()
-        return _make_home(*ident) if ident else _make_home()
+        return make_home(*ident) if ident else make_home()
 
     def prepare(self, agent_dir: Path) -> None:
         """Before a step: its folder becomes the agent's (user mode)."""
         if self.mode == "user" and self.uid is not None and self.gid is not None:
-            os.chown(agent_dir, self.uid, self.gid)
-            os.chmod(agent_dir, 0o755)
+            fd = open_dir(agent_dir)  # the runner's fresh folder; a handle all the same
+            try:
+                os.fchown(fd, self.uid, self.gid)
+                os.fchmod(fd, 0o755)
+            finally:
+                os.close(fd)
 
     def wrap(self, argv: list[str], agent_dir: Path) -> list[str]:
         """The command line that runs `argv` inside this sandbox."""
@@ -236,9 +246,9 @@ class Sandbox:
         run_dir, cwd = Path(os.path.abspath(self.run_dir)), Path(os.path.abspath(self.cwd))
         if cwd != Path("/") and not _inside(cwd, run_dir):
             a += ["--bind", str(cwd), str(cwd)]  # the agent's workspace
-            if _inside(run_dir, cwd):
+            top = self._runs_top()
+            if top is not None:
                 # read-only from the folder below the workspace down, so nothing above the run can be renamed
-                top = cwd / run_dir.relative_to(cwd).parts[0]
                 a += ["--ro-bind", str(top), str(top)]
         agent = os.path.abspath(agent_dir)
         a += ["--bind", str(self.home), str(self.home), "--bind", agent, agent,
@@ -246,44 +256,71 @@ class Sandbox:
               "--die-with-parent", "--new-session"]
         a += _hide_keys(cwd, run_dir, Path(os.path.abspath(self.home)), Path(agent))
         if is_root():
-            a += ["--cap-drop", "ALL"]
+            # never uid 0 in the sandbox: a user namespace of its own, as an unprivileged uid with no capability
+            a += [*UNPRIVILEGED, "--cap-drop", "ALL"]
         return a + ["--chdir", str(cwd), "--", *argv]
 
     def seal(self, agent_dir: Path) -> list[str]:
-        """After a step (all its processes gone): its files become the runner's, read-only to the agent.
+        """After a step (all its processes gone): its files become the runner's, read-only to the agent (user mode),
+        and no file the agent could write keeps a setuid/setgid bit or a file capability (`strip`).
 
         Returns refusals: files in the folder the agent did not make (hard links to others' files).
         """
-        if self.mode != "user" or self.uid is None:
-            return []
-        me_uid, me_gid = os.geteuid(), os.getegid()
         refused: list[str] = []
-        # walk_tree's depth (64) is past what the store takes files from (store.MAX_AGENT_DEPTH, 32): all of that
-        # is sealed, and nothing below it becomes evidence
-        for folder, dirnames, filenames in walk_tree(agent_dir):
-            for name in [*dirnames, *filenames]:
-                p = folder / name
-                try:
-                    st = os.lstat(p)
-                except OSError:  # a name too long to reach by path: not taken as evidence either
-                    continue
-                if st.st_uid != self.uid:
-                    if not stat.S_ISDIR(st.st_mode):
-                        refused.append(str(p.relative_to(agent_dir)))
-                    continue
-                os.lchown(p, me_uid, me_gid)
-                if not stat.S_ISLNK(st.st_mode):
-                    os.chmod(p, stat.S_IMODE(st.st_mode) & ~0o7022)
-        os.lchown(agent_dir, me_uid, me_gid)
-        os.chmod(agent_dir, 0o755)
+        if self.mode == "user" and self.uid is not None:
+            # walk_handles' depth (64) is past what the store takes files from (store.MAX_AGENT_DEPTH, 32): all of
+            # that is sealed, and nothing below it becomes evidence
+            refused, stripped = seal_tree(agent_dir, self.uid, to=(os.geteuid(), os.getegid()))
+            self._stripped += [f"agent/{agent_dir.name}/{line}" for line in stripped]
+        self.strip(agent_dir)
         return refused
+
+    def workspace(self) -> Path | None:
+        """The working directory when the agent could write in it (bwrap binds it; in user mode what its account
+        may write there), None for `/` (nothing to walk there) or a workspace inside the run directory."""
+        run_dir, cwd = Path(os.path.abspath(self.run_dir)), Path(os.path.abspath(self.cwd))
+        if self.mode not in ("user", "bwrap") or cwd == Path("/") or _inside(cwd, run_dir):
+            return None
+        return cwd
+
+    def strip(self, agent_dir: Path | None = None) -> None:
+        """Take setuid/setgid bits and file capabilities off every file the agent could write: its folder (bwrap;
+        user mode seals it), its home and the workspace (user mode: the files its account owns), through handles.
+        What was taken is kept for `take_stripped`."""
+        if self.mode not in ("user", "bwrap"):
+            return
+        owner = self.uid if self.mode == "user" else None
+        roots: list[tuple[Path, str]] = []
+        if agent_dir is not None and self.mode == "bwrap":
+            roots.append((agent_dir, f"agent/{agent_dir.name}"))
+        if self.home is not None:
+            roots.append((self.home, "$HOME"))
+        workspace = self.workspace()
+        if workspace is not None:
+            roots.append((workspace, "$PWD"))
+        # the folder of the run directories (the runner's; bwrap binds it read-only): the agent writes only its own
+        # folder there, walked above, and earlier runs are not walked again at every step
+        skip = frozenset(i for i in (path_identity(self.run_dir), path_identity(self._runs_top() or self.run_dir)) if i)
+        for root, label in roots:
+            self._stripped += strip_tree(root, label, owner=owner, skip=skip)
+
+    def _runs_top(self) -> Path | None:
+        """The folder right below the workspace that holds the run directory (`wrap` binds it read-only)."""
+        run_dir, cwd = Path(os.path.abspath(self.run_dir)), Path(os.path.abspath(self.cwd))
+        if cwd == run_dir or not _inside(run_dir, cwd):
+            return None
+        return cwd / run_dir.relative_to(cwd).parts[0]
+
+    def take_stripped(self) -> list[str]:
+        """Strip once more (commands run as the agent after the step may have made more), and give the files
+        stripped since the last call, one line each (at most `privileges.MAX_LISTED` and a count)."""
+        self.strip()
+        out, self._stripped = list(dict.fromkeys(self._stripped)), []
+        return listed(out)
 
     def close(self) -> None:
         if self.home is not None:
-            try:
-                remove_tree(self.home)  # the agent's HOME, as deep as it made it
-            except OSError:
-                pass
+            remove_home(self.home)  # the agent's HOME, as deep as it made it, through handles
             self.home = None
         if self._old_umask is not None:
             os.umask(self._old_umask)
@@ -319,38 +356,6 @@ def _hide_keys(*keep: Path) -> list[str]:
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
-
-
-HOME_PREFIX = "referee-agent-home-"
-
-
-def _sweep_homes() -> None:
-    """Remove the homes of runners that died without removing them (SIGKILL); the name holds the pid."""
-    owners = {os.geteuid()} | {pw.pw_uid for pw in pwd.getpwall()  # every slot's account (agent_account)
-                               if pw.pw_name == AGENT_USER or pw.pw_name.startswith(AGENT_USER + "-")}
-    for d in Path(tempfile.gettempdir()).glob(HOME_PREFIX + "*-*"):
-        pid = d.name[len(HOME_PREFIX):].split("-")[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
-            continue
-        try:
-            st = d.lstat()
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_uid in owners:  # never a link, never someone else's folder
-            try:
-                remove_tree(d)
-            except OSError:
-                pass
-
-
-def _make_home(uid: int | None = None, gid: int | None = None) -> Path:
-    _sweep_homes()
-    home = Path(tempfile.mkdtemp(prefix=f"{HOME_PREFIX}{os.getpid()}-"))
-    (home / "tmp").mkdir()
-    if uid is not None and gid is not None:
-        for p in (home, home / "tmp"):
-            os.chown(p, uid, gid)
-    return home
 
 
 def user_unfit(problems: list[str], name: str = AGENT_USER, *, run_dir: bool = False) -> PlanError:
@@ -433,7 +438,7 @@ def _open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: st
             old = os.umask(0)
             os.umask(old | 0o022)  # nothing the runner writes during the run may be writable by the agent
             return Sandbox("user", requested, "", run_dir, cwd, uid=account.uid, gid=account.gid,
-                           home=_make_home(account.uid, account.gid), tracking=_tracking("user"),
+                           home=make_home(account.uid, account.gid), tracking=_tracking("user"),
                            user=account.name, _old_umask=old, _slot_lock=account.lock)
         why = f"user isolation: {'; '.join(problems)}"
         if requested == "user":
@@ -443,7 +448,7 @@ def _open_sandbox(requested: Requested, *, run_dir: Path, cwd: Path, command: st
     if requested in ("auto", "bwrap"):
         problem = bwrap_problem()
         if problem is None:
-            return Sandbox("bwrap", requested, "; ".join(notes), run_dir, cwd, home=_make_home(),
+            return Sandbox("bwrap", requested, "; ".join(notes), run_dir, cwd, home=make_home(),
                            tracking=_tracking("bwrap"))
         if requested == "bwrap":
             raise PlanError(f"actor.isolation: bwrap cannot work here: {problem}",

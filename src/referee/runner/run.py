@@ -287,6 +287,9 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.add_agent_output(step.id, _scrubbed(secrets, result.stdout), _scrubbed(secrets, result.stderr))
                 base_ctx["page"] = actor.page
                 take_captures(store, plan.captures.get(step.id, ()), step.id, "after", base_ctx)
+                if actor.sandbox is not None:  # setuid/setgid bits and file capabilities taken off what it wrote
+                    store.manifest.steps[step.id].privileges_removed = [
+                        secrets.scrub(line) for line in actor.sandbox.take_stripped()] or None
                 errors = [e for e in (result.error, why if claim is None and result.started else None, *refused,
                                       *store.take_removed()) if e]
                 store.step_done(step.id, exit_code=result.exit_code, timed_out=result.timed_out,

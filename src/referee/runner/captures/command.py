@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from referee.fstree import remove_tree
 from referee.fsutil import atomic_write_bytes, atomic_write_text
 from referee.rundir import CommandRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register, searchable
 from referee.runner.agentproc import launch_line
+from referee.runner.homes import remove_home
 from referee.runner.isolation import ENV_ALLOW
 from referee.runner.procs import run_bounded
 
@@ -51,7 +51,7 @@ class CommandCapture(CaptureKind):
                 tracker.kill_all()
                 tracker.close()
             if home is not None:
-                remove_tree(home)
+                remove_home(home)  # through handles, and its record with it
         record.exit_code, record.timed_out, record.stdout_bytes = ran.exit_code, ran.timed_out, ran.stdout_bytes
         stderr = ran.stderr[-MAX_TEXT:]
         record.stderr = ctx.scrub(searchable(stderr, cut=ran.stderr_bytes > len(stderr))[0])

@@ -1,0 +1,133 @@
+"""No privilege left behind: after a step, setuid/setgid bits and file capabilities go from what the agent could write.
+
+Under a root runner a bwrap agent writes files that are root's on disk; `chmod 4755` on a copy of a shell
+there is a root shell for any local user once the sandbox (and its nosuid mounts) is gone. A user-mode
+agent's setuid file runs as its account, which owns the next run's agent folder. So after each step the
+runner walks the agent's folder, its home and the workspace it could write, through folder handles (no
+link followed: `fstree.walk_handles`), and takes the bits and the `security.capability` attribute off
+every regular file that has them, by a handle on the file itself (`O_PATH | O_NOFOLLOW`). The same handles
+take the agent's folder back when the step is over (`seal_tree`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from referee.fstree import walk_handles
+from referee.safetext import fs_name
+
+SETID = stat.S_ISUID | stat.S_ISGID
+CAPS = "security.capability"
+MAX_LISTED = 100  # lines a step record lists; the rest are counted
+
+
+def _handle(fd: int, name: str) -> int:
+    """An `O_PATH` handle on `name` itself (a link stays the link), for chmod/xattr through /proc/self/fd."""
+    return os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+
+
+def _has_caps(ref: str) -> bool:
+    try:
+        os.getxattr(ref, CAPS)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOENT):
+            return False
+        raise
+
+
+def strip_file(fd: int, name: str, *, owner: int | None = None) -> list[str]:
+    """Take setuid, setgid and file capabilities off the regular file `name` of the folder `fd`; what was taken.
+
+    `owner`: only a file of this uid (what an agent of that account could have changed). Nothing else is
+    touched: a link, a folder or a special file is left as it is.
+    """
+    try:
+        h = _handle(fd, name)
+    except OSError:
+        return []
+    try:
+        st = os.fstat(h)
+        if not stat.S_ISREG(st.st_mode) or (owner is not None and st.st_uid != owner):
+            return []
+        ref = f"/proc/self/fd/{h}"  # the file the handle holds, whatever its name now leads to
+        taken = []
+        if st.st_mode & SETID:
+            os.chmod(ref, stat.S_IMODE(st.st_mode) & ~SETID)
+            taken += [w for bit, w in ((stat.S_ISUID, "setuid"), (stat.S_ISGID, "setgid")) if st.st_mode & bit]
+        if _has_caps(ref):
+            os.removexattr(ref, CAPS)
+            taken.append("file capabilities")
+        return taken
+    finally:
+        os.close(h)
+
+
+def strip_tree(root: Path, label: str, *, owner: int | None = None,
+               skip: frozenset[tuple[int, int]] = frozenset()) -> list[str]:
+    """`strip_file` on every regular file below `root` (any depth, no link followed, `skip` folders not entered);
+    one line per file stripped, named `label/relative path`."""
+    out: list[str] = []
+    for fd, folder, _dirs, others in walk_handles(root, max_depth=None, skip=skip):
+        for name in others:
+            try:
+                taken = strip_file(fd, name, owner=owner)
+            except OSError as exc:
+                taken = [f"not stripped ({exc.strerror or exc})"]
+            if taken:
+                rel = (folder / name).relative_to(root).as_posix()
+                out.append(f"{label}/{fs_name(rel)}: {', '.join(taken)} removed")
+    return out
+
+
+def seal_tree(root: Path, agent_uid: int, *, to: tuple[int, int]) -> tuple[list[str], list[str]]:
+    """Take the agent's folder back after its step: every entry the agent's account owns becomes `to`'s (uid,
+    gid) and loses write for others, setuid and setgid; all through handles, so a link made in it is changed
+    itself, never what it leads to. Returns (files the agent did not make, relative paths; what was stripped)."""
+    refused: list[str] = []
+    stripped: list[str] = []
+    for fd, folder, dirs, others in walk_handles(root):
+        for name in [*dirs, *others]:
+            rel = (folder / name).relative_to(root).as_posix()
+            try:
+                h = _handle(fd, name)
+            except OSError:  # gone, or a name too long to reach: not taken as evidence either
+                continue
+            try:
+                st = os.fstat(h)
+                if st.st_uid != agent_uid:
+                    if not stat.S_ISDIR(st.st_mode):
+                        refused.append(rel)
+                    continue
+                ref = f"/proc/self/fd/{h}"
+                if stat.S_ISREG(st.st_mode):
+                    taken = [w for bit, w in ((stat.S_ISUID, "setuid"), (stat.S_ISGID, "setgid")) if st.st_mode & bit]
+                    if _has_caps(ref):
+                        os.removexattr(ref, CAPS)
+                        taken.append("file capabilities")
+                    if taken:
+                        stripped.append(f"{fs_name(rel)}: {', '.join(taken)} removed")
+                os.chown(name, *to, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):
+                    os.chmod(ref, stat.S_IMODE(st.st_mode) & ~0o7022)
+            except OSError:
+                continue
+            finally:
+                os.close(h)
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchown(top, *to)
+        os.fchmod(top, 0o755)
+    finally:
+        os.close(top)
+    return refused, stripped
+
+
+def listed(lines: list[str]) -> list[str]:
+    """At most MAX_LISTED lines, and a count of the rest."""
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return [*lines[:MAX_LISTED], f"... and {len(lines) - MAX_LISTED} more"]
