@@ -155,6 +155,9 @@ def noting_undecodable(items: Iterator[TraceItem], count: Count | None = None) -
     >>> print(item.notes[0])  # doctest: +ELLIPSIS
     /.../t.jsonl: 1 byte that is not UTF-8 was read as U+FFFD (the first: ..."task": "caf\\xe9", "steps"...
     """
+    from referee.audit.misread import watching  # one more bad record when the file looks misread
+
+    items = watching(items)
     count, seen, noted = count if count is not None else Count(), 0, set()
     while True:
         with counting(count):

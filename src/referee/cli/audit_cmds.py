@@ -278,7 +278,14 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
 
     warn = _Warnings()
 
+    repeats: dict[tuple[str | None, str], list[str]] = {}  # (file, message) -> the places it came again
+
     def on_err(err):
+        # one message per file is said once: 2,000 lines of another tool's log refused alike are one line and a count
+        if (key := (err.file, err.message)) in repeats:
+            repeats[key].append(err.place or "?")
+            return
+        repeats[key] = []
         # already skipping: the hint to pass --on-error skip would be noise here
         where = ":".join(x for x in (err.file, err.place) if x)
         warn("skipped records", f"skipped record: {where + ': ' if where else ''}{err.message}", keep=False)
@@ -311,6 +318,10 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             backends.close()
     elapsed = time.perf_counter() - t0
     warn.close(summary_json)
+    for (file, message), again in repeats.items():
+        if again:
+            _warn(f"{file}: \"{message[:80]}{'...' if len(message) > 80 else ''}\" came for {len(again)} more "
+                  "record(s) of this file: not printed again")
     if earlier:
         click.echo(f"referee: note: left out {len(earlier)} file(s) referee wrote, not traces: {_first(earlier)}",
                    err=True)
@@ -325,6 +336,10 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
         from referee.evaluation.gold import GoldLabel, write_gold  # only then: an audit imports no evaluation
 
         write_gold(gold_out, [GoldLabel(**r) for r in gold_rows])
+        if not gold_rows:  # an empty gold file must not pass for labels
+            click.echo(f"referee: note: --gold-out {gold_out}: no gold found beside these runs, the file holds no "
+                       "label (gold is read from a record's gold, a tau-bench reward, a SWE-bench report.json beside "
+                       "trajs/ or in logs/<instance>/, or an Inspect AI scorer named by --gold-scorer)", err=True)
     listed: list = []  # the records --show asks for, kept from the one pass the summary makes
 
     def records():
@@ -353,17 +368,42 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                                                                   for w in warn.held]})
     if stats.errors:
         click.echo(f"skipped {len(stats.errors)} bad record(s):", err=True)
-        for e in errors[:20]:
+        lines = _grouped(errors, repeats)
+        for e in lines[:20]:
             click.echo(f"  {visible(e, keep_newlines=False)}", err=True)
-        if len(stats.errors) > 20:
-            click.echo(f"  ... and {len(stats.errors) - 20} more" + (f" (all in {summary_json})" if summary_json
-                                                                      else " (--summary-json FILE lists all)"),
+        if len(lines) > 20:
+            click.echo(f"  ... and {len(lines) - 20} more" + (f" (all in {summary_json})" if summary_json
+                                                               else " (--summary-json FILE lists all)"),
                        err=True)
         # bad input is not a success unless the user said skipping is fine
         if not skip_explicit:
             click.echo("referee: exit 1 because records were skipped; pass --on-error skip to accept that", err=True)
             return 1
     return 0
+
+
+def _grouped(errors: list[str], repeats: dict[tuple[str | None, str], list[str]]) -> list[str]:
+    """The bad records to list: a message that came again in one file is listed once, with how many times and where.
+
+    >>> _grouped(["f:1: not JSON; fix it", "f:2: not JSON; fix it", "g:1: other"], {("f", "not JSON"): ["2"]})
+    ['f:1: not JSON; fix it (2 records of f alike: lines 1, 2)', 'g:1: other']
+    """
+    out, said = [], set()
+    for e in errors:
+        key = next(((f, m) for (f, m), again in repeats.items() if again and f and e.startswith(f + ":")
+                    and f": {m}" in e), None)
+        if key is None:
+            out.append(e)
+            continue
+        if key in said:
+            continue
+        said.add(key)
+        again = repeats[key]
+        first = e[len(key[0]) + 1:].split(":", 1)[0]
+        shown = [first, *again[:9]]
+        out.append(f"{e} ({len(again) + 1} records of {key[0]} alike: lines {', '.join(shown)}"
+                   f"{' ...' if len(again) > 9 else ''})")
+    return out
 
 
 def _first(items: list[str], n: int = 5) -> str:
