@@ -32,6 +32,7 @@ from referee.fstree import glob_paths, identity
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 NOT_TRACES = (".report.json",)  # SWE-bench harness reports: gold beside trajectories, not traces
+NOT_TRACE_NAMES = frozenset({"report.json"})  # the harness's `logs/<instance>/report.json`: gold too
 # session logs a tool writes under a fixed name, a dot name the walk would skip: read wherever a walk meets them
 SESSION_NAMES = frozenset({".aider.chat.history.md"})
 MAX_DEPTH = 8
@@ -64,9 +65,12 @@ def is_trace_name(path: Path) -> bool:
 
     >>> is_trace_name(Path("a.traj.json")), is_trace_name(Path("x.report.json")), is_trace_name(Path("notes.md"))
     (True, False, False)
+    >>> is_trace_name(Path("logs/a__b-1/report.json")), is_trace_name(Path("repo/.aider.chat.history.md"))
+    (False, True)
     """
     name = Path(path).name
-    return (name.endswith(TRACE_SUFFIXES) and not name.endswith(NOT_TRACES)) or name in SESSION_NAMES
+    return (name.endswith(TRACE_SUFFIXES) and not name.endswith(NOT_TRACES) and name not in NOT_TRACE_NAMES) \
+        or name in SESSION_NAMES
 
 
 def _included(rel: str, name: str, include: Sequence[str]) -> bool:

@@ -16,6 +16,7 @@ the file or in `../reports/`; it is never evidence.
 
 from __future__ import annotations
 
+import glob
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -249,18 +250,35 @@ def _resolved(path: Path, run_id: str) -> bool | str:
     return f"{path}: a SWE-bench report with no boolean 'resolved' for {run_id}: this run has no gold"
 
 
+def _report_paths(traj: Path, run_id: str) -> Iterator[Path]:
+    """Where a SWE-bench report of `run_id` may lie: `<run_id>.report.json` beside the trajectory or in
+    `../reports/`, or as the harness writes it, `logs/<run_id>/report.json` or
+    `logs/run_evaluation/<run>/<model>/<run_id>/report.json` beside `trajs/` (a trajectory in `trajs/` or in
+    `trajs/<run_id>/`)."""
+    name = f"{run_id}.report.json"
+    yield traj.parent / name
+    yield traj.parent.parent / "reports" / name
+    roots = [traj.parent.parent] + ([traj.parent.parent.parent] if traj.parent.name == run_id else [])
+    for root in roots:
+        logs = root / "logs"
+        yield logs / run_id / "report.json"
+        try:
+            yield from sorted(logs.glob(f"run_evaluation/*/*/{glob.escape(run_id)}/report.json"))
+        except (OSError, ValueError):  # a folder that cannot be listed, a run_id no path can hold: no gold there
+            continue
+
+
 def find_gold(traj: Path, run_id: str) -> tuple[Gold | None, str | None]:
-    """Gold from the SWE-bench report `<run_id>.report.json` beside the trajectory or in `../reports/`, and why
-    a report that is there gave none.
+    """Gold from the SWE-bench report of the run (`_report_paths`: beside the trajectory, in `../reports/`, or in the
+    harness's `logs/`), and why a report that is there gave none.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "trajs").mkdir(); (d / "reports").mkdir()
     >>> _ = (d / "reports" / "a__b-1.report.json").write_text('{"a__b-1": {"resolved": true}}')
     >>> find_gold(d / "trajs" / "a__b-1.traj.json", "a__b-1"), find_gold(d / "trajs" / "c.traj", "c")
     ((Gold(completed=True, source='swe-bench report'), None), (None, None))
     """
-    name = f"{run_id}.report.json"
     why = None
-    for candidate in (traj.parent / name, traj.parent.parent / "reports" / name):
+    for candidate in _report_paths(traj, run_id):
         try:
             found = candidate.is_file()
         except OSError:  # a run_id no file system can name (too long, odd bytes): no gold, no crash
