@@ -49,6 +49,35 @@ def coinciding(points: list[Point]) -> list[list[Point]]:
     return list(groups.values())
 
 
+KIND_NAMES = {"auditor": "auditor", "policy": "policy", "baseline": "baseline", "judge": "judge",
+              "predictions": "predictions"}
+_MARKER_GLYPHS = {"*": "\u2605", "o": "\u25cf", "s": "\u25a0", "^": "\u25b2", "D": "\u25c6"}
+
+
+def legend_label(group: list[Point], width: int = 38) -> str:
+    """The legend entry of methods drawn at one place: each name once (the marker says the kind), wrapped.
+
+    >>> legend_label([Point("auditor", "auditor", .3, .5), Point("policy:causal", "policy", .3, .5)])
+    'auditor = policy:causal'
+    >>> print(legend_label([Point(n, "policy", .3, .5) for n in ("policy:causal", "policy:unanimous", "policy:strict")],
+    ...                    width=30))
+    policy:causal =
+      policy:unanimous =
+      policy:strict
+    """
+    names = list(dict.fromkeys(p.name for p in group))
+    lines, line = [], ""
+    for i, name in enumerate(names):
+        part = name + (" =" if i < len(names) - 1 else "")
+        if line and len(line) + 1 + len(part) > width:
+            lines.append(line)
+            line = "  " + part
+        else:
+            line = f"{line} {part}" if line else part
+    lines.append(line)
+    return "\n".join(lines)
+
+
 def _err(v: float, ci: tuple[float | None, float | None]) -> tuple[float, float]:
     lo, hi = ci
     return (max(0.0, v - lo) if lo is not None else 0.0, max(0.0, hi - v) if hi is not None else 0.0)
@@ -59,18 +88,36 @@ PLOT_FORMATS = ("png", "pdf", "svg")  # what matplotlib writes without another p
 
 def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> list[str]:
     """Draw the trade-off at `path` (written atomically), as PNG, PDF or SVG by its suffix; returns names left out
-    as undefined.
-
-    Names go in a legend beside the axes, never on the plane, so no two labels overlap; methods that
-    coincide are one point whose legend entry names them all.
-    """
-    from referee.errors import UsageError, require
+    as undefined (`draw_tradeoff` makes the figure)."""
+    from referee.errors import UsageError
     from referee.fsutil import atomic_write_bytes
 
     fmt = Path(path).suffix.lower().lstrip(".") or "png"
     if fmt not in PLOT_FORMATS:
         raise UsageError(f"--plot {path}: a plot is written as {', '.join('.' + f for f in PLOT_FORMATS)}",
                          fix="name the file .png, .pdf or .svg")
+    fig, skipped = draw_tradeoff(rep, title=title)
+    import matplotlib.pyplot as plt
+
+    try:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt)
+    finally:
+        plt.close(fig)
+    atomic_write_bytes(Path(path), buf.getvalue())
+    return skipped
+
+
+def draw_tradeoff(rep: EvalReport, *, title: str | None = None):  # -> (matplotlib Figure, names not drawn)
+    """The trade-off figure (the caller closes it) and the names left out as undefined.
+
+    Names go in a legend below the axes, never on the plane, so no two labels overlap and the plane keeps the
+    figure's width; methods that coincide are one point whose legend entry names each of them once. The title is
+    wrapped to the figure's width, and the layout makes room for title and legend (nothing is clipped).
+    """
+    import textwrap
+
+    from referee.errors import require
 
     mpl = require("matplotlib", "plot")
     mpl.use("Agg", force=True)
@@ -79,34 +126,31 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
     pts = tradeoff_points(rep)
     skipped = [p.name for p in pts if p.load is None or p.silent is None]
     groups = coinciding(pts)
-    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=120)
+    ncol = 1 if len(groups) <= 2 else 2 if len(groups) <= 6 else 3
+    fig, ax = plt.subplots(figsize=(8, 6.5 + 0.25 * max(0, len(groups) - 6)), dpi=120, layout="constrained")
     colors = plt.get_cmap("tab10" if len(groups) <= 10 else "tab20")
-    try:
-        for i, g in enumerate(groups):
-            p = next((q for q in g if q.kind == "auditor"), g[0])  # the auditor's marker wins a shared point
-            assert p.load is not None and p.silent is not None
-            xe, ye = _err(p.load, p.load_ci), _err(p.silent, p.silent_ci)
-            ax.errorbar([p.load], [p.silent], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]],
-                        fmt=MARKERS.get(p.kind, "o"), markersize=11 if p.kind == "auditor" else 7,
-                        color=colors(i % colors.N), capsize=3, alpha=0.9,
-                        label=" = ".join(f"{q.name} ({q.kind})" for q in g))
-        ax.set_xlabel("inspection load  (flag + review) / N")
-        ax.set_ylabel("silent-pass rate  (auto-passed positives / positives)")
-        ax.set_xlim(-0.03, 1.03)
-        ax.set_ylim(-0.03, 1.03)
-        ax.grid(True, alpha=0.3)
-        n = rep.overall[0].counts["n"] if rep.overall else 0
-        pos = rep.overall[0].counts["positives"] if rep.overall else 0
-        bars = f"{int(rep.bootstrap.level * 100)}% bootstrap bars" if rep.bootstrap.resamples else "no intervals"
-        ax.set_title(title or f"Load vs silent pass: {n} records, {pos} positives ({bars})", fontsize=10)
-        if groups:
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-        if skipped:
-            ax.text(0.01, 0.01, "undefined, not drawn: " + ", ".join(skipped), transform=ax.transAxes, fontsize=7)
-        buf = io.BytesIO()
-        fig.tight_layout()
-        fig.savefig(buf, format=fmt)
-    finally:
-        plt.close(fig)
-    atomic_write_bytes(Path(path), buf.getvalue())
-    return skipped
+    for i, g in enumerate(groups):
+        p = next((q for q in g if q.kind == "auditor"), g[0])  # the auditor's marker wins a shared point
+        assert p.load is not None and p.silent is not None
+        xe, ye = _err(p.load, p.load_ci), _err(p.silent, p.silent_ci)
+        ax.errorbar([p.load], [p.silent], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]],
+                    fmt=MARKERS.get(p.kind, "o"), markersize=11 if p.kind == "auditor" else 7,
+                    color=colors(i % colors.N), capsize=3, alpha=0.9, label=legend_label(g))
+    ax.set_xlabel("inspection load  (flag + review) / N")
+    ax.set_ylabel("silent-pass rate  (auto-passed positives / positives)")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(True, alpha=0.3)
+    n = rep.overall[0].counts["n"] if rep.overall else 0
+    pos = rep.overall[0].counts["positives"] if rep.overall else 0
+    bars = f"{int(rep.bootstrap.level * 100)}% bootstrap bars" if rep.bootstrap.resamples else "no intervals"
+    ax.set_title("\n".join(textwrap.wrap(title or f"Load vs silent pass: {n} records, {pos} positives ({bars})", 70)),
+                 fontsize=10)
+    if groups:
+        kinds = [k for k in MARKERS if any(q.kind == k for g in groups for q in g)]
+        fig.legend(loc="outside lower center", ncol=ncol, fontsize=7, frameon=False,
+                   title="  ".join(f"{_MARKER_GLYPHS.get(MARKERS[k], '')} {KIND_NAMES[k]}" for k in kinds),
+                   title_fontsize=7)
+    if skipped:
+        ax.text(0.01, 0.01, "undefined, not drawn: " + ", ".join(skipped), transform=ax.transAxes, fontsize=7)
+    return fig, skipped
