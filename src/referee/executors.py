@@ -139,8 +139,27 @@ def _mp_context(preload: tuple[str, ...]):
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(list(preload))
+        _start_forkserver_safe_path()
         return ctx
     return mp.get_context("spawn")
+
+
+def _start_forkserver_safe_path() -> None:
+    """Start the forkserver (and its resource tracker) now, with PYTHONSAFEPATH=1. Each is `python -c ...`,
+    which puts the working directory first on sys.path (the forkserver never takes the parent's), so a
+    `multiprocessing/` or `referee/` an agent left in the working directory was imported into every worker."""
+    import os
+    from multiprocessing import forkserver
+
+    old = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        forkserver.ensure_running()
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = old
 
 
 class _FuturesPool(_Pool):

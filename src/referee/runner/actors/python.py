@@ -116,7 +116,7 @@ class PythonActor(ActorKind):
         self.cwd = Path.cwd()
         check_target(spec.target, self.cwd, self.search_path)
         self.target = spec.target
-        self.argv = [sys.executable, "-m", "referee.runner.actors.pyhost", spec.target]
+        self.argv = [sys.executable, "-P", "-m", "referee.runner.actors.pyhost", spec.target]
         self.sandbox = sandbox_for(spec, run_dir=Path(run_dir), cwd=self.cwd, command=self.argv,
                                    extra_read=self.search_path)
 
