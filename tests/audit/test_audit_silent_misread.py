@@ -93,3 +93,15 @@ def test_tool_calls_are_counted_only_as_marks_in_the_file(tmp_path):
     p = tmp_path / "t.json"
     p.write_text('{"text": "tool_use is a word here"}')
     assert tool_calls_in(p) == 0
+
+
+def test_a_walk_that_leaves_out_a_file_looking_like_an_agent_log_says_so(tmp_path, capsys):
+    d = tmp_path / "logs"
+    d.mkdir()
+    shutil.copy(MANAGED, d / MANAGED.name)
+    (d / "rollout.log").write_text('{"type": "session_meta", "payload": {"id": "x"}}\n')
+    (d / "README.md").write_text("# my notes\n")  # a file that looks like nothing known: no word about it
+    rc, _ = _audit(tmp_path, d)
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert "left out 1 file(s)" in err and "rollout.log (a Codex CLI rollout" in err and "README.md" not in err

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+from referee.audit.misread import looks_like
 from referee.audit.readers import read_traces, sniff_dir
 from referee.audit.trace import TraceItem, record_error
 from referee.errors import UsageError
@@ -36,6 +37,7 @@ NOT_TRACE_NAMES = frozenset({"report.json"})  # the harness's `logs/<instance>/r
 # session logs a tool writes under a fixed name, a dot name the walk would skip: read wherever a walk meets them
 SESSION_NAMES = frozenset({".aider.chat.history.md"})
 MAX_DEPTH = 8
+LOG_SUFFIXES = (".md", ".log", ".txt", ".ndjson", ".out")  # names a walk skips, looked into to say what it skipped
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class InputOptions:
     max_depth: int = MAX_DEPTH
     outputs: frozenset[Path] = frozenset()  # this audit's own files (real paths): never read as input by a walk
     on_own_output: Callable[[Path, str], None] | None = None  # (file, what it is): an earlier audit's output, left out
+    # (file, what it looks like): a file a walk leaves out by its name although it looks like an agent's log
+    on_skipped: Callable[[Path, str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,9 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
                 continue
             if wanted and _first_time(child, walked):
                 yield InputItem(child, fmt)
+            elif not wanted and not options.include and options.on_skipped is not None and \
+                    child.name.endswith(LOG_SUFFIXES) and (seems := looks_like(child)) is not None:
+                options.on_skipped(child, seems)
 
 
 OWN_HEAD = 1 << 16  # bytes read to tell one of referee's own outputs: its first record (a line, or a small summary)

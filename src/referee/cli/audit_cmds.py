@@ -226,9 +226,11 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                              "only), or export a JSON tape (tape.json)")
     left_out: list[str] = []
     earlier: list[str] = []  # an earlier audit's own files met by the walk (another --out): left out, and said so
+    unnamed: list[str] = []  # files a walk left out by their names that look like an agent's log: said so
     inputs = InputOptions(include=tuple(include), allow_pickle=allow_pickle, session_runs=session_runs,
                           on_left_out=lambda path, kind: left_out.append(f"{path} ({kind})"), outputs=outputs,
-                          on_own_output=lambda path, what: earlier.append(f"{path} ({what})"))
+                          on_own_output=lambda path, what: earlier.append(f"{path} ({what})"),
+                          on_skipped=lambda path, what: unnamed.append(f"{path} ({what})"))
     probe = InputOptions(include=tuple(include), outputs=outputs)  # says nothing: the audit's own walk will
     if include and not any(isinstance(item, InputItem) for item in walk(traces, fmt, probe)):
         raise UsageError(f"--include {' '.join(include)} matches no file or run folder in "
@@ -325,6 +327,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     if earlier:
         click.echo(f"referee: note: left out {len(earlier)} file(s) referee wrote, not traces: {_first(earlier)}",
                    err=True)
+    if unnamed:
+        click.echo(f"referee: note: the walk left out {len(unnamed)} file(s) whose names say no trace but which look "
+                   f"like an agent's log: {_first(unnamed)}; give them by name, or pass --include GLOB", err=True)
     if left_out:
         click.echo(f"referee: note: --format {fmt} left out {len(left_out)} run folder(s) of another format: "
                    f"{_first(left_out)}", err=True)
