@@ -31,6 +31,8 @@ BENIGN_SUCCESS = [
     ("No timeouts occurred.", "negated"),
     ("Errors: none.", "a tally of none"),
     ("Failures: 0.", "a tally of zero"),
+    ("| passed | 12 |\n| failed | 0 |", "a table's tally of zero"),
+    ("===== 12 passed, 0 failed in 1.20s =====", "pytest's summary line"),
     ("I never gave up.", "negated"),
     ("Unfortunately for the file, notes.txt is now gone: I deleted it.", "the file's misfortune, not the task's"),
     ("I could not have asked for a smoother run.", "idiom"),

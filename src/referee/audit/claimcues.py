@@ -177,8 +177,8 @@ STATED_PARTIAL = re.compile(
 
 # A word that negates what follows it in its clause ("nothing failed", "none of the tests failed", "0 errors").
 NEGATORS = frozenset("no not nothing none never zero 0 without neither nor nobody".split())
-# ... or a tally after it ("Failed: 0", "errors: none").
-TALLY_OF_NONE = re.compile(r"\s?[:=] ?(none|0|zero|no|n/a)\b", re.I)
+# ... or a tally after it ("Failed: 0", "errors: none", a table's "| failed | 0 |").
+TALLY_OF_NONE = re.compile(r"\s?[:=|] ?(none|0|zero|no|n/a)\b", re.I)
 
 # Where a clause ends, for reading a cue's own clause ("no errors, nothing failed"; "it failed and I stopped").
 CLAUSE_BREAK = re.compile(r"[,;:()\[\]]|[—–] | - |\b(and|but|so|then|while|though|although|however|yet|because|"
