@@ -74,3 +74,17 @@ def test_a_folder_walk_finds_the_dot_named_history_and_the_audit_flags_the_overc
     # the last prompt's answer claims every test passes, right after /test failed
     assert recs["calc@2026-05-03T09:12:40#3"]["disposition"] == "flag"
     assert recs["calc@2026-05-03T09:12:40#2"]["disposition"] == "flag"  # its test runs failed
+
+
+FENCED = REPO.parent / "fenced" / ".aider.chat.history.md"  # the diff-fenced format, `/code` echoed
+
+
+def test_the_diff_fenced_format_and_the_echo_of_code_are_read_as_one_prompt_with_its_edit():
+    [item] = list(read_traces(FENCED))
+    t = item.trace
+    assert t.task == "add a dark mode toggle to App.js"
+    acts = [s for s in t.steps if s.action]  # `/commit` itself stays as what the user said (no action)
+    assert [(s.action.name, s.action.args.get("path") or s.action.args.get("command")) for s in acts] == [
+        ("edit_file", "src/App.js"), ("shell", "git commit -m 'aider: add dark mode toggle'")]
+    assert t.steps[0].observation.text == "Applied edit to src/App.js"
+    assert t.report == "Here is the change:\n\nThe toggle is in place."

@@ -185,10 +185,13 @@ class _Session:
             return
         if m := _QUESTION.match(cmd):
             cmd = m[1]
+        elif self.messages and self.messages[-1].get("_echo") == cmd:
+            return  # aider writes the text of `/code X` again as a line of its own: one prompt, not two
         elif _NOT_PROMPT.match(cmd) or cmd == "<blank>":
             self.messages.append({"role": "user", "content": cmd, "_prompt": False, "_line": line})
             return
-        self.messages.append({"role": "user", "content": cmd, "_line": line})
+        self.messages.append({"role": "user", "content": cmd, "_line": line,
+                              **({"_echo": cmd} if _QUESTION.match(text.strip()) else {})})
 
 
 def _test_cmd(line: str) -> str | None:
@@ -250,11 +253,11 @@ def read_aider(path: Path, options: ReadOptions | None = None) -> Iterator[Trace
         if in_tool and line.strip():  # a tool message of several lines: only its first is quoted
             continue
         in_tool = False
-        if prompt and not line.strip() and not answer:
-            continue
-        if prompt:
+        if prompt:  # the first line after a prompt (a blank one ends it: aider writes none inside a prompt)
             s.user("\n".join(prompt), prompt_line)
             prompt = []
+            if not line.strip():
+                continue
         answer.append(line)
     flush()
     if not sessions:
