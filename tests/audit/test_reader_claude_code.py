@@ -173,3 +173,32 @@ def test_stop_hook_feedback_continues_the_same_prompt(tmp_path):
     # one run: the feedback opened none; it answers the first report, so the view leaves it out as any reaction
     assert item.run_id == "s3#1" and t.task == "Add a port setting to config.ts"
     assert t.report == "Fixed the type error; the typecheck passes."
+
+
+def test_a_compaction_agent_file_is_said_to_be_one_not_audited(tmp_path):
+    base = {"sessionId": "4d56", "cwd": "/r", "version": "2.1.39", "isSidechain": True, "parentUuid": None,
+            "agentId": "acompact-e1f845"}
+    events = [{**base, "type": "user", "message": {"role": "user", "content": "Your task is to create a detailed "
+                                                                              "summary of the conversation so far"}},
+              {**base, "type": "assistant", "message": {"id": "m", "role": "assistant", "content": [
+                  {"type": "text", "text": "<summary>All tasks are done and the tests pass.</summary>"}]}}]
+    (item,) = read_traces(_write(tmp_path, events, "agent-acompact-e1f845.jsonl"))
+    assert item.trace is None and "compaction of session 4d56" in str(item.error)
+    assert "agent-acompact-e1f845.jsonl" in str(item.error)
+
+
+def test_hook_progress_lines_do_not_split_a_streamed_message(tmp_path):
+    base = {"sessionId": "s5", "cwd": "/r", "version": "2.1.39", "isSidechain": False, "parentUuid": None}
+    events = [{**base, "type": "user", "message": {"role": "user", "content": "List the open issues"}},
+              {**base, "type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [
+                  {"type": "text", "text": "Checking the tracker."}]}},
+              {**base, "type": "progress", "data": {"type": "hook_progress", "hookEvent": "PreToolUse"}},
+              {**base, "type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [
+                  {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "bd list --status=open"}}]}},
+              {**base, "type": "user", "message": {"role": "user", "content": [
+                  {"type": "tool_result", "tool_use_id": "t1", "content": "spotter-dov.1 open"}]}},
+              {**base, "type": "assistant", "message": {"id": "m2", "role": "assistant", "content": [
+                  {"type": "text", "text": "One issue is open: spotter-dov.1."}]}}]
+    (item,) = read_traces(_write(tmp_path, events))
+    (step,) = item.trace.steps
+    assert step.action.name == "Bash" and step.narration == "Checking the tracker."

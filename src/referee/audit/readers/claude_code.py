@@ -12,7 +12,9 @@ account of the work so far: dropped, never evidence. Sidechain lines (`isSidecha
 subagent's work) in a session that has a main thread are part of the prompt that started them:
 their tool calls and results are steps; their prompt and words are left out (the subagent's
 report reaches the main thread as the Task result). A file that holds only sidechain lines
-(a subagent's own `agent-*.jsonl`) is read as that subagent's session. `thinking` is never read.
+(a subagent's own `agent-*.jsonl`) is read as that subagent's session, but for the compaction agent's
+(`agent-acompact-*`: the model summarising the session, no task of the user's), which is an error
+saying so. `thinking` is never read.
 
 The exported role/content form (one `{"role", "content"}` message a line, or a JSON list of them,
 with Claude Code's tools) is read the same way, a run per prompt.
@@ -97,8 +99,7 @@ def _convert(events: list[tuple[int | None, dict]]) -> list[dict]:
         kind = e.get("type")
         msg = e.get("message")
         if kind not in ("user", "assistant") or not isinstance(msg, dict):
-            last_id = None
-            continue
+            continue  # hook progress, system notes: an assistant message streamed around them is still one turn
         side = bool(e.get("isSidechain")) and main
         blocks = _blocks(msg.get("content"))
         if kind == "assistant":
@@ -181,6 +182,15 @@ def read_claude_code(path: Path, options: ReadOptions = ReadOptions()) -> Iterat
         for k in ("cwd", "gitBranch", "version"):
             if k in e and k not in meta:
                 meta[k] = e[k]
+    turns = [e for _, e in events if e.get("type") in ("user", "assistant")]
+    if turns and all(str(e.get("agentId", "")).startswith("acompact") for e in turns):
+        err = record_error(f"claude-code: {Path(file).name} is Claude Code's compaction of session {sid or '?'}: the "
+                           "agent summarising its own work, no task of the user's to audit", file=file,
+                           line=events[0][0], run_id=session)
+        err.fix = "audit the session it summarises (<session-id>.jsonl); leave this file out with --include, or pass " \
+                  "--on-error skip"
+        yield TraceItem(file=file, line=events[0][0], run_id=session, error=err)
+        return
     try:
         messages = _convert(events)
     except SHAPE_ERRORS as exc:
