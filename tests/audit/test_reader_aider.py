@@ -85,6 +85,7 @@ def test_the_diff_fenced_format_and_the_echo_of_code_are_read_as_one_prompt_with
     assert t.task == "add a dark mode toggle to App.js"
     acts = [s for s in t.steps if s.action]  # `/commit` itself stays as what the user said (no action)
     assert [(s.action.name, s.action.args.get("path") or s.action.args.get("command")) for s in acts] == [
-        ("edit_file", "src/App.js"), ("shell", "git commit -m 'aider: add dark mode toggle'")]
-    assert t.steps[0].observation.text == "Applied edit to src/App.js"
+        ("edit_file", "src/App.js"), ("edit_file", "src/App.js"),
+        ("shell", "git commit -m 'aider: add dark mode toggle'")]
+    assert [s.observation.text for s in acts[:2]] == ["Applied edit to src/App.js"] * 2  # both blocks applied
     assert t.report == "Here is the change:\n\nThe toggle is in place."

@@ -98,7 +98,7 @@ class _Session:
         self.started, self.line, self.outputs = started, line, outputs
         self.test_cmd = test_cmd
         self.messages: list[dict] = []
-        self.pending: dict[str, str] = {}  # edited path -> the call id waiting for "Applied edit to"
+        self.pending: dict[str, list[str]] = {}  # edited path -> the call ids waiting for "Applied edit to"
         self.asked: str | None = None  # the command aider asked to run
         self.last_shell: str | None = None  # the call id of a /test waiting for "Added N lines"
         self.n = 0
@@ -138,7 +138,7 @@ class _Session:
         calls = []
         for b in blocks:
             cid, path = self._id(), b["path"].strip()
-            self.pending[path] = cid
+            self.pending.setdefault(path, []).append(cid)
             calls.append({"id": cid, "function": {"name": "edit_file", "arguments": {
                 "path": path, "search": b["search"], "replace": b["replace"]}}})
         self.messages.append({"role": "assistant", "content": prose or None, "tool_calls": calls})
@@ -146,11 +146,10 @@ class _Session:
     def tool_line(self, text: str) -> None:
         """One line aider printed: what it says of the steps before it."""
         if m := _APPLIED.match(text):
-            cid = self.pending.pop(m[1].strip(), None)
-            if cid is not None:
+            for cid in self.pending.pop(m[1].strip(), []):  # aider applies a file's blocks together
                 self.result(cid, text)
         elif "SEARCH/REPLACE block" in text and "failed to match" in text:
-            for cid in self.pending.values():
+            for cid in (c for cids in self.pending.values() for c in cids):
                 self.result(cid, text, error=True)
             self.pending.clear()
         elif m := _COMMIT.match(text):
