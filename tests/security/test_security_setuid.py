@@ -121,6 +121,7 @@ def test_file_capabilities_and_setid_bits_are_taken_off_through_handles(tmp_path
     tree = tmp_path / "tree"
     (tree / "d").mkdir(parents=True)
     shutil.copyfile("/bin/cat", tree / "d" / "capped")
+    (tree / "d" / "capped").chmod(0o755)  # a capability counts on a program: strip_tree looks at those
     subprocess.run(["setcap", "cap_net_raw+ep", str(tree / "d" / "capped")], check=True)
     shutil.copyfile("/bin/cat", tree / "sgid")
     (tree / "sgid").chmod(0o2755)

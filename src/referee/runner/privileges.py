@@ -29,9 +29,11 @@ def _handle(fd: int, name: str) -> int:
     return os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
 
 
-def _has_caps(ref: str) -> bool:
+def _has_caps(ref: str, *, handle: bool = True) -> bool:
+    """Whether `ref` has a file capability: a /proc/self/fd link of a handle (followed: to the file it holds), or
+    `/proc/self/fd/<folder>/<name>` (`handle` False: the name itself, a link not followed)."""
     try:
-        os.getxattr(ref, CAPS)
+        os.getxattr(ref, CAPS, follow_symlinks=handle)
         return True
     except OSError as exc:
         if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOENT):
@@ -69,11 +71,21 @@ def strip_file(fd: int, name: str, *, owner: int | None = None) -> list[str]:
 def strip_tree(root: Path, label: str, *, owner: int | None = None,
                skip: frozenset[tuple[int, int]] = frozenset()) -> list[str]:
     """`strip_file` on every regular file below `root` (any depth, no link followed, `skip` folders not entered);
-    one line per file stripped, named `label/relative path`."""
+    one line per file stripped, named `label/relative path`. A file is looked at by `fstatat` on its folder's
+    handle, and opened only when it has a bit to take, or is executable and has an extended attribute there:
+    the workspace is walked after every step."""
     out: list[str] = []
     for fd, folder, _dirs, others in walk_handles(root, max_depth=None, skip=skip):
         for name in others:
             try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode) or (owner is not None and st.st_uid != owner):
+                    continue
+                # a capability counts only on a program (and no agent can set one: it holds no CAP_SETFCAP); a
+                # file made executable later is looked at again then
+                if not st.st_mode & SETID and not (st.st_mode & 0o111 and _has_caps(f"/proc/self/fd/{fd}/{name}",
+                                                                                      handle=False)):
+                    continue
                 taken = strip_file(fd, name, owner=owner)
             except OSError as exc:
                 taken = [f"not stripped ({exc.strerror or exc})"]
