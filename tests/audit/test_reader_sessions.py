@@ -96,3 +96,14 @@ def test_a_prompt_with_an_answer_only_is_a_run_without_steps():
             {"role": "assistant", "content": "A list of tokens."}]
     (item,) = session_items(msgs, session_id="q", file="f", what="t")
     assert item.trace.steps == [] and item.trace.report == "A list of tokens."
+
+
+@pytest.mark.parametrize("name", ["referee.audit.readers.sessions", "referee.audit.readers.claude_code",
+                                  "referee.audit.readers.codex_cli", "referee.audit.readers.gemini_cli",
+                                  "referee.audit.extract.acting"])
+def test_the_session_readers_docstring_examples_hold(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
