@@ -55,6 +55,8 @@ def _kind(v: object) -> str | None:
     t = v.get("type")
     if t in ("session_meta", "response_item", "event_msg", "turn_context") and "payload" in v:
         return "codex"
+    if t in ("system", "assistant", "user", "result") and "session_id" in v:
+        return "sdk"  # a stream (newer ones add a uuid), not a transcript (sessionId)
     if t in ("user", "assistant", "summary", "system") and ("sessionId" in v or "uuid" in v or "leafUuid" in v):
         return "claude"
     if ("parts" in v and v.get("role") in ("user", "model")) or (t in ("init", "message", "tool_use", "tool_result")

@@ -70,15 +70,15 @@ def is_managed_event(v: Any) -> bool:
 
 def is_sdk_message(v: Any) -> bool:
     """A Claude Agent SDK message as its stream writes it: `type` system/assistant/user/result with a snake-case
-    `session_id` (Claude Code's own transcripts say `sessionId` and carry `uuid`: not this reader's).
+    `session_id` (newer streams add a `uuid`); Claude Code's own transcripts say `sessionId`: not this reader's.
 
-    >>> is_sdk_message({"type": "system", "subtype": "init", "session_id": "s"})
+    >>> is_sdk_message({"type": "system", "subtype": "init", "session_id": "s", "uuid": "u"})
     True
     >>> is_sdk_message({"type": "user", "sessionId": "s", "uuid": "u", "message": {}})
     False
     """
     return (isinstance(v, dict) and v.get("type") in _SDK_TYPES and "session_id" in v
-            and "uuid" not in v and "sessionId" not in v)
+            and not any(k in v for k in ("sessionId", "parentUuid", "leafUuid")))
 
 
 def sniff_agent_sdk(v: Any) -> bool:
