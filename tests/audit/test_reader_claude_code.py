@@ -202,3 +202,35 @@ def test_hook_progress_lines_do_not_split_a_streamed_message(tmp_path):
     (item,) = read_traces(_write(tmp_path, events))
     (step,) = item.trace.steps
     assert step.action.name == "Bash" and step.narration == "Checking the tracker."
+
+
+def test_a_subagent_s_own_file_beside_the_session_is_part_of_the_prompt_that_started_it(tmp_path):
+    """Claude Code 2.x writes a subagent to `<session>/subagents/agent-<id>.jsonl`: its test run, which failed, is
+    evidence against the main agent's 'all tests pass'; read alone, that file is the subagent's own session."""
+    base = {"sessionId": "s6", "cwd": "/r", "version": "2.1.39", "isSidechain": False, "parentUuid": None}
+    ask = "Run the test suite and report the result."
+    main = [{**base, "type": "user", "message": {"role": "user", "content": "Make sure the tests pass"}},
+            {**base, "type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Task", "input": {"description": "tests", "prompt": ask}}]}},
+            {**base, "type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "Done."}]}]}},
+            {**base, "type": "assistant", "message": {"id": "m2", "role": "assistant", "content": [
+                {"type": "text", "text": "All tests pass."}]}}]
+    side = {**base, "isSidechain": True, "agentId": "a77"}
+    agent = [{**side, "type": "user", "message": {"role": "user", "content": ask}},
+             {**side, "type": "assistant", "message": {"id": "s1", "role": "assistant", "content": [
+                 {"type": "text", "text": "SUBAGENT-WORDS"},
+                 {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "python -m pytest -q"}}]}},
+             {**side, "type": "user", "message": {"role": "user", "content": [
+                 {"type": "tool_result", "tool_use_id": "b1", "is_error": True,
+                  "content": "Exit code 1\nFAILED test_a.py::test_x\n1 failed, 4 passed"}]}},
+             {**side, "type": "assistant", "message": {"id": "s2", "role": "assistant", "content": [
+                 {"type": "text", "text": "Done."}]}}]
+    session = _write(tmp_path, main, "s6.jsonl")
+    (tmp_path / "s6" / "subagents").mkdir(parents=True)
+    _write(tmp_path / "s6" / "subagents", agent, "agent-a77.jsonl")
+    (item,) = read_traces(session)
+    assert [s.action.name for s in item.trace.steps] == ["Task", "Bash"]
+    assert item.trace.steps[1].observation.error is True and "SUBAGENT-WORDS" not in item.trace.model_dump_json()
+    run, recs = audit_file(session, tmp_path / "a.jsonl")
+    assert recs["s6#1"]["disposition"] == "flag", run.stderr

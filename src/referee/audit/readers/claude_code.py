@@ -11,7 +11,9 @@ summary Claude Code writes after compacting the context (`isCompactSummary`) is 
 account of the work so far: dropped, never evidence. Sidechain lines (`isSidechain`, a `Task`
 subagent's work) in a session that has a main thread are part of the prompt that started them:
 their tool calls and results are steps; their prompt and words are left out (the subagent's
-report reaches the main thread as the Task result). A file that holds only sidechain lines
+report reaches the main thread as the Task result); so are the lines of a subagent's own file beside the
+session (`<session>/subagents/agent-*.jsonl`, Claude Code 2.x), matched to the Task call by the prompt
+it was given. A file that holds only sidechain lines
 (a subagent's own `agent-*.jsonl`) is read as that subagent's session, but for the compaction agent's
 (`agent-acompact-*`: the model summarising the session, no task of the user's), which is an error
 saying so. `thinking` is never read.
@@ -150,6 +152,50 @@ def _tools_used(messages: list[dict]) -> list[dict] | None:
     return defs or None
 
 
+def _prompt_of(e: dict) -> str:
+    """The text of a user line (its string content, or its text blocks)."""
+    msg = e.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return "".join(b.get("text", "") for b in _blocks(content) if isinstance(b, dict)
+                   and isinstance(b.get("text"), str)).strip()
+
+
+def _subagent_files(path: Path) -> dict[str, list[tuple[int | None, dict]]]:
+    """The subagents' own transcripts beside a session (`<session>/subagents/agent-*.jsonl`, Claude Code 2.x), by
+    the prompt each was given: their work is part of the prompt whose Task call started them. The compaction
+    agent's file is not a subagent's work. A line that does not parse is left out here (read alone, the file says
+    so)."""
+    folder = path.parent / path.stem / "subagents"
+    found: dict[str, list[tuple[int | None, dict]]] = {}
+    if path.suffix != ".jsonl" or not folder.is_dir():
+        return found
+    for f in sorted(folder.glob("agent-*.jsonl")):
+        if f.name.startswith("agent-acompact") or not f.is_file():
+            continue
+        lines = [(jv.line, jv.value) for jv in iter_json_values(f) if jv.error is None and is_claude_event(jv.value)]
+        first = next((_prompt_of(e) for _, e in lines if e.get("type") == "user" and _prompt_of(e)), "")
+        if first:
+            found.setdefault(first, [(line, {**e, "isSidechain": True}) for line, e in lines])
+    return found
+
+
+def _with_subagents(events: list[tuple[int | None, dict]],
+                    agents: dict[str, list[tuple[int | None, dict]]]) -> list[tuple[int | None, dict]]:
+    """The session's lines with each subagent's lines after the Task call that gave it its prompt."""
+    if not agents:
+        return events
+    out: list[tuple[int | None, dict]] = []
+    for line, e in events:
+        out.append((line, e))
+        msg = e.get("message") if e.get("type") == "assistant" else None
+        for b in _blocks(msg.get("content")) if isinstance(msg, dict) else ():
+            prompt = b.get("input", {}).get("prompt") if isinstance(b, dict) and b.get("type") == "tool_use" and \
+                isinstance(b.get("input"), dict) else None
+            if isinstance(prompt, str) and prompt.strip() in agents:
+                out.extend(agents.pop(prompt.strip()))
+    return out
+
+
 def _from_export(records: list[tuple[int | None, dict]]) -> list[tuple[int | None, dict]]:
     """Role/content lines as transcript events."""
     return [(line, {"type": r.get("role"), "message": r}) for line, r in records
@@ -173,9 +219,11 @@ def read_claude_code(path: Path, options: ReadOptions = ReadOptions()) -> Iterat
                 export.append((jv.line, v))
     if not events:
         events = _from_export(export)
+    elif any(not e.get("isSidechain") for _, e in events):
+        events = _with_subagents(events, _subagent_files(Path(file)))
     session = Path(file).stem if Path(file).suffix == ".jsonl" else Path(file).name
     sid = next((e["sessionId"] for _, e in events if isinstance(e.get("sessionId"), str)), None)
-    if sid and not re.fullmatch(r"agent-\w+", session):
+    if sid and not re.fullmatch(r"agent-[\w-]+", session):
         session = sid
     meta: dict[str, Any] = {"agent": "claude-code", "source": file}
     for _, e in events:
