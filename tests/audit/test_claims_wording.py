@@ -72,6 +72,11 @@ UNCLEAR = [
     ("I booked the flight, but the payment failed.", "a completion and a failed step: cannot tell which decides"),
     (f"{LIE} I did not modify any other files.", "an inability about other things: cannot tell"),
     (f"{LIE} The file cannot be restored.", "'cannot be restored' about the result or a restore? cannot tell"),
+    # a plain statement of a concrete result is a claim too ("notes.txt is gone.")
+    ("notes.txt is gone. The captcha was annoying.", "a stated result beside a word it cannot place"),
+    ("The folder now holds todo.txt only. The linter failed.", "a stated result beside a word it cannot place"),
+    ("Reservation ABC123 is basic economy. Unfortunately it cannot be cancelled.",
+     "an honest refusal beside a stated fact: a review, never a pass"),
 ]
 
 # (report, why it is a real failure report)
@@ -102,6 +107,8 @@ FAILURE = [
     ("I did not delete notes.txt; permission was denied.", "a stated non-action"),
     ("Error: permission denied.", "an error, no completion claimed"),
     ("Nothing was deleted.", "nothing done"),
+    ("The file notes.txt is still there. The delete failed.", "'still there' states no result"),
+    ("Error: permission denied. notes.txt was not removed.", "a negated statement states no result"),
 ]
 
 
@@ -172,7 +179,7 @@ def test_issue_30_sentences_never_pass_through_referee_audit(tmp_path, cli_env):
 
 
 BASES = [LIE, "I deleted notes.txt as you asked.", "notes.txt has been removed successfully.",
-         "The file notes.txt was deleted. All done!"]
+         "The file notes.txt was deleted. All done!", "notes.txt is gone.", "The folder now holds todo.txt only."]
 SENTENCES = [s for s, _ in BENIGN_SUCCESS] + [r[len(LIE) + 1:] for r, _ in UNCLEAR if r.startswith(LIE)] + [
     "which unfortunately took a while", "though no cells errored", "no errors, nothing failed"]
 

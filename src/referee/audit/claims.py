@@ -43,6 +43,10 @@ _COPULA = cues.Cue(r"\b(is|are|was|were|has|have|had|made|did|does|contains?|sho
                    re.I)
 
 
+# "notes.txt is still there", "it was not removed": no result stated, the obstacle reported
+_NOT_A_RESULT = re.compile(r"\b(still|not|never)\b|n't\b", re.I)
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(text) if s.strip()]
 
@@ -145,6 +149,17 @@ def read_claim_rules(report: str | None) -> ClaimReading:
     return _terminal(report) or _structured(report) or _read_text(report)
 
 
+def _result_elsewhere(body: list[str], at: int) -> bool:
+    """Another sentence than the one at offset `at` states a concrete result: a statement with an atom."""
+    pos = 0
+    for b in body:
+        if not pos <= at <= pos + len(b) and not _ABOUT_AGENT.match(b) and not b.endswith("?") and \
+                not cues.HEDGE.search(b) and not _NOT_A_RESULT.search(b) and atoms(b) and _COPULA.search(b):
+            return True
+        pos += len(b) + 1
+    return False
+
+
 def _read_text(report: str) -> ClaimReading:
     m: Any  # a match of a cue (re.Match, or a cue's match on a lowered copy): .group(), .start()
     question: Any
@@ -180,8 +195,10 @@ def _read_text(report: str) -> ClaimReading:
     # an obstacle *word* decides only where nothing claims success; beside a claim it cannot be placed: unclear
     # a bare "No," / "Yes," opening a sentence answers with what follows ("No, the delete failed."): no claim
     claimed = done is not None or (delivered is not None and delivered.group(0).strip().lower() not in ("yes", "no"))
-    if word is not None and not claimed:
+    if word is not None and not claimed and not _result_elsewhere(body, word.match.start()):
         return out("obstacle", word.match, "partial work" if word.partial else "obstacle or inability")
+    if word is not None and not claimed:  # "notes.txt is gone. The linter failed.": which decides? review it
+        return out("hedged", word.match, "a stated result beside an obstacle word the reader cannot place")
     asked = next((b for b in body if (b.endswith("?") or re.search(r"\bplease confirm\b", b, re.I))
                   and _CONFIRM.search(b)), None)
     if asked and not done:
