@@ -9,6 +9,7 @@ from referee.grader.evidence import RunEvidence
 from referee.grader.outcome import agent_outcome, duration, not_run, with_attempts
 from referee.grader.results import RunResults, StepResult, ValidatorResult, Verdict, summarize
 from referee.grader.verify import OpenedRun, open_run
+from referee.plan.captures import AGENT_PAGE_NOTE, agent_page_captures
 from referee.plan.loader import LoadedPlan, TypedValidator
 from referee.rundir import Claim, Manifest
 from referee.validators import Outcome, checker
@@ -44,6 +45,12 @@ def grade_validator(tv: TypedValidator, ev: RunEvidence, step_id: str) -> Valida
                            evidence=tv.spec.evidence_refs(tv.params, tv.index))
 
 
+def _agent_pages(results: list[ValidatorResult], names: frozenset[str]) -> list[ValidatorResult]:
+    """A validator that read a capture of the agent's own page (`source: agent_page`) says so in its reason."""
+    return [r.model_copy(update={"reason": f"{r.reason} [{', '.join(hit)}: {AGENT_PAGE_NOTE}]"})
+            if (hit := [e for e in r.evidence if e in names]) else r for r in results]
+
+
 def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEvidence, claim: Claim | None) -> StepResult:
     vals = plan.validators.get(step_id, ())
     rec = manifest.steps.get(step_id)
@@ -64,11 +71,14 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
         res = StepResult(id=step_id, verdict="ERROR",
                          reason=f"the agent could not be started, so nobody performed the step: {why}")
     else:
-        results = [grade_validator(tv, ev, step_id) for tv in vals]
+        results = _agent_pages([grade_validator(tv, ev, step_id) for tv in vals],
+                               agent_page_captures(plan.captures.get(step_id, ())))
         statuses = {r.status for r in results}
         verdict: Verdict = "FAIL" if "FAIL" in statuses else "ERROR" if "ERROR" in statuses else "PASS"
         bad = [r for r in results if r.status != "PASS"]
         reason = "; ".join(f"{r.name}: {r.reason}" for r in bad) if bad else "every validator holds"
+        if not bad and any(AGENT_PAGE_NOTE in r.reason for r in results):
+            reason += f", one or more on {AGENT_PAGE_NOTE}"
         res = StepResult(id=step_id, verdict=verdict, reason=reason, validators=results)
     if rec is not None:
         res = with_attempts(res, rec)

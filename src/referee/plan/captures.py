@@ -171,8 +171,50 @@ class FileParams(CaptureParams):
         return super().files() + [(f"{self.name}.data", "copy folder")]
 
 
-@spec("screenshot", "a PNG screenshot of the runner's own browser page (viewport, full page, or one element)")
-class ScreenshotParams(CaptureParams):
+PageSource = Literal["runner", "agent_page"]
+
+
+class PageParams(CaptureParams):
+    """What every capture of a browser page takes: which page it reads (docs/security-evidence.md).
+
+    `source: runner` (the default): a page the agent cannot have painted. While an agent drives the browser
+    (over CDP it controls every tab of it), the runner loads `url` (default: the URL the agent's page is at, which
+    must be on app.url's origin) in a Chromium of its own, with the session's cookies; with no agent, the
+    runner's page as its script left it. `source: agent_page`: the agent's page as it is (the report says so).
+
+    >>> DomParams(kind="dom", name="d", source="agent_page", url="/x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for DomParams
+      Value error, `url:` names a page the runner loads itself; `source: agent_page` reads the agent's page ...
+    """
+
+    source: PageSource = "runner"
+    url: str | None = None  # the page to load (joined to app.url); default: where the browser's page is
+
+    @model_validator(mode="after")
+    def _url_is_loaded(self):
+        if self.url is not None and self.source == "agent_page":
+            raise ValueError("`url:` names a page the runner loads itself; `source: agent_page` reads the agent's "
+                             "page as it is: give one of them")
+        return self
+
+
+AGENT_PAGE_NOTE = "the agent's own page (source: agent_page), which the agent could have painted"
+
+
+def agent_page_captures(caps) -> frozenset[str]:
+    """The names of the captures (TypedCaptures or CaptureParams) that read the agent's own page.
+
+    >>> agent_page_captures([DomParams(kind="dom", name="a", source="agent_page"), DomParams(kind="dom", name="b")])
+    frozenset({'a'})
+    """
+    return frozenset(p.name for p in (getattr(c, "params", c) for c in caps)
+                     if getattr(p, "source", None) == "agent_page")
+
+
+@spec("screenshot", "a PNG screenshot of a browser page the runner loads (viewport, full page, or one element)")
+class ScreenshotParams(PageParams):
     full_page: bool = False
     selector: str | None = None
     timeout_s: Seconds = 30.0  # a page still loading past this is a failed capture
@@ -182,7 +224,7 @@ class ScreenshotParams(CaptureParams):
 
 
 @spec("aria", "the page's accessibility snapshot (roles, names, states) as YAML or JSON")
-class AriaParams(CaptureParams):
+class AriaParams(PageParams):
     selector: str = "body"
     format: Literal["yaml", "json"] = "yaml"
     timeout_s: Seconds = 30.0  # a page still loading past this is a failed capture
@@ -192,7 +234,7 @@ class AriaParams(CaptureParams):
 
 
 @spec("dom", "the page's HTML as the browser has it now (after scripts ran), or one element's outer HTML")
-class DomParams(CaptureParams):
+class DomParams(PageParams):
     selector: str | None = None
     timeout_s: Seconds = 30.0  # a page still loading past this is a failed capture
 
@@ -201,4 +243,5 @@ class DomParams(CaptureParams):
 
 
 __all__ = ["CaptureParams", "CaptureSpec", "capture_specs", "BUILTIN_SPECS", "spec", "HttpParams", "CommandParams",
-           "SqlParams", "DdbParams", "FileParams", "ScreenshotParams", "AriaParams", "DomParams"]
+           "SqlParams", "DdbParams", "FileParams", "PageParams", "PageSource", "AGENT_PAGE_NOTE", "agent_page_captures",
+           "ScreenshotParams", "AriaParams", "DomParams"]

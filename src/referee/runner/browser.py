@@ -1,4 +1,5 @@
-"""The runner's own browser: system Chromium via Playwright, headless, loopback-only, with a CDP endpoint for agents."""
+"""The runner's own browser: system Chromium via Playwright, headless, loopback-only, with a CDP endpoint for agents,
+and a second Chromium (no endpoint, its own account) in which the runner loads the pages its captures read."""
 
 from __future__ import annotations
 
@@ -6,16 +7,22 @@ import ipaddress
 import os
 import shutil
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from referee.errors import ActorError, require
-from referee.runner.browseruser import browser_launcher, remove_launcher
+from referee.runner.browseruser import CAPTURE_USER, browser_launcher, remove_launcher
 
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 800}
+# every context either browser makes: the same screen, locale and clock, and no service worker (one an agent
+# registered would answer the page's requests itself)
+CONTEXT = {"viewport": VIEWPORT, "device_scale_factor": 1, "locale": "en-US", "timezone_id": "UTC",
+           "service_workers": "block"}
 
 
 def chromium_path() -> str:
@@ -80,6 +87,15 @@ def _dead_end() -> socket.socket:
     return s
 
 
+def _chromium_args(proxy_port: int) -> list[str]:
+    """Chromium's command line for both browsers: quiet, and every request but loopback refused at the proxy."""
+    return ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-default-apps", "--no-first-run",
+            "--disable-domain-reliability", "--disable-breakpad", "--metrics-recording-only",
+            "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
+            f"--proxy-server=http://127.0.0.1:{proxy_port}"]
+
+
 @dataclass
 class BrowserSession:
     """One Chromium, one context, one page, owned by the runner for the whole plan.
@@ -99,6 +115,8 @@ class BrowserSession:
     _page: Any = None
     _dead: socket.socket | None = None
     _launcher: str | None = None  # what starts Chromium as referee-browser (a root runner), removed at close
+    _capture: Any = None  # the second Chromium, for captures: started on first use, once per session
+    _capture_launcher: str | None = None
 
     @classmethod
     def start(cls, *, headless: bool = True, cdp: bool = True) -> "BrowserSession":
@@ -108,12 +126,7 @@ class BrowserSession:
         exe = chromium_path()
         sess = cls(headless=headless, cdp_port=free_port() if cdp else 0)
         sess._dead = _dead_end()
-        proxy_port = sess._dead.getsockname()[1]
-        args = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--disable-default-apps", "--no-first-run",
-                "--disable-domain-reliability", "--disable-breakpad", "--metrics-recording-only",
-                "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
-                f"--proxy-server=http://127.0.0.1:{proxy_port}"]
+        args = _chromium_args(sess._dead.getsockname()[1])
         if cdp:
             args += [f"--remote-debugging-port={sess.cdp_port}", "--remote-debugging-address=127.0.0.1"]
         try:
@@ -129,8 +142,7 @@ class BrowserSession:
             sess._pw = sync_api.sync_playwright().start()
             sess._browser = sess._pw.chromium.launch(executable_path=sess._launcher or exe, headless=headless,
                                                      args=args)
-            sess._context = sess._browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US",
-                                                      timezone_id="UTC", service_workers="block")
+            sess._context = sess._browser.new_context(**CONTEXT)
             sess._page = sess._new_page()
         except ActorError:
             sess.close()
@@ -183,6 +195,55 @@ class BrowserSession:
     def cdp_url(self) -> str | None:
         return f"http://127.0.0.1:{self.cdp_port}" if self.cdp_port else None
 
+    def _capture_browser(self) -> Any:
+        """The second Chromium, started on first use: Playwright drives it over a pipe (no debugging port, so no
+        agent can reach it), and a root runner starts it as `referee-capture`, an account the agent's browser is
+        not (that one could otherwise write into this one's profile)."""
+        if self._capture is None:
+            if self._pw is None or self._dead is None:
+                raise ActorError("the browser session is closed")
+            exe = chromium_path()
+            try:
+                self._capture_launcher = browser_launcher(exe, CAPTURE_USER)
+            except OSError as exc:
+                raise ActorError(f"cannot start the capture Chromium as its own account: {exc}",
+                                 fix=f"let the runner create the system user {CAPTURE_USER} (useradd), or run it "
+                                     "as a user other than root") from None
+            self._capture = self._pw.chromium.launch(executable_path=self._capture_launcher or exe,
+                                                     headless=self.headless,
+                                                     args=_chromium_args(self._dead.getsockname()[1]))
+        return self._capture
+
+    def cookies(self) -> list[dict]:
+        """The cookies of the runner's context (the agent's session), read over the runner's own connection."""
+        return list(self._context.cookies()) if self._context is not None else []
+
+    @contextmanager
+    def fresh_page(self, url: str, timeout_s: float) -> Iterator[Any]:
+        """`url` loaded in a new context of the capture browser holding the runner's context's cookies (the
+        server's state, as this session sees it); the context is closed after. Playwright's errors propagate.
+        """
+        cookies = self.cookies()
+        context = self._capture_browser().new_context(**CONTEXT)
+        try:
+            try:
+                context.add_cookies(cookies)
+            except Exception:  # one cookie Playwright will not set (an odd shape) keeps none of the others out
+                for cookie in cookies:
+                    try:
+                        context.add_cookies([cookie])
+                    except Exception:
+                        pass
+            page = context.new_page()
+            page.on("requestfailed", self._on_failed)
+            page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+            yield page
+        finally:
+            try:
+                context.close()
+            except Exception:
+                pass
+
     def settle(self, timeout_s: float = 5.0) -> None:
         """Let the page finish loading before the runner looks at it; never raises."""
         try:
@@ -200,18 +261,20 @@ class BrowserSession:
             atomic_write_text(path, "\n".join(lines) + "\n")
 
     def close(self) -> None:
-        for obj, meth in ((self._context, "close"), (self._browser, "close"), (self._pw, "stop")):
+        for obj, meth in ((self._context, "close"), (self._browser, "close"), (self._capture, "close"),
+                          (self._pw, "stop")):
             if obj is not None:
                 try:
                     getattr(obj, meth)()
                 except Exception:
                     pass
-        self._context = self._browser = self._pw = self._page = None
+        self._context = self._browser = self._capture = self._pw = self._page = None
         if self._dead is not None:
             self._dead.close()
             self._dead = None
         remove_launcher(self._launcher)
-        self._launcher = None
+        remove_launcher(self._capture_launcher)
+        self._launcher = self._capture_launcher = None
 
     def __enter__(self) -> "BrowserSession":
         return self

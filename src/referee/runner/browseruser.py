@@ -19,6 +19,7 @@ from referee.runner.agentproc import LAUNCHER
 from referee.runner.isolation import ensure_agent_user, is_root
 
 BROWSER_USER = "referee-browser"
+CAPTURE_USER = "referee-capture"  # the runner's second Chromium, for captures: an account the agent's browser is not
 
 # Runs as root: hands Playwright's fresh profile folder (root's, 0700) to the browser's account, which must write
 # it, then execs the agents' launcher (agentproc.LAUNCHER), which drops to that account and runs Chromium.
@@ -44,18 +45,18 @@ except OSError as exc:
 '''
 
 
-def browser_launcher(chromium: str) -> str | None:
-    """The program Playwright should start instead of `chromium` (root: one that runs it as `referee-browser`),
+def browser_launcher(chromium: str, user: str = BROWSER_USER) -> str | None:
+    """The program Playwright should start instead of `chromium` (root: one that runs it as `user`),
     or None to start `chromium` itself (the runner is not root, so Chromium has the runner's rights anyway).
 
     OSError when the account cannot be made.
     """
     if not is_root():
         return None
-    uid, gid = ensure_agent_user(BROWSER_USER)
+    uid, gid = ensure_agent_user(user)
     folder = Path(tempfile.mkdtemp(prefix="referee-browser-"))
     script = folder / "chromium"
-    script.write_text(f"#!{sys.executable} -IS\n# referee: runs {chromium} as {BROWSER_USER}\n"
+    script.write_text(f"#!{sys.executable} -IS\n# referee: runs {chromium} as {user}\n"
                       f"import sys\nsys.argv[1:1] = [{str(uid)!r}, {str(gid)!r}, {chromium!r}, {LAUNCHER!r}]\n"
                       + _PREPARE)
     script.chmod(0o700)

@@ -253,7 +253,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 store.flush()
                 on_event("isolation", "", store.manifest.isolation.model_dump())
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets,
-                        "sandbox": actor.sandbox}
+                        "sandbox": actor.sandbox, "pages": getattr(actor, "pages", None)}
             schedule = StepSchedule(plan, store, options, on_event)
             for step in schedule:  # the steps --only/-k keep, each again for a retry
                 if plan.plan.app:

@@ -82,7 +82,8 @@ def _no_opinion(run: StepRun) -> None:
 class BrowserActor(ActorKind):
     """Opens the runner's Chromium for the plan; each step runs its `script:`, then the agent command if any.
 
-    The agent gets `REFEREE_CDP_URL` and drives the same page; the runner's captures read that page after it.
+    The agent gets `REFEREE_CDP_URL` and drives the same page; the runner's captures then read a page it loads
+    itself (`pages`, `referee.runner.pages`). With no agent, the browser has no CDP endpoint at all.
     """
 
     kind = "browser"
@@ -92,6 +93,7 @@ class BrowserActor(ActorKind):
         self.command: str | None = None
         self.run_dir: Path | None = None
         self.app_url: str | None = None
+        self.opened: set[tuple] = set()  # origins the plan's script went to: pages the runner may load for captures
 
     @classmethod
     def preflight(cls, spec) -> None:
@@ -112,7 +114,7 @@ class BrowserActor(ActorKind):
         self.command = spec.command
         self.app_url = app_url
         self.run_dir = Path(run_dir)
-        self.session = BrowserSession.start(headless=spec.headless, cdp=True)
+        self.session = BrowserSession.start(headless=spec.headless, cdp=bool(self.command))
         if self.command:
             from referee.runner.actors.command import sandbox_for
 
@@ -121,6 +123,15 @@ class BrowserActor(ActorKind):
     @property
     def page(self) -> Any:
         return self.session.page if self.session else None
+
+    @property
+    def pages(self) -> Any:
+        """What screen captures read (`referee.runner.pages.PageSource`)."""
+        if self.session is None:
+            return None
+        from referee.runner.pages import PageSource
+
+        return PageSource(self.session, self.app_url, agent_driven=bool(self.command), opened=self.opened)
 
     @property
     def cdp_url(self) -> str | None:
@@ -142,6 +153,11 @@ class BrowserActor(ActorKind):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"the step's timeout_s ({run.timeout_s:g}s) ran out")
+                if verb == "goto":
+                    from referee.runner.pages import origin
+
+                    if (where := origin(join(run.app_url, arg.url))) is not None:
+                        self.opened.add(where)
                 perform_action(self.page, verb, arg, run.app_url, cap_s=left)
                 done += 1
         except Exception as exc:

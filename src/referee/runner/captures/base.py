@@ -54,7 +54,8 @@ class CaptureContext:
     app_url: str | None = None
     cwd: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
-    page: Any = None  # the runner's Playwright page, when the actor is a browser
+    page: Any = None  # the runner's Playwright page, when the actor is a browser (an agent may drive it)
+    pages: Any = None  # which page screen captures read (`referee.runner.pages.PageSource`), browser actor only
     public: frozenset[str] = frozenset()  # the plan's `public_env`
     secrets: Secrets = field(default_factory=Secrets)  # shared by the run's captures
     sandbox: Any = None  # the run's isolation (`referee.runner.isolation.Sandbox`), which command captures run in

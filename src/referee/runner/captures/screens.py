@@ -1,4 +1,9 @@
-"""Screen captures the runner takes from its own browser page: screenshot (PNG), aria snapshot, DOM."""
+"""Screen captures the runner takes of a browser page: screenshot (PNG), aria snapshot, DOM.
+
+Which page (`ctx.pages`, `referee.runner.pages`): while an agent drives the browser, one the runner loads itself
+in a Chromium of its own; the agent's page only when the capture says `source: agent_page`. The DOM and aria
+YAML files say which in their first line.
+"""
 
 from __future__ import annotations
 
@@ -46,29 +51,48 @@ def _url(page) -> str:
 
 
 class PageCapture(CaptureKind):
-    """A capture from the runner's page: no page, or a page that fails, is a failed capture."""
+    """A capture of a browser page: no page, or a page that fails, is a failed capture."""
 
     what = "screen capture"
 
     def take(self, params, ctx):
-        page = ctx.page
-        if page is None:
-            raise CaptureFailed(NO_PAGE)
+        pages = getattr(ctx, "pages", None)
+        if pages is None:  # an actor without a page source (a plugin's): its page, as it is
+            if ctx.page is None:
+                raise CaptureFailed(NO_PAGE)
+            return self._read(ctx.page, params, ctx, None)
+        url = getattr(params, "url", None)
+        with pages.open(getattr(params, "source", "runner"), ctx.join_url(url) if url else None,
+                        params.timeout_s) as (page, note):
+            return self._read(page, params, ctx, note)
+
+    def _read(self, page, params, ctx, note: str | None) -> list[Path]:
         _wait_loaded(page, params.timeout_s, self.what)
         try:
-            return self.take_from(page, params, ctx)
+            return self.take_from(page, params, ctx, note)
         except Exception as exc:
             raise CaptureFailed(f"{self.what} failed: {_first_line(exc)}") from None
 
-    def take_from(self, page, params, ctx) -> list[Path]:
+    def take_from(self, page, params, ctx, note: str | None = None) -> list[Path]:
+        """Write the capture of `page`; `note` says which page it is (for the file's first line), if known."""
         raise NotImplementedError
+
+
+def _header(page, note: str | None) -> str:
+    """What the first line of a DOM or aria file says: the page's URL and which page it was.
+
+    >>> class P: url = "http://127.0.0.1:5/"
+    >>> _header(P(), "the runner's page")
+    "url: http://127.0.0.1:5/ · page: the runner's page"
+    """
+    return f"url: {_url(page)}" + (f" · page: {note}" if note else "")
 
 
 @register("screenshot")
 class ScreenshotCapture(PageCapture):
     what = "screenshot"
 
-    def take_from(self, page, params, ctx):
+    def take_from(self, page, params, ctx, note=None):
         ms = params.timeout_s * 1000
         if params.selector:
             data = page.locator(params.selector).first.screenshot(timeout=ms, animations="disabled")
@@ -84,9 +108,9 @@ class ScreenshotCapture(PageCapture):
 class AriaCapture(PageCapture):
     what = "aria snapshot"
 
-    def take_from(self, page, params, ctx):
+    def take_from(self, page, params, ctx, note=None):
         snap = page.locator(params.selector).first.aria_snapshot(timeout=params.timeout_s * 1000)
-        header = f"# url: {page.url}\n"
+        header = f"# {_header(page, note).replace(chr(10), ' ')}\n"
         if params.format == "yaml":
             path = ctx.out_dir / f"{params.name}.aria.yaml"
             atomic_write_text(path, header + snap + ("\n" if not snap.endswith("\n") else ""))
@@ -106,10 +130,10 @@ class AriaCapture(PageCapture):
 class DomCapture(PageCapture):
     what = "DOM capture"
 
-    def take_from(self, page, params, ctx):
+    def take_from(self, page, params, ctx, note=None):
         # page.content() takes no timeout and waits for a page still loading forever: a locator gives up
         html = page.locator(params.selector or ":root").first.evaluate(
             "e => e.outerHTML" if params.selector else _WHOLE_PAGE, timeout=params.timeout_s * 1000)
         path = ctx.out_dir / f"{params.name}.html"
-        atomic_write_text(path, f"<!-- url: {page.url} -->\n" + html)
+        atomic_write_text(path, f"<!-- {_header(page, note).replace('--', '- -')} -->\n" + html)
         return [path]
