@@ -37,6 +37,7 @@ AGENT = r"""#!/bin/sh
 id -u > "$REFEREE_AGENT_DIR/uid.txt"
 for d in "$REFEREE_AGENT_DIR" "$PWD" "$HOME"; do
   cp /bin/cat "$d/suid-cat" && chmod 4755 "$d/suid-cat"
+  echo "$?" >> "$REFEREE_AGENT_DIR/chmod.txt"
   cp /bin/cat "$d/sgid-cat" && chmod 2755 "$d/sgid-cat"
   mkdir -p "$d/deep/er" && cp /bin/cat "$d/deep/er/suid-cat" && chmod 4755 "$d/deep/er/suid-cat"
 done
@@ -76,22 +77,40 @@ def test_no_setuid_or_setgid_file_outlives_the_step(workspace, cli_env, mode):
     plan.write_text(json.dumps({"name": "setuid", "actor": {"kind": "command", "command": f"sh {script}",
                                                             "isolation": mode},
                                 "steps": [{"id": "s", "do": "x",
+                                           # a command the plan runs after the step runs as the agent: it too
+                                           "capture": [{"kind": "command", "name": "cap", "command":
+                                                        "cp /bin/cat cap-suid && chmod 4755 cap-suid; echo rc=$?"}],
                                            "validators": [{"kind": "file_exists", "path": "/etc/hostname"}]}]}))
     out = workspace.parent / "out"
+    if mode == "bwrap":  # a setuid program already in the workspace: the bwrap agent is its owner on disk
+        shutil.copyfile("/bin/cat", workspace / "left-there")
+        (workspace / "left-there").chmod(0o4755)
     proc = subprocess.run([sys.executable, "-m", "referee.cli.main", "run", str(plan), "--out", str(out)],
                           cwd=workspace, env=cli_env, capture_output=True, text=True, timeout=120)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    from referee.runner.privileges import setid_filter
+
     (run_dir,) = [p for p in out.glob("*/*") if not p.is_symlink() and (p / "manifest.json").exists()]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["isolation"]["mode"] == mode, manifest["isolation"]
     agent_dir = run_dir / "agent" / "s"
     assert (agent_dir / "suid-cat").exists() and (workspace / "suid-cat").exists(), "the agent did not run"
-    assert "rws" in (agent_dir / "ls.txt").read_text(), "the agent could not set the bit: the test proves nothing"
     assert (agent_dir / "uid.txt").read_text().strip() != "0", "the agent ran as uid 0"
     assert _setid_files(agent_dir) == [] and _setid_files(workspace) == []
     for p in (workspace / "sgid-cat", agent_dir / "suid-cat"):
         assert not _has_caps(p)
     removed = manifest["steps"]["s"]["privileges_removed"]
+    if mode == "bwrap":
+        assert "$PWD/left-there: setuid removed" in removed, removed
+    if mode == "bwrap" and setid_filter() is not None:
+        # root on disk: it may not make a setuid file even while the step runs (the seccomp filter)
+        assert "rws" not in (agent_dir / "ls.txt").read_text()
+        assert (agent_dir / "chmod.txt").read_text().split() == ["1", "1", "1"], "a chmod 4755 was let through"
+        assert removed == ["$PWD/left-there: setuid removed"], removed
+        assert "rc=1" in (run_dir / "evidence/s/after/cap.json").read_text()
+        return
+    assert "$PWD/cap-suid: setuid removed" in removed, removed
+    assert "rws" in (agent_dir / "ls.txt").read_text(), "the agent could not set the bit: the test proves nothing"
     assert any(line.startswith("agent/s/suid-cat: setuid") for line in removed), removed
     assert any(line.startswith("agent/s/sgid-cat: setgid") for line in removed), removed
     assert any(line.startswith("$PWD/suid-cat: setuid") for line in removed), removed

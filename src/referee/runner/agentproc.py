@@ -28,14 +28,25 @@ NOT_STARTED = 125  # the launcher's exit code when it could not become the agent
 
 # Runs as the runner, becomes the agent: joins the step's cgroup (so nothing it forks escapes), sets the
 # plan's limits (hard ones too: the agent cannot raise them), drops to the agent's account, forbids any
-# way back (no_new_privs: setuid programs stay unprivileged), execs. The one way referee drops to another account:
+# way back (no_new_privs: setuid programs stay unprivileged), execs; for a bwrap sandbox of a root runner it hands
+# bwrap the seccomp filter (REFEREE_SECCOMP, `privileges.setid_filter`). The one way referee drops to another account:
 # the browser's launcher (browseruser) execs it too, naming what it starts in REFEREE_LAUNCHED.
 LAUNCHER = r"""
 import os, sys
 what = os.environ.pop("REFEREE_LAUNCHED", "the agent")
+seccomp = os.environ.pop("REFEREE_SECCOMP", "")
 procs, limits, uid, gid = sys.argv[1:5]
 argv = sys.argv[5:]
 try:
+    if "@REFEREE_SECCOMP_FD@" in argv:
+        # bwrap reads its seccomp program from a file descriptor: one it inherits, holding the runner's filter
+        if not seccomp:
+            raise OSError("no seccomp filter was given for the sandbox")
+        fd = os.memfd_create("referee-seccomp", 0)
+        os.write(fd, bytes.fromhex(seccomp))
+        os.lseek(fd, 0, 0)
+        os.set_inheritable(fd, True)
+        argv = [str(fd) if a == "@REFEREE_SECCOMP_FD@" else a for a in argv]
     if procs:
         fd = os.open(procs, os.O_WRONLY)
         os.write(fd, str(os.getpid()).encode())

@@ -33,13 +33,14 @@ from referee.plan.model import AgentLimits
 from referee.rundir import IsolationRecord
 from referee.runner.homes import make_home, remove_home
 from referee.runner.limits import applied
-from referee.runner.privileges import listed, seal_tree, strip_tree
+from referee.runner.privileges import listed, seal_tree, setid_filter, strip_tree
 from referee.runner.reaper import Tracker, new_tracker, take_slot
 
 AGENT_USER = "referee-agent"
 SANDBOX_UID = 65534  # the bwrap agent's uid under a root runner (nobody): never 0, never the runner's
 # bwrap's own user namespace: the agent is SANDBOX_UID in it, without a capability (a root runner only)
 UNPRIVILEGED = ("--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID))
+SECCOMP_FD = "@REFEREE_SECCOMP_FD@"  # in `wrap`'s command line: the launcher puts the filter's descriptor there
 AGENT_SLOTS = 64  # runs on one host at once with user isolation, each with an account of its own
 
 
@@ -217,6 +218,9 @@ class Sandbox:
         if self.mode == "user":
             env.update(USER=self.user, LOGNAME=self.user)
         env.pop("XDG_RUNTIME_DIR", None)
+        program = setid_filter() if self.mode == "bwrap" and is_root() else None
+        if program is not None:
+            env["REFEREE_SECCOMP"] = program.hex()  # the launcher takes it out before bwrap starts
         return env
 
     def scratch_home(self) -> Path:
@@ -256,8 +260,12 @@ class Sandbox:
               "--die-with-parent", "--new-session"]
         a += _hide_keys(cwd, run_dir, Path(os.path.abspath(self.home)), Path(agent))
         if is_root():
-            # never uid 0 in the sandbox: a user namespace of its own, as an unprivileged uid with no capability
+            # never uid 0 in the sandbox: a user namespace of its own, as an unprivileged uid with no capability;
+            # that namespace is root on disk, so no setuid/setgid file may be made (the launcher hands bwrap the
+            # filter: `env` gives it REFEREE_SECCOMP)
             a += [*UNPRIVILEGED, "--cap-drop", "ALL"]
+            if setid_filter() is not None:
+                a += ["--seccomp", SECCOMP_FD]
         return a + ["--chdir", str(cwd), "--", *argv]
 
     def seal(self, agent_dir: Path) -> list[str]:

@@ -12,8 +12,10 @@ take the agent's folder back when the step is over (`seal_tree`).
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
+import struct
 from pathlib import Path
 
 from referee.fstree import walk_handles
@@ -143,3 +145,58 @@ def listed(lines: list[str]) -> list[str]:
     if len(lines) <= MAX_LISTED:
         return lines
     return [*lines[:MAX_LISTED], f"... and {len(lines) - MAX_LISTED} more"]
+
+
+# -- no setuid file made at all: a seccomp filter for the bwrap agent of a root runner -----------------------------
+# That agent is root on disk (its user namespace maps it there), so a setuid file it makes is root's for as long
+# as the step runs. The filter refuses (EPERM) every chmod, and every create, whose mode holds S_ISUID/S_ISGID;
+# openat2 (its mode is behind a pointer a filter cannot read) says ENOSYS, so libc falls back to openat; io_uring
+# (whose operations no filter sees) is refused; another architecture's syscalls (32-bit, x32) say ENOSYS.
+
+_ARCHES = {  # machine -> (AUDIT_ARCH_*, {syscall: (flags argument or None, mode argument)}, openat2, io_uring_setup)
+    "x86_64": (0xC000003E, {90: (None, 1), 91: (None, 1), 268: (None, 2), 452: (None, 2), 85: (None, 1),
+                            2: (1, 2), 257: (2, 3), 133: (None, 1), 259: (None, 2)}, 437, 425),
+    "aarch64": (0xC00000B7, {52: (None, 1), 53: (None, 2), 452: (None, 2), 56: (2, 3), 33: (None, 2)}, 437, 425),
+}
+_LD, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
+_ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
+_CREATES = os.O_CREAT | 0o20000000  # O_CREAT, __O_TMPFILE
+
+
+@functools.lru_cache(maxsize=None)
+def setid_filter(machine: str | None = None) -> bytes | None:
+    """A compiled seccomp program (struct sock_filter[], for `bwrap --seccomp FD`) that refuses making a setuid or
+    setgid file; None on an architecture it does not know.
+
+    >>> len(setid_filter("x86_64")) % 8, setid_filter("sparc") is None
+    (0, True)
+    """
+    arch = _ARCHES.get(machine or os.uname().machine)
+    if arch is None:
+        return None
+    audit, calls, openat2, io_uring = arch
+    # (code, jump if true, jump if false, k); a str code is a label, a str jump goes to that label
+    ops: list[tuple[int | str, object, object, int]] = [(_LD, 0, 0, 4), (_JEQ, 0, "nosys", audit), (_LD, 0, 0, 0)]
+    if audit == 0xC000003E:
+        ops.append((_JGE, "nosys", 0, 0x40000000))  # x32
+    ops += [(_JEQ, "nosys", 0, openat2), (_JEQ, "eperm", 0, io_uring)]
+    for i, (nr, (flags, mode)) in enumerate(calls.items()):
+        nxt = f"next{i}"
+        ops.append((_JEQ, 0, nxt, nr))
+        if flags is not None:
+            ops += [(_LD, 0, 0, 16 + 8 * flags), (_JSET, 0, "allow", _CREATES)]  # low word: little-endian
+        ops += [(_LD, 0, 0, 16 + 8 * mode), (_JSET, "eperm", "allow", SETID), (nxt, 0, 0, 0)]
+    ops += [("allow", 0, 0, 0), (_RET, 0, 0, _ALLOW), ("eperm", 0, 0, 0), (_RET, 0, 0, _ERRNO | errno.EPERM),
+            ("nosys", 0, 0, 0), (_RET, 0, 0, _ERRNO | errno.ENOSYS)]
+    labels: dict[str, int] = {}
+    code: list[tuple[int, object, object, int]] = []
+    for c, jt, jf, k in ops:
+        if isinstance(c, str):
+            labels[c] = len(code)
+        else:
+            code.append((c, jt, jf, k))
+
+    def rel(at: int, to: object) -> int:
+        return 0 if to == 0 else labels[str(to)] - at - 1
+
+    return b"".join(struct.pack("<HBBI", c, rel(i, jt), rel(i, jf), k) for i, (c, jt, jf, k) in enumerate(code))
