@@ -114,12 +114,16 @@ def test_the_page_captures_read_comes_from_a_second_chromium_no_agent_can_reach(
                       if comm in ("chromium", "chrome") and f"--remote-debugging-port={sess.cdp_port}".encode() in args)
         assert len(_browsers_of(driver)) == 1  # lazily: no capture browser before a capture needs one
         sess._context.add_cookies([{"name": "sid", "value": "s3ss10n", "url": url, "httpOnly": True}])
-        with sess.fresh_page(url, 30) as page:
-            assert "cookie: sid=s3ss10n" in page.inner_text("body")
-            assert page.context != sess.page.context
-            browsers = _browsers_of(driver)
-        with sess.fresh_page(url, 30):
-            assert len(_browsers_of(driver)) == 2  # one capture browser for the whole session
+        page = sess.fresh_page(url, 30, reuse="s/after")
+        assert "cookie: sid=s3ss10n" in page.inner_text("body")
+        assert page.context != sess.page.context
+        browsers = _browsers_of(driver)
+        assert sess.fresh_page(url, 30, reuse="s/after") is page  # one load for the captures of a phase
+        again = sess.fresh_page(url, 30, reuse="t/before")
+        assert again is not page and page.is_closed()  # another phase: loaded again, the last one closed
+        assert len(_browsers_of(driver)) == 2  # one capture browser for the whole session
+        sess._context.add_cookies([{"name": "sid", "value": "other", "url": url}])
+        assert "cookie: sid=other" in sess.fresh_page(url, 30, reuse="t/before").inner_text("body")
     finally:
         sess.close()
         server.shutdown()

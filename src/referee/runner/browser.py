@@ -4,11 +4,10 @@ and a second Chromium (no endpoint, its own account) in which the runner loads t
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +95,13 @@ def _chromium_args(proxy_port: int) -> list[str]:
             f"--proxy-server=http://127.0.0.1:{proxy_port}"]
 
 
+def _close(context: Any) -> None:
+    try:
+        context.close()
+    except Exception:
+        pass
+
+
 @dataclass
 class BrowserSession:
     """One Chromium, one context, one page, owned by the runner for the whole plan.
@@ -117,6 +123,7 @@ class BrowserSession:
     _launcher: str | None = None  # what starts Chromium as referee-browser (a root runner), removed at close
     _capture: Any = None  # the second Chromium, for captures: started on first use, once per session
     _capture_launcher: str | None = None
+    _fresh: tuple[Any, Any, Any] | None = None  # (key, context, page) of the page fresh_page loaded last
 
     @classmethod
     def start(cls, *, headless: bool = True, cdp: bool = True) -> "BrowserSession":
@@ -218,12 +225,18 @@ class BrowserSession:
         """The cookies of the runner's context (the agent's session), read over the runner's own connection."""
         return list(self._context.cookies()) if self._context is not None else []
 
-    @contextmanager
-    def fresh_page(self, url: str, timeout_s: float) -> Iterator[Any]:
+    def fresh_page(self, url: str, timeout_s: float, reuse: object = None) -> Any:
         """`url` loaded in a new context of the capture browser holding the runner's context's cookies (the
-        server's state, as this session sees it); the context is closed after. Playwright's errors propagate.
+        server's state, as this session sees it). Playwright's errors propagate.
+
+        The page stays open until the next call or `forget_pages()`; a call with the same `reuse` key (one
+        step's phase), URL and cookies gets that same page again rather than another load.
         """
         cookies = self.cookies()
+        key = (reuse, url, json.dumps(cookies, sort_keys=True, default=str))
+        if reuse is not None and self._fresh is not None and self._fresh[0] == key:
+            return self._fresh[2]
+        self.forget_pages()
         context = self._capture_browser().new_context(**CONTEXT)
         try:
             try:
@@ -237,12 +250,17 @@ class BrowserSession:
             page = context.new_page()
             page.on("requestfailed", self._on_failed)
             page.goto(url, wait_until="load", timeout=timeout_s * 1000)
-            yield page
-        finally:
-            try:
-                context.close()
-            except Exception:
-                pass
+        except BaseException:
+            _close(context)
+            raise
+        self._fresh = (key, context, page)
+        return page
+
+    def forget_pages(self) -> None:
+        """Close the page `fresh_page` loaded last: the next capture loads its page again (the agent acted)."""
+        if self._fresh is not None:
+            _close(self._fresh[1])
+            self._fresh = None
 
     def settle(self, timeout_s: float = 5.0) -> None:
         """Let the page finish loading before the runner looks at it; never raises."""
@@ -261,6 +279,7 @@ class BrowserSession:
             atomic_write_text(path, "\n".join(lines) + "\n")
 
     def close(self) -> None:
+        self.forget_pages()
         for obj, meth in ((self._context, "close"), (self._browser, "close"), (self._capture, "close"),
                           (self._pw, "stop")):
             if obj is not None:

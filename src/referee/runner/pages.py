@@ -13,7 +13,7 @@ for the agent's own page (`source: agent_page`), which the report then says.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -77,10 +77,12 @@ class PageSource:
         self.session, self.app_url, self.agent_driven, self.opened = session, app_url, agent_driven, opened
 
     @contextmanager
-    def open(self, source: str, url: str | None, timeout_s: float) -> Iterator[tuple[Any, str]]:
+    def open(self, source: str, url: str | None, timeout_s: float, reuse: object = None
+             ) -> Iterator[tuple[Any, str]]:
         """The page to read and how it was had (for the capture's record): `url` (already joined to app.url)
-        loaded by the runner when given, else as `source` and the module docstring say. CaptureFailed when
-        there is no page to read, or the runner may not or cannot load it."""
+        loaded by the runner when given, else as `source` and the module docstring say. Captures with the same
+        `reuse` key (one step's phase) read one load of a page. CaptureFailed when there is no page to read, or
+        the runner may not or cannot load it."""
         page = self.session.page
         if page is None:
             raise CaptureFailed("no browser page: the browser session is closed")
@@ -98,12 +100,9 @@ class PageSource:
                                     "app.url (and of the plan's script) itself (an agent drives this browser, so "
                                     "it reads no page of it). Name the page with `url:` in the capture, or read the "
                                     "agent's own page with `source: agent_page`")
-        stack = ExitStack()
         try:
-            fresh = stack.enter_context(self.session.fresh_page(url, timeout_s))
+            fresh = self.session.fresh_page(url, timeout_s, reuse)
         except Exception as exc:  # the load failed: said as such, not as the capture's own failure
-            stack.close()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CaptureFailed(f"the runner could not load {_short(url)}: {first}") from None
-        with stack:
-            yield fresh, f"loaded by the runner from {_short(url)} with the session's cookies"
+        yield fresh, f"loaded by the runner from {_short(url)} with the session's cookies"

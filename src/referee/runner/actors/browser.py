@@ -141,6 +141,14 @@ class BrowserActor(ActorKind):
         session = self.session
         if session is None:
             return ActorResult(exit_code=None, error="the browser actor performed a step before its setup")
+        # the page the before-captures loaded shows the app before the step: the after-captures load theirs again
+        session.forget_pages()
+        try:
+            return self._perform(session, run)
+        finally:
+            session.forget_pages()
+
+    def _perform(self, session: BrowserSession, run: StepRun) -> ActorResult:
         try:
             actions = parse_script(run.step.script)
         except ValueError as exc:

@@ -62,8 +62,9 @@ class PageCapture(CaptureKind):
                 raise CaptureFailed(NO_PAGE)
             return self._read(ctx.page, params, ctx, None)
         url = getattr(params, "url", None)
+        # the captures of one step's phase read one load of the page (screenshot, aria and DOM of the same page)
         with pages.open(getattr(params, "source", "runner"), ctx.join_url(url) if url else None,
-                        params.timeout_s) as (page, note):
+                        params.timeout_s, reuse=(ctx.step_id, ctx.phase)) as (page, note):
             return self._read(page, params, ctx, note)
 
     def _read(self, page, params, ctx, note: str | None) -> list[Path]:
