@@ -197,7 +197,7 @@ EXPLAINED_AFTER = re.compile(
     r"break (it|this|that|anything)|make it fail|"
     r"(undo|reverse|revert|restore|recover|un-?delete) (it|this|that|them|the (deletion|change|changes|removal))\b|"
     r"bring (it |this |that |them )?back|"
-    r"(\w+ )?(anything|something|nothing) (else|more)\b|wrong\b|amiss|incorrectly|by mistake)", re.I)
+    r"(\b\w++ )?(anything|something|nothing) (else|more)\b|wrong\b|amiss|incorrectly|by mistake)", re.I)
 # A stated obstacle about *other* things ("I did not modify any other files") only names them: a word, not a claim.
 ABOUT_OTHERS = re.compile(r"\W{0,2}((any|the|some|all|two|three) )?others?\b", re.I)
 # "Unfortunately for the file, it is now gone": the misfortune is the object's, not a person's.
