@@ -90,6 +90,24 @@ def for_xml(text: Any) -> str:
     return visible(text)
 
 
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character: CommonMark escapes each
+
+
+def for_markdown(text: Any, *, limit: int | None = None) -> str:
+    """Text for one line of GitHub-flavoured Markdown, a table cell included: control characters and newlines
+    visible, then every ASCII punctuation character backslash-escaped, so no markup, HTML, link, autolink
+    (`http:` loses its colon's meaning), entity or table pipe acts. `limit`: at most that many characters of
+    the text, then an ellipsis.
+
+    >>> print(for_markdown("| <b>x</b> **y** [z](http://e) &amp;\\nnext"))
+    \\| \\<b\\>x\\<\\/b\\> \\*\\*y\\*\\* \\[z\\]\\(http\\:\\/\\/e\\) \\&amp\\;\\\\x0anext
+    """
+    s = visible(text, keep_newlines=False)
+    if limit is not None and len(s) > limit:
+        s = s[:limit] + "\u2026"
+    return _MD_PUNCT.sub(r"\\\1", s)
+
+
 def for_html(text: Any) -> str:
     """Text for HTML text or a quoted attribute: control characters visible, then HTML-escaped.
 

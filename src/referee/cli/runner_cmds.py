@@ -57,10 +57,14 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
                    "(docs/scale.md)")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --jobs workers)")
+@click.option("--summary-md", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Also write a Markdown summary for a CI job page (verdict counts, new failures against the "
+                   "previous complete run, each FAIL with its reason, links); it is also appended to the file "
+                   "$GITHUB_STEP_SUMMARY names when that is set.")
 @click.option("--plan-on-stdin", "plan_sha256", default=None, hidden=True, metavar="SHA256",
               help="(for -j) the plan's text comes on stdin and must hash to SHA256; PLAN only names it")
 def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries, jobs, executor_kind, scheduler,
-        plan_sha256):
+        summary_md, plan_sha256):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
     from referee.plan.selection import check_selection, selected, split_ids
     from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
@@ -71,6 +75,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
 
     console = _console(json_mode)
     check_options(executor_kind, None, scheduler, 1)  # before any plan: a stray --scheduler would be ignored here
+    _check_summary_path(summary_md)
     if keyword is not None and not keyword.strip():  # `-k "$FILTER"` with FILTER unset must not run everything
         raise UsageError("-k '': it is empty", fix="give words to match step ids, or leave -k out")
     ids = split_ids(only)
@@ -100,8 +105,8 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
             console.print(Text(f"warning: {len(browsers)} browser plans run at once on this host; an agent can reach "
                                "the others' browsers over their DevTools ports (security-isolation.md); run them "
                                "with -j 1, or on separate hosts", style="yellow"), highlight=False)
-        return _run_many(chosen, agent, out, strict, json_mode, jobs, executor_kind, scheduler)
-    exit_code, payload = 0, []
+        return _run_many(chosen, agent, out, strict, json_mode, jobs, executor_kind, scheduler, summary_md)
+    exit_code, payload, run_dirs = 0, [], []
     for lp in loaded:
         if (ids or keyword) and not selected([s.id for s in lp.plan.steps], ids, keyword):
             console.print(Text(f"{lp.path}: no step matches --only/-k; not run", style="yellow"), highlight=False)
@@ -110,6 +115,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
             outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event, options=options)
         res = outcome.results
+        run_dirs.append(outcome.run_dir)
         console.print(verdict_table(res))
         console.print(summary_line(res))
         console.print(integrity_line(res), highlight=False)
@@ -127,12 +133,54 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
             console.print("[bold]interrupted: the run directory is gradeable with `referee grade`[/]")
             exit_code = EXIT_INTERRUPTED
             break
+    # a -j child (--plan-on-stdin) leaves the job page to its parent, which writes every plan's part once
+    _write_summaries(run_dirs, summary_md, console, job_page=plan_sha256 is None)
     if json_mode:
         click.echo(json.dumps({"runs": payload}, indent=2))
     return exit_code
 
 
-def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler) -> int:
+def _check_summary_path(summary_md: Path | None) -> None:
+    """A --summary-md whose folder does not exist is a usage error before anything runs, not a lost summary after."""
+    from referee.errors import UsageError
+
+    if summary_md is not None and not Path(summary_md).absolute().parent.is_dir():
+        raise UsageError(f"--summary-md {summary_md}: its folder does not exist", file=str(summary_md),
+                         fix="make the folder first, or name a file in an existing one")
+
+
+def _write_summaries(run_dirs: list[Path], summary_md: Path | None, console, job_page: bool = True) -> None:
+    """The runs' Markdown summary (report/markdown.py), each against its plan's previous complete run
+    (runner/history.py), to --summary-md and $GITHUB_STEP_SUMMARY. A summary that cannot be written is a
+    warning: the verdicts stand."""
+    import os
+
+    from referee.report.markdown import STEP_SUMMARY, emit_summary, run_summary
+    from referee.runner.history import compare, incomplete_reason, previous_complete, read_results
+
+    env = {k: v for k, v in os.environ.items() if job_page or k != STEP_SUMMARY}
+    if not run_dirs or (summary_md is None and not env.get(STEP_SUMMARY)):
+        return
+    parts = []
+    try:
+        for d in run_dirs:
+            res = read_results(Path(d))
+            prev = previous_complete(Path(d))
+            versus = compare(read_results(prev), res, prev.name) if prev is not None else None
+            parts.append((Path(d), res, versus, incomplete_reason(Path(d), res)))
+
+        def render(base: Path) -> str:
+            return "\n".join(run_summary(res, d, base, previous=v.previous if v else None,
+                                         new_failures=v.new_failures if v else (), fixed=v.fixed if v else (),
+                                         partial=partial) for d, res, v, partial in parts)
+
+        emit_summary(render, summary_md, env)
+    except (OSError, RefereeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        console.print(f"[yellow]warning: the Markdown summary was not written: {for_console(why)}[/]", highlight=False)
+
+
+def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler, summary_md=None) -> int:
     """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary.
 
     `plans`: (plan path, its validated text, its --only/-k/--fail-fast/--retries arguments) triples."""
@@ -153,6 +201,8 @@ def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, schedul
     combined = run_plans([job_for(p, out, agent, strict, extra, text=text) for p, text, extra in plans], options,
                          on_done=shown)
     click.echo("\n".join(combined.summary_lines()), err=json_mode)
+    _write_summaries([Path(run["run_dir"]) for r in combined.runs for run in r.runs if run.get("run_dir")], summary_md,
+                     _console(json_mode))
     if json_mode:  # every plan given, in order, also one that ran nothing (its note says why)
         click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs],
                                "plans": [{"plan": r.plan, "exit_code": r.code, "note": r.note or None,

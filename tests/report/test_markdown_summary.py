@@ -1,0 +1,124 @@
+"""`referee run --summary-md` and $GITHUB_STEP_SUMMARY: a run's Markdown for a CI job page, with the new
+failures against the previous complete run; what an agent wrote never acts as Markdown there."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from referee.grader.results import Integrity, RunResults, StepResult
+from referee.report.markdown import run_summary
+from referee.runner.history import compare, incomplete_reason, previous_complete, read_results
+from tests.runner.runner_helpers import agent_cmd, write_plan
+
+
+def _plan(tmp: Path, flag: Path, fixed: Path) -> Path:
+    """Three steps graded by commands the runner runs: `stable` always holds, `flaky_add` holds while `flag`
+    exists, `fixed_step` once `fixed` exists. The agent claims pass every time."""
+    def exists(p: Path) -> dict:
+        return {"kind": "command_exit_code", "command": f"test -e '{p}'"}
+    return write_plan(tmp / "nightly.yaml", {
+        "name": "nightly", "actor": {"kind": "command", "command": agent_cmd("honest", "--claim", "pass")},
+        "steps": [{"id": "stable", "do": "nothing to do", "validators": [{"kind": "command_exit_code",
+                                                                           "command": "true"}]},
+                  {"id": "flaky_add", "do": "nothing to do", "validators": [exists(flag)]},
+                  {"id": "fixed_step", "do": "nothing to do", "validators": [exists(fixed)]}]})
+
+
+def _runs(out: Path) -> list[Path]:
+    return sorted((d for d in (out / "nightly").iterdir() if not d.is_symlink() and d.is_dir()),
+                  key=lambda d: (d.name.partition("-")[0], int(d.name.partition("-")[2] or 0)))
+
+
+def _table_rows(md: str) -> dict[str, list[str]]:
+    """The summary table's rows by step (cells split on the pipes GFM splits on: those not escaped)."""
+    rows = {}
+    for line in md.splitlines():
+        if line.startswith("| ") and not line.startswith("| step "):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            rows[cells[0].replace("\\", "")] = cells
+    return rows
+
+
+def test_a_second_night_with_a_new_failure_names_it_in_the_job_summary(tmp_path, referee_cli, cli_env):
+    out, flag, fixed = tmp_path / "runs", tmp_path / "flag", tmp_path / "fixed"
+    plan = _plan(tmp_path, flag, fixed)
+    flag.write_text("x")
+    code, _, err = referee_cli("run", plan, "--out", out)  # night 1: stable, flaky_add pass; fixed_step fails
+    assert code == 1, err
+    flag.unlink()
+    # a partial run in between (--only): FAIL then FAIL would hide the new failure if it were compared with
+    code, _, err = referee_cli("run", plan, "--out", out, "--only", "flaky_add")
+    assert code == 1, err
+    fixed.write_text("x")
+    step_summary = tmp_path / "step_summary.md"
+    step_summary.write_text("## an earlier step's summary\n")
+    summary = tmp_path / "ci" / "summary.md"
+    summary.parent.mkdir()
+    cli_env["GITHUB_STEP_SUMMARY"] = str(step_summary)
+    code, _, err = referee_cli("run", plan, "--out", out, "--summary-md", summary, cwd=tmp_path)  # night 2
+    assert code == 1, err
+    night1, partial, night2 = _runs(out)
+    assert incomplete_reason(partial) == "partial: --only flaky_add" and incomplete_reason(night1) is None
+    assert previous_complete(night2) == night1
+
+    md = summary.read_text()
+    assert "2 PASS · 1 FAIL · 0 ERROR · 1 overclaim" in md
+    assert f"Against the previous complete run {night1.name.replace('-', chr(92) + '-')}: **1 new failure**: " \
+           "flaky\\_add; 1 fixed: fixed\\_step." in md
+    rows = _table_rows(md)
+    assert set(rows) == {"flaky_add"}  # fixed_step passes now; stable never failed
+    step, verdict, reason, claimed = rows["flaky_add"]
+    assert verdict == "**FAIL** (new)" and "exit" in reason and claimed.startswith("**pass** (OVERCLAIM)")
+    # links are relative to the summary file's folder; the step summary's to the working folder
+    rel = f"../runs/nightly/{night2.name}/report.html"
+    assert f"[report\\.html]({rel})" in md and (summary.parent / rel).is_file()
+    appended = step_summary.read_text()
+    assert appended.startswith("## an earlier step's summary\n")  # appended, as GitHub expects
+    assert f"[report\\.html](runs/nightly/{night2.name}/report.html)" in appended
+    assert appended.count("### referee run: nightly") == 1
+
+
+def test_a_missing_summary_folder_is_a_usage_error_before_anything_runs(tmp_path, referee_cli):
+    plan = _plan(tmp_path, tmp_path / "flag", tmp_path / "fixed")
+    code, _, err = referee_cli("run", plan, "--out", tmp_path / "runs", "--summary-md", tmp_path / "no" / "s.md")
+    assert code == 2 and "--summary-md" in err and "folder does not exist" in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+HOSTILE = "exit 1 | <img src=x onerror=alert(1)> **bold** [link](http://evil.example) `code`\n| forged | row |"
+
+
+@pytest.mark.parametrize("field", ["reason", "id", "note"])
+def test_what_an_agent_wrote_stays_text_in_one_table_cell(tmp_path, field):
+    step = StepResult(id=HOSTILE if field == "id" else "s", verdict="FAIL",
+                      reason=HOSTILE if field == "reason" else "exit 1", overclaim=True,
+                      claim={"pass": True, "note": HOSTILE if field == "note" else "done"})
+    res = RunResults(plan="p", steps=[step], summary={"PASS": 0, "FAIL": 1, "ERROR": 0, "SKIPPED": 0, "overclaims": 1},
+                     integrity=Integrity(status="verified"))
+    md = run_summary(res, tmp_path / "run", tmp_path)
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(table) == 3  # head, rule, one row: the newline and the pipes made no row of their own
+    assert len(re.split(r"(?<!\\)\|", table[2])) == 6  # four cells
+    for raw in ("<img", r"\*\*bold", r"\[link", "`code", "http:"):  # each markup character is escaped
+        assert re.search(r"(?<!\\)" + raw, md) is None, raw
+
+
+def test_compare_names_new_failures_and_fixes_and_leaves_out_steps_not_run():
+    def run(**verdicts):
+        return RunResults(plan="p", summary={}, steps=[
+            StepResult(id=k, verdict="SKIPPED" if v == "deselected" else v,
+                       not_run="deselected" if v == "deselected" else None) for k, v in verdicts.items()])
+    got = compare(run(a="PASS", b="FAIL", c="PASS", d="PASS", e="ERROR"),
+                  run(a="FLAKY", b="PASS", c="deselected", d="PASS", e="ERROR", f="FAIL"), "n1")
+    assert (got.new_failures, got.fixed) == (("a",), ("b",))
+
+
+def test_read_results_of_a_run_never_graded_names_the_file(tmp_path):
+    from referee.errors import RefereeError
+
+    with pytest.raises(RefereeError) as exc:
+        read_results(tmp_path)
+    assert "results.json" in str(exc.value) and "referee grade" in str(exc.value)
