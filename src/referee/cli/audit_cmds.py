@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -186,6 +187,11 @@ def _seconds(ctx, param, value):
 @click.option("--gold-threshold", type=float, default=1.0, show_default=True,
               help="a --gold-scorer value at least this is completed")
 @click.option("--summary-json", type=click.Path(path_type=Path), default=None, help="also write the summary as JSON")
+@click.option("--summary-md", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="also write a Markdown summary for a CI job page (dispositions, each flag and review with its "
+                   "reason); it is also appended to the file $GITHUB_STEP_SUMMARY names when that is set")
+@click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="also write JUnit XML, one testcase per run: flag = failure, review = skipped with the reason")
 @click.option("--reaudit-changed", is_flag=True,
               help="audit again the runs whose record in --out was made with another backend, model, prompt, "
                    "samples, claim reader, policy or view version (default: stop and say so)")
@@ -198,7 +204,7 @@ def _seconds(ctx, param, value):
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
           model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, connect_timeout, max_tokens,
           temperature, api_key_env, max_retries, gold_out, gold_scorer, gold_threshold, summary_json,
-          reaudit_changed, progress, show, allow_unsigned, session_runs):
+          reaudit_changed, progress, show, allow_unsigned, session_runs, summary_md=None, junit=None):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
@@ -346,11 +352,20 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                        "label (gold is read from a record's gold, a tau-bench reward, a SWE-bench report.json beside "
                        "trajs/ or in logs/<instance>/, or an Inspect AI scorer named by --gold-scorer)", err=True)
     listed: list = []  # the records --show asks for, kept from the one pass the summary makes
+    looked_at: list = []  # flags and reviews, for --summary-md and $GITHUB_STEP_SUMMARY
+    cases: list = []  # every run, small, for --junit
+    page = summary_md is not None or bool(os.environ.get("GITHUB_STEP_SUMMARY"))
 
     def records():
+        from referee.audit.ci import case_of
+
         for _, rec in iter_records(out):  # the newest record of each run_id
             if rec.disposition in shown:
                 listed.append(rec)
+            if page and rec.disposition != "pass" and len(looked_at) < 1000:
+                looked_at.append(rec)
+            if junit is not None:
+                cases.append(case_of(rec))
             yield rec
 
     summary = summarize(records(), gold or None)
@@ -358,6 +373,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     summary.stale, summary.retried, summary.reaudited = stats.stale, stats.retried, stats.reaudited
     click.echo(render(summary))
     _list_runs(out, listed, shown, None if show_all else 20, summary.as_dict()["dispositions"]["review"])
+    _ci_outputs(summary, looked_at, cases, out, summary_json, summary_md, junit)
     rate = stats.written / elapsed if elapsed > 0 else 0.0
     click.echo(f"wrote {stats.written} records to {out} ({rate:.1f} rec/s); {stats.skipped_done} already there; "
                f"{stats.stale} stale; {len(stats.errors)} bad records skipped; {stats.duplicates} duplicate run_ids; "
@@ -385,6 +401,21 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
             click.echo("referee: exit 1 because records were skipped; pass --on-error skip to accept that", err=True)
             return 1
     return 0
+
+
+def _ci_outputs(summary, looked_at: list, cases: list, out: Path, summary_json: Path | None,
+                summary_md: Path | None, junit: Path | None) -> None:
+    """--junit, --summary-md and $GITHUB_STEP_SUMMARY (referee/audit/ci.py); one that cannot be written is a
+    warning: the audit file stands."""
+    from referee.audit.ci import audit_markdown, write_audit_junit
+    from referee.report.markdown import emit_summary
+
+    try:
+        if junit is not None:
+            write_audit_junit(cases, junit)
+        emit_summary(lambda base: audit_markdown(summary, looked_at, out, base, summary_json), summary_md)
+    except OSError as exc:
+        _warn(f"{exc.filename or ''}: not written: {exc.strerror or exc}")
 
 
 def _grouped(errors: list[str], repeats: dict[tuple[str | None, str], list[str]]) -> list[str]:
