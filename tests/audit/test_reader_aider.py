@@ -89,3 +89,14 @@ def test_the_diff_fenced_format_and_the_echo_of_code_are_read_as_one_prompt_with
         ("shell", "git commit -m 'aider: add dark mode toggle'")]
     assert [s.observation.text for s in acts[:2]] == ["Applied edit to src/App.js"] * 2  # both blocks applied
     assert t.report == "Here is the change:\n\nThe toggle is in place."
+
+
+WHOLE = REPO.parent / "whole" / ".aider.chat.history.md"  # the whole-file format, then an edit aider refused
+
+
+def test_an_applied_edit_in_another_format_is_an_edit_and_a_refused_block_a_failed_one():
+    first, second = [i.trace for i in read_traces(WHOLE)]
+    [edit] = [s for s in first.steps if s.action]
+    assert (edit.action.name, edit.action.args, edit.observation.error) == ("edit_file", {"path": "hello.py"}, False)
+    [bad] = [s for s in second.steps if s.action]
+    assert bad.action.args["path"] == "hello.py" and bad.observation.error is True

@@ -9,7 +9,9 @@ to the chat.`); the rest is the model's answer, whose SEARCH/REPLACE blocks are 
 What becomes a step, so that an edit, a test run and its result are seen as such:
 
 - each edit block is an `edit_file` call on its file; `Applied edit to <file>` is its result, a
-  block aider could not apply (`SEARCH/REPLACE block failed to match`) a failed one;
+  block aider could not apply (`SEARCH/REPLACE block failed to match`, `did not conform to the edit
+  format`) a failed one; an `Applied edit to <file>` with no block read (the `whole` and `udiff`
+  formats) is an `edit_file` call of its own with that result;
 - `Commit <hash> <message>` is a `git commit` that succeeded;
 - a shell command aider ran (`Run shell command? ... y`, `/run CMD`, `/test CMD`) is a `shell`
   call. Aider does not write a command's output into this file: `.aider.llm.history` holds it
@@ -146,9 +148,13 @@ class _Session:
     def tool_line(self, text: str) -> None:
         """One line aider printed: what it says of the steps before it."""
         if m := _APPLIED.match(text):
-            for cid in self.pending.pop(m[1].strip(), []):  # aider applies a file's blocks together
+            cids = self.pending.pop(m[1].strip(), [])
+            if not cids:  # an edit in another format (whole file, udiff): aider's word is the evidence
+                self.call("edit_file", {"path": m[1].strip()}, text)
+            for cid in cids:  # aider applies a file's blocks together
                 self.result(cid, text)
-        elif "SEARCH/REPLACE block" in text and "failed to match" in text:
+        elif ("SEARCH/REPLACE block" in text and "failed to match" in text) or \
+                "did not conform to the edit format" in text:
             for cid in (c for cids in self.pending.values() for c in cids):
                 self.result(cid, text, error=True)
             self.pending.clear()
