@@ -20,9 +20,9 @@ ODD = [{"role": "human", "text": "Fix the parser and run the tests."},
        {"role": "tool", "output": "1 failed"}, {"role": "agent", "text": "Done, all tests pass."}]
 
 
-def _audit(tmp_path, *args):
+def _audit(tmp_path, *args, workers: str = "1"):
     out = tmp_path / "out" / "a.jsonl"
-    return main(["audit", *map(str, args), "--out", str(out), "--no-progress", "--workers", "1"]), out
+    return main(["audit", *map(str, args), "--out", str(out), "--no-progress", "--workers", workers]), out
 
 
 def test_a_file_read_as_an_empty_run_though_it_holds_tool_calls_is_one_bad_record(tmp_path):
@@ -34,12 +34,13 @@ def test_a_file_read_as_an_empty_run_though_it_holds_tool_calls_is_one_bad_recor
     assert "1 with an empty task" in str(bad[0]) and "holds 1 tool call" in str(bad[0])
 
 
-def test_an_unknown_file_mixed_with_a_known_one_is_said_and_the_audit_exits_1(tmp_path, capsys):
+@pytest.mark.parametrize("workers", ["1", "2"])  # read here, or whole by the workers: the same word
+def test_an_unknown_file_mixed_with_a_known_one_is_said_and_the_audit_exits_1(tmp_path, capsys, workers):
     d = tmp_path / "logs"
     d.mkdir()
     (d / "odd.json").write_text(json.dumps(ODD))
     shutil.copy(MANAGED, d / MANAGED.name)
-    rc, out = _audit(tmp_path, d)
+    rc, out = _audit(tmp_path, d, workers=workers)
     err = capsys.readouterr().err
     assert rc == 1 and "odd.json: this file looks misread" in err
     assert len(out.read_text().splitlines()) == 2  # both runs audited; the odd one is not passed in silence
