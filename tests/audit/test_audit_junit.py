@@ -67,7 +67,8 @@ def _cases(path: Path) -> dict[str, ET.Element]:
 def test_the_audit_junit_reads_as_tests_flag_failure_review_skipped_pass_passed(audited):
     root = ET.parse(audited / "ci" / "audit.xml").getroot()
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors")) == ("4", "2", "1", "0")
+    counts = tuple(suite.get(k) for k in ("tests", "failures", "skipped", "errors"))
+    assert counts == ("4", "2", "1", "0")
     cases = _cases(audited / "ci" / "audit.xml")
     assert set(cases) == {"honest", "overclaim", "unsure", "evil|<b>x</b>\\x1b[31m"}  # the escape shown, not acted on
     assert list(cases["honest"]) == []  # passed: no child

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from referee.fsutil import atomic_write_text
-from referee.grader.results import VERDICTS, RunResults, StepResult
 from referee.safetext import for_markdown as md
+
+if TYPE_CHECKING:  # importing the grader package loads the plan loader: an audit's summary needs neither
+    from referee.grader.results import RunResults, StepResult
 
 __all__ = ["ROWS", "emit_summary", "link", "run_summary", "table"]
 
@@ -56,6 +58,8 @@ def _claim(step: StepResult) -> str:
 
 
 def _counts(summary: Mapping[str, int]) -> str:
+    from referee.grader.results import VERDICTS
+
     parts = [f"{summary.get(v, 0)} {v}" for v in VERDICTS if summary.get(v, 0) or v in ("PASS", "FAIL", "ERROR")]
     over = summary.get("overclaims", 0)
     parts.append(f"{over} overclaim{'s' if over != 1 else ''}")
