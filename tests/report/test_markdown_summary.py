@@ -122,3 +122,77 @@ def test_read_results_of_a_run_never_graded_names_the_file(tmp_path):
     with pytest.raises(RefereeError) as exc:
         read_results(tmp_path)
     assert "results.json" in str(exc.value) and "referee grade" in str(exc.value)
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory) -> Path:
+    """A complete run of the nightly plan (its flag file there, its fixed file not)."""
+    from tests.conftest import base_cli_env, run_cli
+
+    tmp = tmp_path_factory.mktemp("one-run")
+    (tmp / "flag").write_text("x")
+    code, _, err = run_cli(["run", _plan(tmp, tmp / "flag", tmp / "fixed"), "--out", tmp / "runs"], env=base_cli_env())
+    assert code == 1, err
+    (run,) = _runs(tmp / "runs")
+    return run
+
+
+def _edit(path: Path, change) -> None:
+    import json
+
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _not_run(doc):
+    doc["steps"][2].update(verdict="SKIPPED", not_run="fail_fast")
+
+
+@pytest.mark.parametrize("what, change, reason", [
+    ("as it is", None, None),
+    ("interrupted", ("manifest.json", lambda d: d.update(error="interrupted")), "interrupted"),
+    ("app down", ("manifest.json", lambda d: d.update(error="the app did not start")),
+     "stopped early: the app did not start"),
+    ("-k", ("manifest.json", lambda d: d.update(options={"keyword": "flaky"})), "partial: -k flaky"),
+    ("--only", ("manifest.json", lambda d: d.update(options={"only": ["a", "b"]})), "partial: --only a,b"),
+    ("--retries", ("manifest.json", lambda d: d.update(options={"retries": 2})), None),
+    ("--fail-fast stop", ("results.json", _not_run), "1 step(s) not run (fail_fast)"),
+    ("never graded", ("results.json", None), "no results.json: the run was never graded"),
+])
+def test_which_runs_are_complete(one_run, tmp_path, what, change, reason):
+    import shutil
+
+    run = tmp_path / "nightly" / one_run.name
+    shutil.copytree(one_run, run, symlinks=True)
+    if change is not None:
+        name, edit = change
+        if edit is None:
+            (run / name).unlink()
+        else:
+            _edit(run / name, edit)
+    assert incomplete_reason(run) == reason
+    later = run.with_name(run.name + "-1")
+    shutil.copytree(one_run, later, symlinks=True)
+    assert previous_complete(later) == (run if reason is None else None)
+
+
+def test_a_partial_run_says_so_above_its_comparison(tmp_path):
+    res = RunResults(plan="p", steps=[StepResult(id="a", verdict="FAIL", reason="x")],
+                     summary={"PASS": 0, "FAIL": 1}, integrity=Integrity(status="verified"))
+    md = run_summary(res, tmp_path, tmp_path, previous="20261202T030000Z", new_failures=("a",),
+                     partial="partial: --only a")
+    assert "This run is not complete (partial\\: \\-\\-only a)" in md and "**1 new failure**: a" in md
+
+
+def test_plans_run_with_j_write_the_job_summary_once(tmp_path, referee_cli, cli_env):
+    plans = [_plan(tmp_path / name, tmp_path / "flag", tmp_path / "fixed") for name in ("one", "two")]
+    for p, name in zip(plans, ("one", "two")):
+        p.write_text(p.read_text().replace("name: nightly", f"name: {name}"))
+    step_summary = tmp_path / "step_summary.md"
+    cli_env["GITHUB_STEP_SUMMARY"] = str(step_summary)
+    code, _, err = referee_cli("run", *plans, "--out", tmp_path / "runs", "-j", "2", "--summary-md",
+                               tmp_path / "s.md", cwd=tmp_path)
+    assert code == 1, err
+    for text in (step_summary.read_text(), (tmp_path / "s.md").read_text()):
+        assert text.count("### referee run: one:") == 1 and text.count("### referee run: two:") == 1
