@@ -109,6 +109,11 @@ class _Pool:
     def is_lost(self, exc: BaseException) -> bool:
         raise NotImplementedError
 
+    def excused(self, fut: Any) -> bool:
+        """Whether `fut` was lost with a worker the pool ended on purpose (referee.audit.budget: a record over its
+        budget): the chunk is sent again without counting a loss against it."""
+        return False
+
     def recover(self) -> None:
         """Make the pool usable again after a loss (the local pool is replaced; Dask heals itself)."""
 
@@ -427,8 +432,9 @@ def map_chunks(pool: _Pool, fn: Callable[..., R], chunks: Iterable[tuple[S, P | 
             except BaseException as exc:
                 if not pool.is_lost(exc):
                     raise
-                fl.losses += 1
-                pool.losses += 1
+                if not pool.excused(fut):
+                    fl.losses += 1
+                    pool.losses += 1
                 if fl.losses >= MAX_LOSSES:
                     raise WorkerLostError(f"a worker was lost {fl.losses} times while running {describe(fl.state)} "
                                           f"({type(exc).__name__}: {str(exc)[:200]})",

@@ -220,9 +220,43 @@ def audit_items(auditor: Any, items: list[TraceItem], resume: Resume | None = No
     from referee.audit.pipeline import claim_text, text_sha256
     from referee.audit.view import build_view
 
+    from referee.audit.budget import budgeted, over_budget_record
+
     done: Mapping[str, Done]
     done, settings = resume or ({}, ())
     out: list[Got] = []
+
+    def audited(it: TraceItem, head: tuple) -> Got:
+        trace = it.trace
+        assert trace is not None
+        try:
+            view = build_view(trace)
+            text = claim_text(trace)
+            claim_sha = text_sha256(text)
+            prev = done.get(trace.run_id)
+            if prev is not None and action(prev, view.sha256, claim_sha, settings) == "skip":
+                return head + (view.sha256, claim_sha, None)  # the record stands: resume skips it
+            errors: list[str] = []
+            claim = auditor.read_claim(text, errors)  # the claim before the evidence, as Auditor.audit reads them
+            samples = [extract_sample(auditor.extractor, view, i, errors) for i in range(auditor.samples)]
+            rec = auditor.finish(trace, text, claim, ViewFacts.of(view), [f for f, _ in samples], errors)
+            answer: Any = (rec.model_dump_json(), [findings_json(f) if ok else None for f, ok in samples])
+            return head + (view.sha256, claim_sha, answer)
+        except SHAPE_ERRORS as exc:
+            return head + (None, None, exc_brief(exc))
+
+    def over(it: TraceItem, head: tuple, limit: str) -> Got:
+        """Its `review` record: its audit went over the record budget (referee.audit.budget)."""
+        trace = it.trace
+        assert trace is not None
+        try:
+            view_sha, claim_sha = build_view(trace).sha256, text_sha256(claim_text(trace))
+        except SHAPE_ERRORS as exc:
+            return head + (None, None, exc_brief(exc))
+        rec = over_budget_record(auditor, auditor.budget, limit, run_id=trace.run_id, task=trace.task,
+                                 meta=trace.meta, view_sha256=view_sha, claim_sha256=claim_sha)
+        return head + (view_sha, claim_sha, (rec.model_dump_json(), []))
+
     for it in items:
         gold_of = it.trace is not None and (it.gold or it.scores)
         group = (it.trace.meta or {}).get("group") if gold_of else None  # type: ignore[union-attr]
@@ -231,20 +265,6 @@ def audit_items(auditor: Any, items: list[TraceItem], resume: Resume | None = No
         if it.trace is None:
             out.append(head + (None, None, None))
             continue
-        try:
-            view = build_view(it.trace)
-            text = claim_text(it.trace)
-            claim_sha = text_sha256(text)
-            prev = done.get(it.trace.run_id)
-            if prev is not None and action(prev, view.sha256, claim_sha, settings) == "skip":
-                out.append(head + (view.sha256, claim_sha, None))  # the record stands: resume skips it
-                continue
-            errors: list[str] = []
-            claim = auditor.read_claim(text, errors)  # the claim before the evidence, as Auditor.audit reads them
-            samples = [extract_sample(auditor.extractor, view, i, errors) for i in range(auditor.samples)]
-            rec = auditor.finish(it.trace, text, claim, ViewFacts.of(view), [f for f, _ in samples], errors)
-            answer: Any = (rec.model_dump_json(), [findings_json(f) if ok else None for f, ok in samples])
-            out.append(head + (view.sha256, claim_sha, answer))
-        except SHAPE_ERRORS as exc:
-            out.append(head + (None, None, exc_brief(exc)))
+        out.append(budgeted(auditor.budget, lambda: audited(it, head),
+                            lambda limit: over(it, head, limit)))
     return out

@@ -34,6 +34,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from referee.audit.budget import BudgetPool
 from referee.audit.filechunks import BATCH_BYTES, FileBatch, Irregular, LineChunk, RawFile, line_chunks, line_file, \
     whole_size
 from referee.audit.inputs import input_size
@@ -127,6 +128,7 @@ class ParallelAudit:
     adaptive: bool = False   # a local pool starts its workers only when the work left looks worth it
     started: bool = False    # whether the pool's workers were started
     lost_deciding: int = 0   # such chunks sent again because their local process was lost
+    ended: int = 0           # workers ended for a record over the record budget (its chunk sent again)
     admits = True            # audit_files hands out the records it reads unadmitted (Intake)
     # the input as `audit_files` announces it (`expect`, `reading`): what `adaptive` weighs the work left by
     _paths: list[Path] = field(default_factory=list, init=False, repr=False)
@@ -195,12 +197,16 @@ class ParallelAudit:
                 not any(_lines(u) for u in head):
             yield from self._audit_here(head, count=True)
             return
-        config = _pickled(WorkerConfig(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples))
+        config = _pickled(WorkerConfig(auditor.extractor, auditor.claim_reader, auditor.policy, auditor.samples,
+                                       auditor.budget))
         resume = pickle.dumps((intake.done, intake.settings) if self.reads_lines else ({}, ()),
                               protocol=pickle.HIGHEST_PROTOCOL)
         set_resume(resume)  # for the chunks audited here while the workers start
         lazy = self.adaptive and self.reads_lines
-        pool = self._pool = make_pool(self.options, WORKER_MODULES, set_resume, (resume,), lazy=lazy)
+        # with a record budget, a local pool's workers are watched: one past it is ended (referee.audit.budget)
+        pool = self._pool = BudgetPool(auditor.budget, self.options.n_workers, WORKER_MODULES, set_resume, (resume,),
+                                       lazy=lazy) if auditor.budget is not None and self.options.kind == "local" \
+            else make_pool(self.options, WORKER_MODULES, set_resume, (resume,), lazy=lazy)
         self._fallen: set[int] = set()        # line files (by their place in the input) read here from a line on
         self._records: dict[int, int] = {}     # records of each line file the workers have read so far
         self._left: dict[tuple[str, int], int] = {}  # bytes of its file after a line chunk made before the start
@@ -242,6 +248,7 @@ class ParallelAudit:
         finally:
             self.lost = pool.losses
             pool.close()
+            self.ended = len(pool.watch.ended) if isinstance(pool, BudgetPool) else 0
 
     def _audit_here(self, units: list[Unit], count: bool = False) -> Iterator[Any]:
         """Units audited in this process, each record admitted at its turn (a line file is never among them);

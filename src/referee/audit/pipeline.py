@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from referee.audit.auditfile import cut_partial_line, iter_records  # noqa: F401 (re-export)
+from referee.audit.budget import budgeted, over_budget_record
 from referee.audit.cache import EvidenceCache
 from referee.concurrency import ordered_map, single_flight
 from referee.audit.decide import decide
@@ -23,7 +24,7 @@ from referee.audit.policyfile import LoadedPolicy
 from referee.audit.readers import read_traces
 from referee.audit.readers.referee_run import is_run_dir
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef, TokenUsage
-from referee.audit.resume import Done, Settings, action, changed_error, scan, settings_of
+from referee.audit.resume import Done, Settings, action, budget_setting, changed_error, scan, settings_of
 from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view import VIEW_VERSION, ClaimBlindView, build_view
 from referee.errors import BackendError, OwnOutputError, RefereeError, TraceError, exc_brief, plugin_failure
@@ -41,6 +42,7 @@ class Auditor:
     samples: int = 1  # extraction samples per trace, voted on (on disk: backend.runs)
     cache: EvidenceCache | None = None
     backend_calls: int = 0  # extractor + claim-reader calls actually made (cache misses)
+    budget: Any = None  # RecordBudget: what one record may take (referee.audit.budget); None: unbounded
 
     def _claim(self, report: str | None, errors: list[str]) -> ClaimReading:
         r = self.claim_reader
@@ -90,12 +92,13 @@ class Auditor:
 
     def settings(self) -> Settings:
         """What this auditor's records say they were made with (what a resume compares, audit/resume.py)."""
-        x, r, p = self.extractor, self.claim_reader, self.policy
+        x, r, p, b = self.extractor, self.claim_reader, self.policy, self.budget
         return settings_of({"backend": {"name": x.name, "model": x.model, "prompt_version": x.prompt_version,
                                         "runs": self.samples},
                             "policy": {"name": p.policy.name, "sha256": p.sha256},
                             "claim_reader": {"name": r.name, "model": r.model, "prompt_version": r.prompt_version},
-                            "view_version": VIEW_VERSION})
+                            "view_version": VIEW_VERSION}) + ((budget_setting(b.cpu_s, b.wall_s, b.memory_mib),) if b
+                                                              else ())
 
     def audit(self, trace: Trace, view: ClaimBlindView | None = None) -> AuditRecord:
         """Audit one trace: the report goes to the claim reader only, the view to the extractor only.
@@ -148,6 +151,15 @@ class Auditor:
             advisory=meta.get("advisory") is True, errors=errors,
             claim_reader=BackendRef(name=r.name, model=r.model, prompt_version=r.prompt_version),
             view_version=VIEW_VERSION, claim_sha256=text_sha256(text))
+
+
+_FLAG = {"cpu": "cpu-s", "wall": "wall-s", "memory": "memory-mib"}
+
+
+def over_budget_of(auditor: Auditor, trace: Trace, limit: str) -> AuditRecord:
+    """The `review` record of a trace whose audit went over `limit` of `auditor.budget` (its hashes made again)."""
+    return over_budget_record(auditor, auditor.budget, limit, run_id=trace.run_id, task=trace.task, meta=trace.meta,
+                              view_sha256=build_view(trace).sha256, claim_sha256=text_sha256(claim_text(trace)))
 
 
 def text_sha256(text: str | None) -> str:
@@ -416,6 +428,10 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         what = action(prev, got[0], got[1], settings)
         if what == "skip":
             stats.skipped_done += 1
+            if prev.over is not None and on_note:  # said each time: a resume never leaves it in silence
+                on_note(f"{out}: line {prev.line}: run_id {rid}: its audit went over the record budget "
+                        f"({prev.over[0]}) and its review record stands; raise --record-{_FLAG[prev.over[0]]} to "
+                        "audit it again")
             return "skip"
         if what == "changed":
             if not reaudit_changed:
@@ -486,7 +502,8 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         def audit_one(job: tuple[Trace, ClaimBlindView | None]) -> AuditRecord | TraceError:
             trace, view = job
             try:
-                return auditor.audit(trace, view)
+                return budgeted(auditor.budget, lambda: auditor.audit(trace, view),
+                                lambda limit: over_budget_of(auditor, trace, limit))
             except SHAPE_ERRORS as exc:
                 # one trace the auditor cannot take (nesting too deep, a shape no reader caught) is one
                 # skipped record, not the end of the audit

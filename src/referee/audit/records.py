@@ -91,6 +91,16 @@ class TokenUsage(_Model):
     completion_tokens: int = 0
 
 
+class OverBudgetNote(_Model):
+    """The record budget a run's audit went over (`limit`), and that budget: its record is `review`, and a resume
+    leaves it unless the budget of that limit is raised (referee.audit.budget)."""
+
+    limit: Literal["cpu", "wall", "memory"]
+    cpu_s: float
+    wall_s: float
+    memory_mib: int
+
+
 class AuditRecord(_Model):
     """One audited run. Everything `referee replay` needs to recompute without a backend.
 
@@ -100,8 +110,8 @@ class AuditRecord(_Model):
     """
 
     # 2: claim family and atoms, grounding, the `details` field; 3: claim_reader, view_version, claim_sha256;
-    # 4: usage (a model backend's calls and tokens)
-    record_version: Literal[1, 2, 3, 4] = 4
+    # 4: usage (a model backend's calls and tokens); 5: over_budget (written only on such records)
+    record_version: Literal[1, 2, 3, 4, 5] = 4
     run_id: str
     task: str
     task_class: TaskClass
@@ -126,6 +136,7 @@ class AuditRecord(_Model):
     view_version: int | None = None
     claim_sha256: str | None = None  # SHA-256 of the text the claim reader read (the report, or the answer call)
     usage: TokenUsage | None = None  # a model backend's calls for this record and their tokens
+    over_budget: OverBudgetNote | None = None  # version 5: its audit went over the record budget and was ended
 
 
 # version-1 names, kept so code and plugins written against them go on working

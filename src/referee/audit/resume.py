@@ -4,6 +4,10 @@ A record stands for a run when it was made with the settings of this audit (back
 and samples; claim reader; policy; view version), from the same content (view hash, and the hash of
 the claim text), and every backend call answered. Otherwise the run is audited again and the new record
 is appended: the file is never edited, and readers take the last record of each run_id.
+
+A record whose audit went over the record budget (`over_budget`, referee.audit.budget) stands too: a resume does
+not try it again, unless this audit's budget of the limit it went over is larger (its settings say
+`record budget`, which no record states, so it never makes a record "changed").
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class Done:
     claim_sha256: str | None
     settings: Settings
     failed: bool  # some backend call got no answer (the record lists it in `errors`)
+    over: tuple | None = None  # its audit went over the record budget: (limit, cpu_s, wall_s, memory_mib) then
 
 
 def scan(path: Path, damaged: list[int] | None = None) -> dict[str, Done]:
@@ -105,9 +110,27 @@ def scan(path: Path, damaged: list[int] | None = None) -> dict[str, Done]:
                     damaged.append(lineno)
                 continue
             s = settings_of(rec)
+            over = _over(rec.get("over_budget"))
             done[rid] = Done(line=lineno, view_sha256=rec.get("view_sha256"), claim_sha256=rec.get("claim_sha256"),
-                             settings=interned.setdefault(s, s), failed=bool(rec.get("errors")))
+                             settings=interned.setdefault(s, s), failed=bool(rec.get("errors")) and over is None,
+                             over=over)
     return done
+
+
+def _over(note: Any) -> tuple | None:
+    """An over-budget record's note as (limit, cpu_s, wall_s, memory_mib); None for any other record."""
+    if not isinstance(note, dict) or note.get("limit") not in ("cpu", "wall", "memory"):
+        return None
+    try:
+        return note["limit"], float(note["cpu_s"]), float(note["wall_s"]), float(note["memory_mib"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def budget_setting(cpu_s: float, wall_s: float, memory_mib: int) -> tuple[str, Any]:
+    """The pair an audit's settings carry for its record budget (what `action` compares an over-budget record
+    with)."""
+    return ("record budget", (float(cpu_s), float(wall_s), float(memory_mib)))
 
 
 def action(done: Done, view_sha256: str, claim_sha256: str, settings: Settings) -> Action:
@@ -115,7 +138,8 @@ def action(done: Done, view_sha256: str, claim_sha256: str, settings: Settings) 
 
     `changed`: made with other settings (stop, unless the user asked to re-audit such runs);
     `stale`: the trace changed since (view or claim text); `retry`: a backend call had failed;
-    `skip`: the record stands.
+    `skip`: the record stands. A record over the record budget stands unless `settings` give a larger budget of
+    the limit it went over (`budget_setting`): then `retry`.
 
     >>> s = (("backend", "rules"),)
     >>> d = Done(line=1, view_sha256="v", claim_sha256=None, settings=s, failed=False)
@@ -126,6 +150,10 @@ def action(done: Done, view_sha256: str, claim_sha256: str, settings: Settings) 
         return "changed"
     if done.view_sha256 != view_sha256 or (done.claim_sha256 is not None and done.claim_sha256 != claim_sha256):
         return "stale"
+    if done.over is not None:
+        now = dict(settings).get("record budget")
+        at = {"cpu": 0, "wall": 1, "memory": 2}[done.over[0]]
+        return "retry" if isinstance(now, tuple) and now[at] > done.over[1 + at] else "skip"
     if done.failed:
         return "retry"
     return "skip"

@@ -12,9 +12,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from referee.audit.budget import budgeted, over_budget_record
 from referee.audit.extract.worker import extract_views
 from referee.audit.filechunks import FileBatch, LineChunk, audit_batch, audit_lines
-from referee.audit.pipeline import Auditor
+from referee.audit.pipeline import Auditor, text_sha256
 from referee.audit.records import Finding
 from referee.audit.trace import SHAPE_ERRORS, Trace
 from referee.audit.view import freeze_view, unpack_parts
@@ -34,6 +35,7 @@ class WorkerConfig:
     claim_reader: Any
     policy: Any  # LoadedPolicy
     samples: int
+    budget: Any = None  # RecordBudget (referee.audit.budget), or None
 
 
 _CONFIGS: dict[str, Auditor] = {}  # sha256 of a pickled WorkerConfig -> its auditor, built once per worker process
@@ -65,7 +67,7 @@ def _auditor(blob: bytes) -> Auditor:
     got = _CONFIGS.get(key)
     if got is None:
         c: WorkerConfig = pickle.loads(blob)
-        got = _CONFIGS[key] = Auditor(c.policy, c.extractor, c.claim_reader, samples=c.samples)
+        got = _CONFIGS[key] = Auditor(c.policy, c.extractor, c.claim_reader, samples=c.samples, budget=c.budget)
     return got
 
 
@@ -82,23 +84,49 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk | FileBa
     if isinstance(payload, FileBatch):  # small files: each read here whole, then audited record by record
         return code_fingerprint(), audit_batch(auditor, payload, _RESUME[0] if _RESUME else None)
     views, claim_sides = payload
-    extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS)  # claims still packed
+    sides = pickle.loads(claim_sides)
+    budget: Any = auditor.budget if sides and sides[0][3] != STRICT else None  # a strict chunk is on Dask: not held
+    over: dict[int, str] = {}  # records (by their place in the chunk) whose extraction went over the budget
+
+    def went_over(n: int, limit: str) -> bool:
+        over[n] = limit
+        return False
+
+    def guard(n: int, work: Any) -> bool:
+        return budgeted(budget, work, lambda limit: went_over(n, limit), record=n)
+
+    extracted = extract_views(auditor.extractor, views, auditor.samples, SHAPE_ERRORS,  # claims still packed
+                              guard if budget is not None else None)
     out: list[Answer] = []
-    for (facts, found, errors, error), (run_id, task, meta, text) in zip(extracted, pickle.loads(claim_sides)):
+    for n, ((facts, found, errors, error), (run_id, task, meta, text)) in enumerate(zip(extracted, sides)):
         if error is not None:
             out.append((None, None, [], error))
             continue
         if text == STRICT:  # the claim stays with the parent: give back the findings alone
             out.append((None, facts.sha256, [f for f, _ in found], None, [ok for _, ok in found], errors))
             continue
-        try:
-            findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()} for f, _ in found]
-            trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
-            claim = auditor.read_claim(text, errors)  # after the extraction's errors, as serially
-            rec = auditor.finish(trace, text, claim, facts, findings, errors)
-            out.append((rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in found], None))
-        except SHAPE_ERRORS as exc:
-            out.append((None, None, [], exc_brief(exc)))
+
+        def overrun(limit: str) -> Answer:
+            rec = over_budget_record(auditor, budget, limit, run_id=run_id, task=task,
+                                     meta=meta, view_sha256=facts.sha256, claim_sha256=text_sha256(text))
+            return rec.model_dump_json(), facts.sha256, [], None
+
+        if found is None:
+            out.append(overrun(over[n]))
+            continue
+
+        def decided() -> Answer:
+            try:
+                findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()}
+                            for f, _ in found]
+                trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
+                claim = auditor.read_claim(text, errors)  # after the extraction's errors, as serially
+                rec = auditor.finish(trace, text, claim, facts, findings, errors)
+                return rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in found], None
+            except SHAPE_ERRORS as exc:
+                return None, None, [], exc_brief(exc)
+
+        out.append(budgeted(budget, decided, overrun, record=n))
     return code_fingerprint(), out
 
 

@@ -167,6 +167,13 @@ def _seconds(ctx, param, value):
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="with --executor dask: a running Dask scheduler (default: a LocalCluster of --workers)")
 @click.option("--chunk-size", type=int, default=50, show_default=True, help="traces per chunk sent to a worker")
+@click.option("--record-cpu-s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="CPU seconds one record's audit may take (rules and other computing backends); past it the record "
+                   "is review, and a worker running it is ended (docs/scale.md)")
+@click.option("--record-wall-s", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="wall seconds one record's audit may take")
+@click.option("--record-memory-mib", type=click.IntRange(min=16), default=512, show_default=True,
+              help="MiB a process may grow by while it audits one record")
 @click.option("--timeout", type=float, default=60.0, show_default=True, callback=_seconds,
               help="seconds per model request, from connect to the last byte of the answer")
 @click.option("--connect-timeout", type=float, default=10.0, show_default=True, callback=_seconds,
@@ -204,7 +211,8 @@ def _seconds(ctx, param, value):
 def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, runs, out, cache, on_error, base_url,
           model, concurrency, workers, executor_kind, scheduler, chunk_size, timeout, connect_timeout, max_tokens,
           temperature, api_key_env, max_retries, gold_out, gold_scorer, gold_threshold, summary_json,
-          reaudit_changed, progress, show, allow_unsigned, session_runs, summary_md=None, junit=None):
+          reaudit_changed, progress, show, allow_unsigned, session_runs, record_cpu_s, record_wall_s,
+          record_memory_mib, summary_md=None, junit=None):
     """Audit finished agent runs: claim from the report alone, evidence from the trace alone, policy decides.
 
     TRACES are trace files, run folders (a referee run directory: only its SKIPPED steps, as advisory
@@ -273,7 +281,11 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     executor = executor_for(backends.client is not None, ex_options, workers_given=workers is not None,
                             say=lambda m: click.echo(m, err=True))
     cache_db = EvidenceCache(cache)
-    auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=n_runs, cache=cache_db)
+    from referee.audit.budget import RecordBudget
+
+    # a backend that waits on a model runs on threads: the record budget holds for those that compute
+    budget = None if backends.client is not None else RecordBudget(record_cpu_s, record_wall_s, record_memory_mib)
+    auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=n_runs, cache=cache_db, budget=budget)
     gold: dict[str, bool] = {}
     gold_rows: list[dict] = []
 

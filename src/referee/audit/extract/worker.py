@@ -11,7 +11,7 @@ claim channel is unpacked there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from referee.audit.facts import ViewFacts
 from referee.audit.records import FINDING_FIELDS, Finding, findings_json
@@ -35,8 +35,8 @@ def extract_sample(extractor: Any, view: Any, sample: int, errors: list[str]) ->
         raise failed from exc
 
 
-def extract_views(extractor: Any, packed: bytes, samples: int,
-                  catch: tuple[type[BaseException], ...]) -> list[Extracted]:
+def extract_views(extractor: Any, packed: bytes, samples: int, catch: tuple[type[BaseException], ...],
+                  guard: Callable[[int, Callable[[], bool]], bool] | None = None) -> list[Extracted]:
     """Freeze each view of a chunk from its parts and extract `samples` findings from it.
 
     A sample whose backend got no answer (BackendError) is all `unknown`, listed in the view's errors
@@ -44,16 +44,25 @@ def extract_views(extractor: Any, packed: bytes, samples: int,
     extractor cannot take (one of `catch`: nesting too deep, a shape it does not expect) is one error
     for that view, not the end of the chunk; the parent reports it as a skipped record, as a serial
     audit would.
+
+    `guard(n, work)` runs the extraction of view n (`work()`, True) under the record budget: False, when it went
+    over, gives that view no findings (None; referee.audit.budget: the caller writes its `review` record).
     """
     results: list[Extracted] = []
-    for parts in unpack_parts(packed):
+    for n, parts in enumerate(unpack_parts(packed)):
         try:
             view = freeze_view(parts)
-            found: list[tuple[str, bool]] = []
+            found: list[tuple[str, bool]] | None = []
             errors: list[str] = []
-            for i in range(samples):
-                fields, ok = extract_sample(extractor, view, i, errors)
-                found.append((findings_json(fields), ok))
+
+            def work() -> bool:
+                for i in range(samples):
+                    fields, ok = extract_sample(extractor, view, i, errors)
+                    found.append((findings_json(fields), ok))  # type: ignore[union-attr]
+                return True
+
+            if not (work() if guard is None else guard(n, work)):
+                found = None
             results.append((ViewFacts.of(view), found, errors, None))
         except catch as exc:
             results.append((None, [], [], exc_brief(exc)))
