@@ -186,7 +186,8 @@ def budgeted(budget: RecordBudget | None, work: Callable[[], T], over: Callable[
             return work()
         finally:
             _write(_IDLE)
-    if budget is None or _ARMED or threading.current_thread() is not threading.main_thread():
+    if budget is None or _ARMED or not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread():
         return work()
     return _timed(budget, work, over)
 
@@ -206,12 +207,14 @@ def _timed(budget: RecordBudget, work: Callable[[], T], over: Callable[[str], T]
     _ARMED.append(start)
     signal.setitimer(signal.ITIMER_REAL, POLL_S, POLL_S)
     try:
-        return work()
-    except OverBudget as exc:
+        try:
+            return work()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except OverBudget as exc:  # also one raised as the record ended, before the timer was stopped
         return over(exc.limit)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, before)
+        signal.signal(signal.SIGALRM, before if before is not None else signal.SIG_DFL)
         _ARMED.clear()
 
 
