@@ -183,3 +183,30 @@ def test_records_without_a_budget_note_read_as_before(tmp_path):
     assert len(done) == N and all(d.over is None for d in done.values())
     assert all(json.loads(ln)["record_version"] == 4 and json.loads(ln)["over_budget"] is None
                for ln in out.read_text().splitlines())
+
+
+def test_the_cli_holds_its_budget_options_and_a_resume_says_how_to_audit_again(tmp_path):
+    import subprocess
+
+    site = tmp_path / "site"
+    dist = site / "referee_slow-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: referee-slow\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[referee.extractors]\nslow = tests.support.slow_extractor:SlowOnPurpose\n")
+    [traces] = corpus(tmp_path, "lines", "cpu")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT), str(ROOT / "src")]))
+    out = tmp_path / "a.jsonl"
+    cmd = [sys.executable, "-m", "referee.cli.main", "audit", str(traces), "--backend", "slow", "--out", str(out),
+           "--record-cpu-s", "0.5", "--record-wall-s", "600", "--workers", "2", "--chunk-size", "3", "--no-progress",
+           "--show", "none", "--cache", str(tmp_path / "cache")]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    got = records(out)
+    assert len(got) == N
+    check_slow_record(got[f"r{SLOW_AT:04d}"], "cpu")
+    assert got[f"r{SLOW_AT:04d}"]["over_budget"]["cpu_s"] == 0.5
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert len(out.read_text().splitlines()) == N
+    assert f"run_id r{SLOW_AT:04d}: its audit went over the record budget (cpu)" in again.stderr
+    assert "raise --record-cpu-s to audit it again" in again.stderr
