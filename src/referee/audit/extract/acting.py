@@ -50,7 +50,32 @@ _RC_TEXT = Cue(r"(?:<returncode>|returncode\W{0,3}|exit ?code\W{0,3}|exit status
 # Each shell pattern is a list of (literals, regex): the regex can only match where one of its literals
 # occurs, so a command is searched only by the parts whose words it holds (one combined alternation
 # tried at every character cost ~10 us a command; substring tests run at memchr speed).
-_ShellParts = tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
+_ShellParts = tuple[tuple[tuple[str, ...], "re.Pattern[str] | _OpenForWrite"], ...]
+
+
+class _OpenForWrite:
+    """`open(..., 'w')` (or a, r+, x) in a command: `open\\([^)]*,\\s*['"](w|a|r\\+|x)b?['"]`, searched in linear time.
+
+    The regex alone scans from each `open(` to the next `)`, so `open(,` repeated costs the square of the
+    command's length. A later `open(` before the same `)` can only match where the earlier one does, so
+    only the first `open(` after each `)` is tried, on the text up to that `)`.
+
+    >>> w = _OpenForWrite(); bool(w.search("python -c \\"open('a.txt', 'w').write('x')\\"")), w.search("open(f).read()")
+    (True, None)
+    """
+
+    _REST = re.compile(r"[^)]*,\s*['\"](w|a|r\+|x)b?['\"]")
+
+    def search(self, command: str) -> re.Match[str] | None:
+        at = command.find("open(")
+        while at >= 0:
+            end = command.find(")", at)
+            m = self._REST.match(command, at + 5, len(command) if end < 0 else end)
+            if m is not None or end < 0:
+                return m
+            at = command.find("open(", end)
+        return None
+
 _RM = r"(rm|rmdir|unlink|shred)\b"
 _FILE_CMDS = r"(touch|mv|cp|mkdir|ln|chmod|chown|truncate|install|rsync|patch)\b"
 # a command word starts the text, a line (for file commands), or follows ; & | ( and spaces. Each regex
@@ -70,14 +95,14 @@ _SHELL_WRITE: _ShellParts = (
     (("perl",), re.compile(r"perl(?<!\wperl)\s+-[a-zA-Z]*i")),
     (("git",), re.compile(r"git(?<!\wgit)\s+(apply|commit|am|mv|restore|checkout\s+--|merge|rebase|cherry-pick|"
                           r"stash\s+pop|revert|reset\s+--hard)\b")),
-    (("open(",), re.compile(r"open\([^)]*,\s*['\"](w|a|r\+|x)b?['\"]")),
+    (("open(",), _OpenForWrite()),
     ((".write_",), re.compile(r"\.write_text\(|\.write_bytes\(")),
     (("of=",), re.compile(r"dd(?<!\wdd)\s[^|;\n]{0,300}?\bof=")),
     (("unzip",), re.compile(r"unzip(?<!\wunzip)")),
     (("tar",), re.compile(r"tar(?<!\wtar)\s+-?[a-z]*x")),
     # SWE-agent's file commands, each a command of its own: `edit 12:14`, `create f.py`, `str_replace_editor ...`
     (("edit", "create", "str_replace_editor", "insert", "append"),
-     re.compile(r"(?:\A|\n)\s*(?:edit\s+\d+:\d+|create\s+\S|str_replace_editor\s+(?:create|str_replace|insert|"
+     re.compile(r"(?:\A|\n)[^\S\n]*+(?:edit\s+\d+:\d+|create\s+\S|str_replace_editor\s+(?:create|str_replace|insert|"
                 r"undo_edit)\b|insert\s+\d+|append\s*$)", re.M)),
 )
 # a shell "command" that is the agent's end-of-run signal (SWE-agent's `submit`): never evidence
@@ -162,8 +187,15 @@ def exit_code(data: Any, text: str) -> int | None:
 
 
 # a SQL statement's verb (after comments, and after a WITH clause's common table expressions), and what it serves
-_SQL_VERB = re.compile(r"^\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*(?:with\b.*?\)\s*)?(?:(select)\b.*?\bfrom\b|"
-                       r"(select) [\w(*'\"-]|(show) (?:tables|databases|columns|create|index)|(describe|desc|explain|"
+# Linear: each comment is atomic (a comment ends at its first `*/`; letting `.*?` run on over the next comments
+# made `/* */` x 32 backtrack 2^32 ways), and the WITH clause is walked by `sql_statement`, one `)` at a time.
+_SQL_COMMENTS = re.compile(r"\s*+(?:(?>--[^\n]*\n|/\*.*?\*/)\s*+)*+", re.S)
+_SQL_WITH = re.compile(r"with\b", re.I)
+_SQL_CLOSE = re.compile(r"\)\s*+")
+_SQL_FROM = re.compile(r"\bfrom\b", re.I)
+_SQL_SELECT_COLUMN = re.compile(r" [\w(*'\"-]")
+# group 1, SELECT, is a verb with a FROM after it or a column after it (`sql_statement` asks)
+_SQL_VERB = re.compile(r"(?:(select)\b|(show) (?:tables|databases|columns|create|index)|(describe|desc|explain|"
                        r"pragma) [\w(`\"]|(insert|replace|merge) into\b|(update) [\w.`\"]+ set\b|(delete) from\b|"
                        r"(upsert) |(create|alter|drop) (?:or replace )?(?:temp(?:orary)? )?(?:table|view|index|"
                        r"database|schema|sequence|function|trigger|type|extension|role|user)\b|(truncate) )",
@@ -178,7 +210,7 @@ SQL_WORDS = frozenset("SELECT WHERE UPDATE DELETE INSERT VALUES ORDER GROUP LIMI
                       "NOTHING COALESCE LOWER UPPER ILIKE INTERVAL CURRENT_DATE CURRENT_TIMESTAMP".split())
 _SQL_READS = frozenset({"select", "show", "describe", "desc", "explain", "pragma"})
 # the result of a write that changed no row: Postgres' `UPDATE 0`, "0 rows affected", {"rowcount": 0}
-_NO_ROWS = re.compile(r"^\s*(?:update|delete|insert \d+) 0\s*$|\b0 rows? (?:affected|updated|deleted|changed)\b",
+_NO_ROWS = re.compile(r"^[^\S\n]*+(?:update|delete|insert \d+) 0\s*$|\b0 rows? (?:affected|updated|deleted|changed)\b",
                       re.I | re.M)
 
 
@@ -195,13 +227,38 @@ def sql_statement(args: Any) -> tuple[str, frozenset[str]] | None:
     if not isinstance(args, dict):
         return None
     text = next((v for k in ("query", "sql", "statement") if isinstance(v := args.get(k), str)), None)
-    m = _SQL_VERB.match(text) if text else None
-    if m is None:
+    verb = _sql_verb(text) if text else None
+    if verb is None:
         return None
-    verb = next(g for g in m.groups() if g).lower()
     if verb in _SQL_READS:
         return "read", frozenset()
     return "write", _SQL_GROUPS.get(verb, frozenset({"create_edit"}))
+
+
+def _sql_verb(text: str) -> str | None:
+    """The statement's verb, lower-cased: after comments and an optional WITH clause, the first place a verb is
+    (`^\\s*(comments)*(?:with\\b.*?\\)\\s*)?VERB` as one regex), in time linear in the text. SELECT counts with a
+    FROM anywhere after it (the last FROM is found once) or with a column after it."""
+    lead = _SQL_COMMENTS.match(text)  # always matches (every part is optional)
+    at = lead.end() if lead else 0
+    last_from = max((m.start() for m in _SQL_FROM.finditer(text)), default=-1)
+    if (verb := _verb_at(text, at, last_from)) is not None:
+        return verb
+    if _SQL_WITH.match(text, at) is None:
+        return None
+    for close in _SQL_CLOSE.finditer(text, at + 4):  # `with\b.*?\)\s*`: the first `)` a verb follows
+        if (verb := _verb_at(text, close.end(), last_from)) is not None:
+            return verb
+    return None
+
+
+def _verb_at(text: str, at: int, last_from: int) -> str | None:
+    m = _SQL_VERB.match(text, at)
+    if m is None:
+        return None
+    if m.group(1) is not None and last_from < m.end() and _SQL_SELECT_COLUMN.match(text, m.end()) is None:
+        return None  # `select\b.*?\bfrom\b|select [\w(*'"-]`: neither
+    return next(g for g in m.groups() if g).lower()
 
 
 def no_rows_changed(data: Any, text: str) -> bool:

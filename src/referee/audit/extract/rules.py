@@ -500,7 +500,8 @@ def _final(view, acts, relevant, ok_writes, reads, task_ids, wanted, query_like)
     return _fe("yes", [last_ok, final], note="the last relevant write succeeded and nothing undid it")
 
 
-_FILE_PATH = re.compile(r"^[\w./~-]*[/.][\w./~-]*$")
+# path characters with a `/` or `.` among them; the lookahead finds that one once, so a long path is linear
+_FILE_PATH = re.compile(r"^(?=[^/.]*+[/.])[\w./~-]*+$")
 
 
 def _file_edit(a: _Act) -> bool:

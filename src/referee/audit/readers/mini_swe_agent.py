@@ -104,7 +104,10 @@ def split_turn(content: str) -> tuple[str | None, str | None]:
     >>> split_turn("THOUGHT: no command")
     (None, 'THOUGHT: no command')
     """
-    blocks = list(_BASH_RE.finditer(content))
+    # a block ends at a "\n```": searched only up to the last one, so each ```bash with no end after it fails at
+    # once (the lazy body ran to the end of the turn from each of them: quadratic)
+    last = content.rfind("\n```")
+    blocks = list(_BASH_RE.finditer(content, 0, last + 4)) if last >= 0 else []
     if len(blocks) != 1:
         return None, content.strip() or None
     b = blocks[0]

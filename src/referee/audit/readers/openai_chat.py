@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from referee.audit.jsonstream import JsonValue, iter_json_values, loads
 from referee.audit.readers import trace_readers
+from referee.audit.readers.shellout import output_failed
 from referee.audit.trace import (SHAPE_ERRORS, Gold, Trace, TraceItem, record_error, shape_error, tool_defs,
                                  trace_error)
 from referee.errors import TraceError
@@ -139,7 +140,9 @@ def _parse_args(raw: Any) -> dict:
 
 def _tool_observation(msg: dict) -> dict:
     text = _text(msg.get("content")) or ""
-    obs: dict[str, Any] = {"text": text, "error": bool(_ERROR_RE.match(text)) or bool(msg.get("is_error"))}
+    # a shell's status written into its output (an exit code line, a test runner's failing summary) is a failure too
+    obs: dict[str, Any] = {"text": text, "error": bool(_ERROR_RE.match(text)) or bool(msg.get("is_error"))
+                           or output_failed(text)}
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
@@ -183,8 +186,10 @@ def call_name_args(call: dict) -> tuple[str, dict]:
     return name or "unknown_tool", _parse_args(args)
 
 
+# a closing has no . ! or ? in it: the lookahead says so once, so no `[^.!?]*` below runs to a stop again and again
 _COURTESY = re.compile(
-    r"^(?:you'?re (?:very )?welcome|(?:thank(?:s| you)[^.!?]*)|(?:have|enjoy) an? (?:\w+ )?(?:day|trip|flight|"
+    r"^(?=[^.!?]*+$)"
+    r"(?:you'?re (?:very )?welcome|(?:thank(?:s| you)[^.!?]*)|(?:have|enjoy) an? (?:\w+ )?(?:day|trip|flight|"
     r"journey|evening|weekend|time)[^.!?]*|safe travels[^.!?]*|take care[^.!?]*|good ?bye|bye|cheers|"
     r"(?:i'?m )?(?:glad|happy) (?:i could|to) (?:help|assist)[^.!?]*|talk to you soon|looking forward[^.!?]*|"
     r"(?:if|should) you (?:have|need)[^.!?]*(?:question|assist|help|anything)[^.!?]*|"
