@@ -1,8 +1,10 @@
-"""A plan's runs folder (`runs/<plan>/`): its `latest` link to the newest run, and reading a folder
-given to `referee grade`/`report` as a run directory (a plan's runs folder means its latest run).
+"""A plan's runs folder (`runs/<plan>/`): its `latest` and `previous` links to its two newest complete runs,
+and reading a folder given to `referee grade`/`report` as a run directory (a plan's runs folder means its
+latest run).
 
-`latest` is a symbolic link to the run directory's name, replaced atomically (a new link renamed
-over the old). Where symbolic links cannot be made, `latest` is a text file holding that name.
+Each link is a symbolic link to the run directory's name, replaced atomically (a new link renamed
+over the old). Where symbolic links cannot be made, it is a text file holding that name. Only a
+complete run moves them (`runner.history.incomplete_reason`): the runner calls `update_links` after grading.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from referee.errors import UsageError
 from referee.fsutil import atomic_write_text
 
 LATEST = "latest"
+PREVIOUS = "previous"
 
 
 def update_latest(run_dir: Path) -> None:
@@ -23,9 +26,28 @@ def update_latest(run_dir: Path) -> None:
     >>> update_latest(d); os.readlink(d.parent / "latest")
     '20260101T000000Z'
     """
+    _point(Path(run_dir), LATEST)
+
+
+def update_links(run_dir: Path, previous: Path | None) -> None:
+    """After a complete run: `latest` -> `run_dir`, `previous` -> `previous` (the plan's complete run before it;
+    None: there is none, and a stale `previous` goes). Best effort, like `update_latest`."""
     run_dir = Path(run_dir)
-    link = run_dir.parent / LATEST
-    tmp = run_dir.parent / f".{LATEST}.{os.getpid()}.tmp"
+    if previous is not None:
+        _point(Path(previous), PREVIOUS)
+    else:
+        stale = run_dir.parent / PREVIOUS
+        try:
+            if stale.is_symlink() or stale.is_file():
+                stale.unlink()
+        except OSError:
+            pass
+    _point(run_dir, LATEST)
+
+
+def _point(run_dir: Path, name: str) -> None:
+    link = run_dir.parent / name
+    tmp = run_dir.parent / f".{name}.{os.getpid()}.tmp"
     try:
         if tmp.is_symlink() or tmp.exists():
             tmp.unlink()
@@ -57,17 +79,17 @@ def _named(folder: Path, name: str, how: str) -> Path:
     return target
 
 
-def latest_in(folder: Path) -> Path | None:
-    """The run `folder/latest` names, or None when the folder has no `latest`."""
-    link = Path(folder) / LATEST
+def latest_in(folder: Path, name: str = LATEST) -> Path | None:
+    """The run `folder/latest` (or `folder/<name>`: `previous`) names, or None when the folder has none."""
+    link = Path(folder) / name
     if link.is_symlink():
-        return _named(Path(folder), os.readlink(link), "the `latest` link")
+        return _named(Path(folder), os.readlink(link), f"the `{name}` link")
     if link.is_file():
         try:
             text = link.read_text(encoding="utf-8", errors="replace")[:1000]
         except OSError as exc:
-            raise UsageError(f"cannot read `latest`: {exc.strerror or exc}", file=str(link)) from None
-        return _named(Path(folder), text, "the `latest` file")
+            raise UsageError(f"cannot read `{name}`: {exc.strerror or exc}", file=str(link)) from None
+        return _named(Path(folder), text, f"the `{name}` file")
     return None
 
 

@@ -25,7 +25,7 @@ LAZY_COMMANDS = {
     "run": "runner_cmds", "grade": "runner_cmds", "check": "runner_cmds", "kinds": "runner_cmds",
     "demo": "runner_cmds", "lint": "screens_cmds", "report": "screens_cmds", "audit": "audit_cmds",
     "replay": "audit_cmds", "show": "audit_cmds", "readers": "audit_cmds", "eval": "eval_cmds",
-    "schema": "schema_cmds",
+    "schema": "schema_cmds", "history": "history_cmds", "prune": "history_cmds",
 }
 
 

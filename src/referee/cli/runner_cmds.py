@@ -39,7 +39,8 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 @click.argument("plans", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--agent", help="Command that performs each step (the command actor).")
 @click.option("--out", default="runs", show_default=True, type=click.Path(file_okay=False),
-              help="Where run directories go: OUT/<plan>/<UTC timestamp>/.")
+              help="Where run directories go: OUT/<plan>/<UTC timestamp>/. Defaults for --out, --agent, "
+                   "--retries and -j may come from [tool.referee] in pyproject.toml or a referee.toml.")
 @click.option("--strict", is_flag=True, help="SKIPPED and FLAKY steps also fail the run (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print one JSON object with every run's verdicts.")
 @click.option("--only", "only", multiple=True, metavar="STEP[,STEP]",
@@ -72,8 +73,11 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     from referee.errors import UsageError
     from referee.executors import check_options
     from referee.runner.run import actor_spec, run_plan
+    from referee.cli.history_cmds import end_of_run
 
     console = _console(json_mode)
+    if plan_sha256 is None:  # a -j child takes every option from its parent, which read the defaults file
+        out, agent, retries, jobs = _with_defaults(out=out, agent=agent, retries=retries, jobs=jobs)
     check_options(executor_kind, None, scheduler, 1)  # before any plan: a stray --scheduler would be ignored here
     _check_summary_path(summary_md)
     if keyword is not None and not keyword.strip():  # `-k "$FILTER"` with FILTER unset must not run everything
@@ -132,12 +136,43 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
         if outcome.interrupted:
             console.print("[bold]interrupted: the run directory is gradeable with `referee grade`[/]")
             exit_code = EXIT_INTERRUPTED
+        payload[-1]["versus"] = end_of_run(outcome, console)  # the last line: against the previous complete run
+        if outcome.interrupted:
             break
-    # a -j child (--plan-on-stdin) leaves the job page to its parent, which writes every plan's part once
+    # a -j child (--plan-on-stdin) leaves the job page and OUT/index.html to its parent, which writes them once
     _write_summaries(run_dirs, summary_md, console, job_page=plan_sha256 is None)
+    if run_dirs and plan_sha256 is None:
+        _overview(Path(out), console)
     if json_mode:
         click.echo(json.dumps({"runs": payload}, indent=2))
     return exit_code
+
+
+def _with_defaults(**given):
+    """`out`, `agent`, `retries`, `jobs` as given on the command line, else from the defaults file
+    (referee.settings), else the options' own defaults."""
+    from click.core import ParameterSource
+
+    from referee.settings import load_defaults
+
+    ctx = click.get_current_context()
+    if isinstance(ctx.obj, dict) and ctx.obj.get("no_defaults"):  # `referee demo` runs its own plans as shipped
+        return tuple(given.values())
+    defaults = load_defaults()
+    return tuple(getattr(defaults, k) if ctx.get_parameter_source(k) in (ParameterSource.DEFAULT, None)
+                 and getattr(defaults, k) is not None else v for k, v in given.items())
+
+
+def _overview(out: Path, console) -> None:
+    """OUT/index.html over every plan's runs in OUT (a warning, never a failure, when it cannot be written)."""
+    from referee.cli.history_cmds import write_overview
+
+    try:
+        write_overview(out)
+    except (OSError, RefereeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        console.print(f"[yellow]warning: {for_console(out)}/index.html not written: {for_console(why)}[/]",
+                      highlight=False)
 
 
 def _check_summary_path(summary_md: Path | None) -> None:
@@ -203,6 +238,8 @@ def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, schedul
     click.echo("\n".join(combined.summary_lines()), err=json_mode)
     _write_summaries([Path(run["run_dir"]) for r in combined.runs for run in r.runs if run.get("run_dir")], summary_md,
                      _console(json_mode))
+    if any(run.get("run_dir") for r in combined.runs for run in r.runs):
+        _overview(Path(out), _console(json_mode))
     if json_mode:  # every plan given, in order, also one that ran nothing (its note says why)
         click.echo(json.dumps({"runs": [run for r in combined.runs for run in r.runs],
                                "plans": [{"plan": r.plan, "exit_code": r.code, "note": r.note or None,
@@ -432,7 +469,7 @@ def demo(out, no_browser):
 
     plans = [str(p) for p in demo_plans(browser=not no_browser)]
     click.echo("referee demo: an agreeable agent claims pass on every step; the runner checks for itself.\n")
-    code = run.main(args=[*plans, "--out", out], standalone_mode=False)
+    code = run.main(args=[*plans, "--out", out], standalone_mode=False, obj={"no_defaults": True})
     # the demo's job is to show overclaims caught: FAIL verdicts are its expected result
     return 0 if code in (0, 1) else code
 

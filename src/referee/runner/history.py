@@ -6,7 +6,8 @@ its manifest's options), performed them all (no step `not_run`: none deselected,
 `--fail-fast`), and was not stopped early (no `error` in its manifest: interrupted, the app would not
 start, the agent could not be found). Only a complete run is compared with: a partial run says
 nothing about the steps it left out. `referee run` compares each run with the previous complete one
-(`compare`: new failures, fixed); `referee history` (issue 34) builds on the same functions.
+(`compare`: new failures, fixed); `referee history` reads the last N complete runs (`load_history`) into a
+`report.history_model.History` (new failures, fixed, flips across runs, slower steps).
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from referee.errors import RefereeError
+from referee.errors import RefereeError, UsageError
 from referee.fsutil import loads_json, read_regular
 from referee.grader.results import RunResults
+from referee.report.history_model import History, RunColumn, Skipped, analyse, new_and_fixed
 from referee.rundir import MAX_RESULTS_BYTES, read_manifest
 
-__all__ = ["Comparison", "compare", "incomplete_reason", "previous_complete", "read_results", "run_dirs"]
+__all__ = ["Comparison", "compare", "column", "incomplete_reason", "load_history", "plan_folders",
+           "previous_complete", "read_results", "run_dirs"]
+
+MAX_SKIPPED = 20  # incomplete runs listed beside a history at most (the newest)
 
 
 @dataclass(frozen=True)
@@ -115,12 +120,71 @@ def compare(before: RunResults, now: RunResults, previous: str = "") -> Comparis
     Comparison(previous='20261202T030000Z', new_failures=('a',), fixed=('b',))
     """
     then = {s.id: s.verdict for s in before.steps}
-    new, fixed = [], []
-    for s in now.steps:
-        if s.not_run is not None or s.id not in then:
-            continue
-        if then[s.id] == "PASS" and s.verdict != "PASS":
-            new.append(s.id)
-        elif then[s.id] != "PASS" and s.verdict == "PASS":
-            fixed.append(s.id)
-    return Comparison(previous, tuple(new), tuple(fixed))
+    performed = {s.id: s.verdict for s in now.steps if s.not_run is None}
+    new, fixed = new_and_fixed(then, performed)
+    return Comparison(previous, new, fixed)
+
+
+def column(run_dir: Path, results: RunResults) -> RunColumn:
+    """A run as a column of its plan's history: the steps it performed, their verdicts and durations."""
+    done = [s for s in results.steps if s.not_run is None]
+    return RunColumn(Path(run_dir).name, {s.id: s.verdict for s in done},
+                     {s.id: s.duration_s for s in done if s.duration_s is not None})
+
+
+def load_history(plan_dir: Path, last: int = 10) -> History:
+    """The last `last` complete runs of a plan's runs folder, and the incomplete runs among them (and after)
+    with why they are left out. A folder without runs is a UsageError saying what to pass instead."""
+    plan_dir = Path(plan_dir)
+    dirs = run_dirs(plan_dir)
+    if not dirs:
+        raise UsageError(_no_runs(plan_dir), file=str(plan_dir),
+                         fix=_which(plan_dir) or "pass OUT/<plan>, the folder `referee run --out OUT` made")
+    runs: list[RunColumn] = []
+    skipped: list[Skipped] = []
+    for d in reversed(dirs):  # newest first, until `last` complete runs are found
+        if len(runs) >= last:
+            break
+        try:
+            res: RunResults | None = read_results(d)
+        except RefereeError:
+            res = None
+        why = incomplete_reason(d, res)
+        if why is None and res is not None:
+            runs.append(column(d, res))
+        elif len(skipped) < MAX_SKIPPED:
+            skipped.append(Skipped(d.name, why or "unreadable"))
+    plan = _plan_name(dirs[-1]) or plan_dir.name
+    return analyse(plan, runs[::-1], skipped[::-1])
+
+
+def _plan_name(run_dir: Path) -> str | None:
+    try:
+        return read_manifest(run_dir).plan
+    except RefereeError:
+        return None
+
+
+def plan_folders(out: Path) -> list[Path]:
+    """The plans' runs folders of an `--out` folder (those holding a run directory), by name; links left out."""
+    try:
+        children = sorted(Path(out).iterdir())
+    except OSError:
+        return []
+    return [c for c in children if not c.is_symlink() and c.is_dir() and run_dirs(c)]
+
+
+def _no_runs(folder: Path) -> str:
+    if (folder / "manifest.json").is_file():
+        return "a run directory, not a plan's runs folder"
+    return "a folder of several plans' runs" if plan_folders(folder) else "no run directory here"
+
+
+def _which(folder: Path) -> str | None:
+    if (folder / "manifest.json").is_file():
+        return f"pass its plan's runs folder, {folder.parent}"
+    plans = plan_folders(folder)
+    if not plans:
+        return None
+    listing = ", ".join(str(p) for p in plans[:10]) + (", ..." if len(plans) > 10 else "")
+    return f"pass one plan's runs folder: {listing}"

@@ -22,7 +22,7 @@ from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
 from referee.grader.outcome import seconds
 from referee.rundir import FAILURE_SUFFIX, MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase, RunOptions
-from referee.runfolders import update_latest
+from referee.runfolders import update_links
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
@@ -49,6 +49,8 @@ class RunOutcome:
     interrupted: bool = False
     error: str | None = None
     isolation: Any = None  # referee.rundir.IsolationRecord: how the agent ran (None: no agent process)
+    incomplete: str | None = None  # why the run is not complete (runner.history): it moved no `latest`/`previous`
+    previous: Path | None = None  # the plan's complete run before this one, if any
 
 
 def _noop(event: str, step_id: str, data: dict) -> None:
@@ -235,7 +237,6 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
         store.manifest.options = options
     store.save_plan(plan.text)
     store.flush()
-    update_latest(run_dir)
     interrupted = False
     signals = ExitStack()  # SIGTERM ignored at start stays ignored, as in the CLI (referee.stopsignals)
     signals.enter_context(handling([signal.SIGTERM], _raise_terminated))
@@ -325,8 +326,22 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 actor.sandbox.close()
         signals.close()
         store.finish()
-    return RunOutcome(run_dir, grade_to_disk(run_dir), interrupted, store.manifest.error if not interrupted else None,
-                      store.manifest.isolation)
+    results = grade_to_disk(run_dir)
+    incomplete, previous = _promote(run_dir, results)
+    return RunOutcome(run_dir, results, interrupted, store.manifest.error if not interrupted else None,
+                      store.manifest.isolation, incomplete, previous)
+
+
+def _promote(run_dir: Path, results: Any) -> tuple[str | None, Path | None]:
+    """A complete run becomes its plan's `latest`, the complete run before it `previous`; a partial, stopped or
+    interrupted one moves neither link. Returns why the run is not complete (None: it is) and that previous run."""
+    from referee.runner.history import incomplete_reason, previous_complete
+
+    previous = previous_complete(run_dir)
+    why = incomplete_reason(run_dir, results)
+    if why is None:
+        update_links(run_dir, previous)
+    return why, previous
 
 
 def _raise_terminated(signum, frame):
