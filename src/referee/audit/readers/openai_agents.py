@@ -5,7 +5,9 @@
   "trace_id", "started_at", "span_data": {...}, "error"}` records. Spans are read in time order:
   a `generation` span's input gives the user's prompts (each once), its output the agent's text; a
   `function` span is one tool call with its `input` (JSON arguments) and `output`, failed when the
-  span has an `error`. `agent`, `handoff`, `guardrail` and `custom` spans say nothing the trace
+  span has an `error`, or (a function tool that returns its command's output raises nothing) when the
+  output text shows a failed command: a non-zero exit code, a test runner's failing summary (`shellout`,
+  read for every chat-shaped reader). `agent`, `handoff`, `guardrail` and `custom` spans say nothing the trace
   lacks. A `response` span carries its input and output only when the exporter kept them (the SDK
   does not by default): a trace with no prompt in it cannot be audited, and says so.
 - **Input lists** (`result.to_input_list()` saved as JSON): user and assistant `message` items,
