@@ -101,3 +101,33 @@ def test_typed_prompts_decide_when_the_rollout_records_them(tmp_path):
                                               "content": [{"type": "output_text", "text": "Fixed them."}]}}))
     (item,) = read_traces(path)
     assert item.run_id == "s9#1" and item.trace.task == "Fix the lint errors"
+
+
+PATCH = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch\n"
+
+
+@pytest.mark.parametrize("command, name", [
+    (["apply_patch", PATCH], "apply_patch"),  # Codex's argv form of its patch tool
+    (["applypatch", PATCH], "apply_patch"),
+    (["bash", "-lc", f"apply_patch <<'PATCH'\n{PATCH}PATCH"], "apply_patch"),  # the heredoc under bash -lc
+    (["bash", "-lc", f"cd /r && apply_patch <<\"EOF\"\n{PATCH}EOF\n"], "apply_patch"),
+    (["bash", "-lc", "apply_patch --help"], "shell"),  # no patch: a command like any other
+    (["bash", "-lc", f"cat <<'EOF' > notes.txt\n{PATCH}EOF"], "shell"),  # a patch written to a file, not applied
+], ids=["argv", "applypatch", "heredoc", "cd-heredoc", "no-patch", "cat-heredoc"])
+def test_apply_patch_through_the_shell_tool_is_the_patch_tool(tmp_path, command, name):
+    path = tmp_path / "r.jsonl"
+    path.write_text(_lines(
+        {"type": "session_meta", "payload": {"id": "s1", "cwd": "/r"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                              "content": [{"type": "input_text", "text": "Set x to 2 in a.py"}]}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "shell", "call_id": "c1",
+                                              "arguments": json.dumps({"command": command, "workdir": "/r"})}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": json.dumps(
+            {"output": "Success. Updated the following files:\nM a.py\n", "metadata": {"exit_code": 0}})}},
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": "x is now 2."}]}}))
+    (item,) = read_traces(path)
+    step = item.trace.steps[0]
+    assert step.action.name == name
+    if name == "apply_patch":
+        assert step.action.args == {"input": PATCH.rstrip("\n") if "<<" in str(command) else PATCH}

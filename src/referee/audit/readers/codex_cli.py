@@ -118,9 +118,35 @@ def _output(raw: Any, exit_code: int | None) -> tuple[str, bool]:
     return text, failed
 
 
+# `apply_patch <<'EOF'\n*** Begin Patch ...\nEOF` as a shell script (after an optional `cd DIR &&`)
+_PATCH_HEREDOC = re.compile(r"\A\s*(?:cd\s+\S+\s*&&\s*)?(?:apply_patch|applypatch)\s*<<-?\s*(['\"]?)(\w+)\1[^\n]*\n"
+                            r"(.*?\*\*\* End Patch[^\n]*)\n\2\s*\Z", re.S)
+
+
+def _shell_patch(args: dict) -> str | None:
+    """The patch of a shell call that runs Codex's apply_patch (`["apply_patch", patch]`, or a heredoc under
+    `bash -lc`): Codex applies it as the apply_patch tool, so it is a file edit, not a command.
+
+    >>> _shell_patch({"command": ["apply_patch", "*** Begin Patch\\n*** End Patch"]})
+    '*** Begin Patch\\n*** End Patch'
+    >>> _shell_patch({"command": ["bash", "-lc", "apply_patch <<'EOF'\\n*** Begin Patch\\n*** End Patch\\nEOF"]})
+    '*** Begin Patch\\n*** End Patch'
+    >>> _shell_patch({"command": ["bash", "-lc", "apply_patch --help"]}) is None
+    True
+    """
+    cmd = args.get("command", args.get("cmd"))
+    if isinstance(cmd, list) and len(cmd) == 2 and cmd[0] in ("apply_patch", "applypatch") and isinstance(cmd[1], str):
+        return cmd[1] if "*** Begin Patch" in cmd[1] else None
+    script = _command(args).get("command")
+    if isinstance(script, str) and "*** Begin Patch" in script and (m := _PATCH_HEREDOC.match(script)):
+        return m.group(3)
+    return None
+
+
 def _call(name: str, args: dict, call_id: Any, line: int | None) -> dict:
     if name in SHELL_TOOLS:
-        args = _command(args)
+        patch = _shell_patch(args)
+        name, args = ("apply_patch", {"input": patch}) if patch is not None else (name, _command(args))
     return {"role": "assistant", "content": None, "_line": line,
             "tool_calls": [{"id": call_id, "function": {"name": name, "arguments": args}}]}
 
