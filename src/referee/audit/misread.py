@@ -135,6 +135,7 @@ def watching(items: Iterator[TraceItem], fmt: str | None = None) -> Iterator[Tra
     seems = looks_like(file)
     err = record_error(f"this file looks misread: {said}" + (f"; it looks like {seems}" if seems else ""),
                        file=file, line=None)
-    err.fix = ("pass the --format that reads it (`referee readers` lists them), convert it to trace v1, or pass "
-               "--on-error skip to accept the audit as read")
+    # ends in " or pass --on-error skip", which the CLI drops when skipping was asked for: what is left is a sentence
+    err.fix = ("pass the --format that reads it (`referee readers` lists them) or convert it to trace v1 or pass "
+               "--on-error skip")
     yield TraceItem(file=file, line=None, run_id=None, error=err)
