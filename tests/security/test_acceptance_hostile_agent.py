@@ -446,6 +446,30 @@ def test_the_secret_reaches_no_file_of_the_run_and_no_console(area, mode):
 
 
 @pytest.mark.xfail(strict=True, reason=(
+    "finding (minor): a secret with characters the HTTP client percent-encodes (space, non-ASCII, quote, "
+    "<>) is logged by the app in that encoded form, which app.log keeps unredacted"))
+def test_a_secret_the_http_client_percent_encodes_is_redacted_in_app_log_too(area):
+    token = 'p@ss w\u00f6rd|{x}"<y>-long'
+    plan = (
+        "name: encoded\n" + app_block()
+        + "actor: {kind: command, isolation: user, timeout_s: 60}\n"
+        "steps:\n"
+        "  - id: enc\n"
+        "    do: nothing\n"
+        "    capture:\n"
+        '      - {kind: http, name: item, url: "/api/item?token=${ACC_TOKEN}"}\n'
+        "    validators:\n"
+        "      - {kind: http_status_eq, url: /health, expected: 200}\n"
+    )
+    proc, run_dir = run_plan(area, plan, name="encoded", agent="/bin/true", env={"ACC_TOKEN": token})
+    assert proc.returncode == 0, explain(proc)
+    log = (run_dir / "app.log").read_text()
+    lines = [line for line in log.splitlines() if "/api/item" in line]
+    assert lines, log[-2000:]
+    assert all("token=${ACC_TOKEN}" in line for line in lines), lines
+
+
+@pytest.mark.xfail(strict=True, reason=(
     "finding: a workspace file the agent wrote with the secret in it is copied verbatim by a file / "
     "file_exists capture into evidence/<step>/after/<name>.data/ (security.md: secrets never reach an "
     "output file; command output of the same file is scrubbed)"))
@@ -641,6 +665,39 @@ def test_a_page_the_agent_paints_over_cdp_fails_and_an_honest_change_passes(area
     assert proc.returncode == 1, explain(proc)
 
 
+@pytest.mark.skipif(not have_browser(), reason="needs Chromium and Playwright")
+@pytest.mark.xfail(strict=True, reason=(
+    "finding: browser.log in the run directory keeps the agent's console text and refused URLs "
+    "verbatim, secret included (issue 29: everything the agent writes that referee shows is scrubbed)"))
+def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_the_run(area):
+    leak = area / "leak.txt"
+    leak.write_text(SECRET + "\n")
+    leak.chmod(0o644)
+    plan = (
+        "name: console\n" + app_block()
+        + "actor:\n"
+        "  kind: browser\n"
+        f'  command: "{VENV_PY} {AGENTS / "cdp_painter.py"}"\n'
+        "  isolation: bwrap\n"
+        "  timeout_s: 120\n"
+        f"  env: {{ACC_LEAK: '{leak}'}}\n"
+        "steps:\n"
+        "  - id: leak_console\n"
+        "    do: look around\n"
+        "    script: [{goto: /}]\n"
+        "    capture:\n"
+        '      - {kind: http, name: item, url: "/api/item?token=${ACC_TOKEN}"}\n'
+        "    validators:\n"
+        "      - {kind: http_status_eq, url: /health, expected: 200}\n"
+    )
+    proc, run_dir = run_plan(area, plan, name="console", env={"ACC_TOKEN": SECRET}, timeout=600)
+    assert (run_dir / "results.json").exists(), explain(proc)
+    assert results(run_dir)["leak_console"]["claim"]["note"] == "leaked into the console"
+    assert SECRET not in proc.stdout + proc.stderr
+    hits = files_holding(run_dir, SECRET)
+    assert hits == [], hits
+
+
 # ---------------------------------------------------------------------------------------------
 # 6. referee/ and click.py planted in the working directory
 # ---------------------------------------------------------------------------------------------
@@ -711,6 +768,37 @@ def test_a_planted_referee_package_and_click_module_are_never_imported(area):
     assert both.returncode == 0, explain(both)
     assert checked.returncode == 0, explain(checked)
     assert graded.returncode == 0, explain(graded)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "finding (low: it runs with the agent's rights): the python actor's host imports a sitecustomize.py "
+    "planted in the working directory at startup (the working directory is on its PYTHONPATH), against "
+    "issue 29's 'every referee process the runner starts never imports from the working directory'"))
+def test_the_python_actors_host_does_not_import_a_planted_sitecustomize(area):
+    ws = area / "ws"
+    markers = ws / "markers"
+    markers.mkdir()
+    markers.chmod(0o1777)
+    (ws / "sitecustomize.py").write_text(PLANT.format(marker=str(markers / "sitecustomize")))
+    (area / "acc_pyagent.py").write_text(
+        "import referee\n\n"
+        "class Agent(referee.Actor):\n"
+        "    def act(self, ctx):\n"
+        "        return ctx.claim(True, 'python actor here')\n"
+    )
+    plan = (
+        "name: sitecust\n"
+        "actor: {kind: python, target: 'acc_pyagent:Agent', timeout_s: 60}\n"
+        "steps:\n"
+        "  - id: one\n"
+        "    do: nothing\n"
+        "    validators:\n"
+        "      - {kind: command_exit_code, command: 'true', run_as: runner}\n"
+    )
+    proc, run_dir = run_plan(area, plan, name="sitecust")
+    assert proc.returncode == 0, explain(proc)
+    found = {p.name: p.read_text()[:600] for p in markers.iterdir()}
+    assert found == {}, found
 
 
 def test_python_m_referee_does_not_import_a_planted_click_module(area):

