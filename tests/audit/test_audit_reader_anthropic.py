@@ -114,12 +114,14 @@ def test_malformed_tool_calls_are_one_bad_record_each(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     items = list(read_traces(path, "openai-chat"))
     assert [i.run_id for i in items if i.error is None] == ["ok"]
-    assert [i.run_id for i in items if i.error is not None] == [f"bad{n}" for n in range(len(bad_calls))]
+    assert [i.run_id for i in items if i.error is not None] == [f"bad{n}" for n in range(len(bad_calls))] + [None]
+    # 5 of the 6 records refused: the file is also said to look misread, in one record of its own (issue 33)
+    assert "this file looks misread" in items[-1].error.message and "5 of 6 records refused" in items[-1].error.message
     out = tmp_path / "a.jsonl"
     run = referee("audit", path, "--format", "openai-chat", "--out", out, "--no-progress")
     # the good record is audited; each bad one is a warning, and skipping them makes the exit code 1
     assert run.returncode == 1 and "Traceback" not in run.stderr and "internal error" not in run.stderr
-    assert run.stderr.count("warning: skipped record") == len(bad_calls) and len(out.read_text().splitlines()) == 1
+    assert run.stderr.count("warning: skipped record") == len(bad_calls) + 1 and len(out.read_text().splitlines()) == 1
     stop = referee("audit", path, "--format", "openai-chat", "--out", tmp_path / "b.jsonl", "--on-error", "stop",
                    "--no-progress")
     assert stop.returncode == 2 and "tool_calls must be a list" in stop.stderr and "Traceback" not in stop.stderr
