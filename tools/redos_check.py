@@ -61,6 +61,7 @@ FIXED: tuple[tuple[str, str, str], ...] = (
 ACCEPTED: dict[str, str] = {
     r"```bash\s*\n(.*?)\n```": "mini_swe_agent.split_turn searches only up to the turn's last closing fence",
     r"[^)]*,\s*['\"](w|a|r\+|x)b?['\"]": "acting._OpenForWrite matches it once per `)`-delimited segment",
+    r"\s*+(?:(?>--[^\n]*\n|/\*.*?\*/)\s*+)*+": "acting._sql_verb matches it once, at the statement's start",
 }
 
 
@@ -154,7 +155,7 @@ def collect(root: str = "referee") -> list[Found]:
                     _walk(x, f"{mod.__name__}.{name}.{attr}", out)
             elif not callable(val) or isinstance(val, (re.Pattern,)) or type(val).__name__ in ("Cue", "FastRegex"):
                 _walk(val, f"{mod.__name__}.{name}", out)
-    if root == "referee" or root.startswith("referee.audit"):
+    if root in ("referee", "referee.audit", "referee.audit.taskclass", "referee.audit.policyfile"):
         _task_class_patterns(out)
     for f in _inline(root):
         out.setdefault((f.pattern, f.flags), f)

@@ -151,7 +151,9 @@ def shape(tok: str) -> str:
     if "@" in tok:
         return "email"
     if "_" in tok:
-        return "snake:" + re.sub(r"\d+$", "", tok).count("_").__str__()
+        # the underscores counted (trailing digits, which re.sub(r"\d+$") took off first, hold none: that regex
+        # rescanned a run of digits from each of them)
+        return "snake:" + str(tok.count("_"))
     kind = "U" if tok.upper() == tok else ("L" if tok.lower() == tok else "M")
     return f"{kind}{len(tok)}"
 
