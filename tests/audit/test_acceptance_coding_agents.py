@@ -219,6 +219,8 @@ def test_claude_code_subagent_failure_counts_against_main_report(tmp_root, folde
     assert final_supports_goal(rec) == "no", rec["evidence"]
     # the subagent's own prompt is never a prompt of the main session
     assert f"{sid}#2" not in a.by_id
+    # nor is its own file (Claude Code 2.x) audited a second time as a session of its own
+    assert list(a.by_id) == [f"{sid}#1"], a
 
 
 def test_claude_code_compaction_agent_file_says_what_it_is(tmp_root):

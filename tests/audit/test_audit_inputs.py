@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,24 @@ def test_cli_quoted_glob_and_bad_items_listed(tree, tmp_path, capsys):
     rc = main(["audit", str(tree / "nothing-*.json"), "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "no file or folder matches" in err and "\n" not in err
+
+
+SUBAGENT_SESSION = Path(__file__).resolve().parents[1] / "data" / "traces" / "acceptance_coding_agents" / \
+    "claude_code" / "subagent_file"
+SID = "d41d8cd9-8f00-4b20-9e98-0ecf8427e002"
+
+
+@pytest.mark.parametrize("given, include, expected", [
+    ("", (), [f"{SID}.jsonl"]),  # the session reads its subagent's file: not audited a second time
+    ("", ("*/subagents/*",), [f"{SID}/subagents/agent-a3f9c21.jsonl"]),  # the session left out: the file is read
+    (f"{SID}/subagents", (), ["agent-a3f9c21.jsonl"]),  # the subagents folder walked alone
+], ids=["with-session", "session-not-included", "subagents-alone"])
+def test_a_claude_code_subagent_file_is_read_once(tmp_path, given, include, expected):
+    root = tmp_path / "project"
+    shutil.copytree(SUBAGENT_SESSION, root)
+    start = root / given
+    got = [x.path.relative_to(start).as_posix() for x in walk([start], options=InputOptions(include=include))]
+    assert got == expected
 
 
 def test_walk_stops_at_the_depth_limit_and_says_so(tmp_path):

@@ -7,7 +7,8 @@ in it is one item (never walked into), each file whose name says trace (`.json`,
 `.traj`, `.eval`; not a SWE-bench `*.report.json`) is one item, each with its own reader. Names
 starting with a dot are not walked (but a session log a tool names so: `.aider.chat.history.md`),
 nor referee's own outputs (audit, gold and summary files, known by their first record's fields,
-whatever their name).
+whatever their name), nor a Claude Code subagent's `<session>/subagents/agent-*.jsonl` when the walk
+reads its `<session>.jsonl` (whose runs hold the subagent's work).
 
 Narrowing a walk: `--include GLOB` (repeatable) keeps the items whose path below the walked folder,
 or whose name, matches a glob (then any file name may match, not only trace names); `--format F`
@@ -230,11 +231,37 @@ def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputO
                 if options.on_own_output:  # an earlier audit's files, with another --out: never traces
                     options.on_own_output(child, own)
                 continue
-            if wanted and _first_time(child, walked):
+            if wanted and not _subagent_of_walked_session(child, root, options) and _first_time(child, walked):
                 yield InputItem(child, fmt)
             elif not wanted and not options.include and options.on_skipped is not None and \
                     child.name.endswith(LOG_SUFFIXES) and (seems := looks_like(child)) is not None:
                 options.on_skipped(child, seems)
+
+
+def _subagent_of_walked_session(path: Path, root: Path, options: InputOptions) -> bool:
+    """A Claude Code 2.x subagent's transcript (`<session>/subagents/agent-<id>.jsonl`) whose session file
+    (`<session>.jsonl`) this walk reads too: the session's reader reads it as part of the prompt whose Task call
+    started it, so on its own it would be the same work audited twice. The compaction agent's file is no
+    subagent's work (the session's reader leaves it out), so it stays, and says what it is.
+
+    >>> import tempfile; r = Path(tempfile.mkdtemp()); a = r / "s1" / "subagents" / "agent-a1.jsonl"
+    >>> a.parent.mkdir(parents=True); _ = a.write_text("{}"); _subagent_of_walked_session(a, r, InputOptions())
+    False
+    >>> _ = (r / "s1.jsonl").write_text("{}"); _subagent_of_walked_session(a, r, InputOptions())
+    True
+    >>> _subagent_of_walked_session(a, a.parent, InputOptions())  # a walk of the subagents folder alone
+    False
+    """
+    if not (path.name.startswith("agent-") and path.suffix == ".jsonl" and path.parent.name == "subagents") or \
+            path.name.startswith("agent-acompact"):
+        return False
+    folder = path.parent.parent
+    session = folder.parent / f"{folder.name}.jsonl"
+    if root not in session.parents or not session.is_file():
+        return False
+    if options.include:
+        return _included(session.relative_to(root).as_posix(), session.name, options.include)
+    return is_trace_name(session)
 
 
 OWN_HEAD = 1 << 16  # bytes read to tell one of referee's own outputs: its first record (a line, or a small summary)
