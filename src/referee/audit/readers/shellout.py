@@ -17,8 +17,9 @@ TAIL_LINES = 40  # of an output, searched for a test runner's summary (runners p
 _EXIT_LINE = re.compile(r"^[^\S\n]*+(?:exit[ _]?code|exit status|process exited with code|<returncode>)[^\S\n]*+"
                         r"[:=]?[^\S\n]*+(-?\d+)", re.I | re.M)
 # one count of a runner's summary: "12 passed", "1 failed", "2 errors", "3 xfailed", "1 deselected"
-_COUNT = re.compile(r"\d+ [a-z]+")
-_FAILING = re.compile(r"[1-9]\d* (?:failed|errors?|failures?)")
+# (fullmatched on a part; the lookbehind keeps a search linear too: no start inside a run of digits)
+_COUNT = re.compile(r"(?<!\d)\d++ [a-z]++")
+_FAILING = re.compile(r"(?<!\d)[1-9]\d*+ (?:failed|errors?|failures?)")
 _DURATION = re.compile(r" in \d+(?:\.\d+)?\s*s(?:econds)?\b.*")
 # summaries in the runners' own words: unittest's "FAILED (failures=1)", cargo's "test result: FAILED.",
 # jest's "Tests:  1 failed, 12 passed, 13 total"
