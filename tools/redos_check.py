@@ -62,6 +62,8 @@ ACCEPTED: dict[str, str] = {
     r"```bash\s*\n(.*?)\n```": "mini_swe_agent.split_turn searches only up to the turn's last closing fence",
     r"[^)]*,\s*['\"](w|a|r\+|x)b?['\"]": "acting._OpenForWrite matches it once per `)`-delimited segment",
     r"\s*+(?:(?>--[^\n]*\n|/\*.*?\*/)\s*+)*+": "acting._sql_verb matches it once, at the statement's start",
+    (r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?(human|agent|operator|support)"):
+        "acting.recognise searches an action name's first MAX_NAME_CHARS (200) characters",
 }
 
 

@@ -74,6 +74,11 @@ def chat_courtesy() -> str:
     return json.dumps([{"run_id": "chat-courtesy", "task": "Cancel reservation XEHM4B", "messages": msgs}])
 
 
+def handoff_name() -> str:
+    """An action named `transfer` 25,000 times (the hand-off pattern's `\\w*` ran to the end from each one)."""
+    return _v1("handoff-name", "Cancel reservation XEHM4B", [_step("transfer" * 25_000, {"id": "XEHM4B"})])
+
+
 # name -> (file name, builder): the file name's suffix is what the reader sniffs
 CASES: dict[str, tuple[str, Callable[[], str]]] = {
     "sql-comments": ("sql.jsonl", sql_comments),
@@ -84,4 +89,5 @@ CASES: dict[str, tuple[str, Callable[[], str]]] = {
     "report-fence": ("fence.jsonl", report_fence),
     "mini-swe-bash": ("acme__widgets-42.traj.json", mini_swe_bash),
     "chat-courtesy": ("chat.json", chat_courtesy),
+    "handoff-name": ("handoff.jsonl", handoff_name),
 }

@@ -105,6 +105,8 @@ _SHELL_WRITE: _ShellParts = (
      re.compile(r"(?:\A|\n)[^\S\n]*+(?:edit\s+\d+:\d+|create\s+\S|str_replace_editor\s+(?:create|str_replace|insert|"
                 r"undo_edit)\b|insert\s+\d+|append\s*$)", re.M)),
 )
+# an action name is searched for a hand-off on its first characters only (a name past these is no tool's name)
+MAX_NAME_CHARS = 200
 # a shell "command" that is the agent's end-of-run signal (SWE-agent's `submit`): never evidence
 SHELL_SIGNALS = frozenset({"submit", "exit", "exit_forfeit"})
 
@@ -399,7 +401,7 @@ def recognise(raw_name: str, raw_args: Any, catalog: ToolCatalog = NO_TOOLS) -> 
                           target=None if target is None else str(target))
     if is_terminal(name, args) or low in SELF_SIGNAL or name == "reply":
         return None
-    if HANDOFF.search(name):
+    if HANDOFF.search(name[:MAX_NAME_CHARS]):  # its `\w*` rescans a long name from each start: names are short
         return Recognised("handoff", frozenset(), name, args, "verb")
     head = name.split(maxsplit=1)[:1]  # none for an empty or blank name (a trace may give one)
     method = _method_of(name, args) if (w & HTTP_NAMES or (head and head[0].upper() in HTTP_METHODS)
