@@ -219,3 +219,19 @@ def test_flips_and_slower_steps(verdicts, durations, flips, slower):
             for i, (v, d) in enumerate(zip(verdicts, durations))]
     h = analyse("p", runs)
     assert h.flips.get("s") == flips and bool(h.slower) == slower
+
+
+def test_plans_run_with_j_get_an_index_each_and_one_over_them(_agent_reachable_base):
+    home = Path(tempfile.mkdtemp(prefix="nights-j-", dir=_agent_reachable_base))
+    plans = []
+    for name in ("one", "two"):
+        plans.append(write_plan(home / f"{name}.yaml", {"name": name, "steps": [
+            {"id": "a", "do": "x", "validators": [{"kind": "command_exit_code", "command": "true"}]}]}))
+    code, so, se = run_cli(["run", *plans, "--out", home / "runs", "--agent", "true", "-j", "2"], cwd=home,
+                           env=base_cli_env())
+    assert code == 0, se
+    assert (so + se).count("first complete run of this plan") == 2
+    overview = (home / "runs" / "index.html").read_text()
+    for name in ("one", "two"):
+        assert f'href="{name}/index.html"' in overview and (home / "runs" / name / "index.html").is_file()
+        assert (home / "runs" / name / "latest").is_symlink()

@@ -14,7 +14,7 @@ def _demo_run(tmp_path, monkeypatch):
     monkeypatch.setenv("REFEREE_DEMO_DIR", str(tmp_path / "demo"))  # a fresh app database per test
     rc = main(["demo", "--no-browser", "--out", str(tmp_path / "out")])
     assert rc == 0
-    return next(p for p in (tmp_path / "out" / "todo-api").iterdir() if not p.is_symlink())
+    return next(p for p in (tmp_path / "out" / "todo-api").iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def test_evidence_files_are_readable_by_others_under_the_umask(tmp_path, monkeypatch):

@@ -120,7 +120,7 @@ def test_a_secret_is_used_but_written_nowhere(tmp_path, cli_env, token_server):
     env = _env(cli_env, port)
     out = tmp_path / "out"
     rc, so, se = run_cli(["run", _plan(tmp_path), "--out", out, "--agent", "true"], cwd=tmp_path, env=env)
-    (run_dir,) = [p for p in out.glob("secrets/*") if not p.is_symlink()]  # not the `latest` link
+    (run_dir,) = [p for p in out.glob("secrets/*") if p.is_dir() and not p.is_symlink()]  # not `latest`, index.html
     results = json.loads((run_dir / "results.json").read_text())
     verdicts = {s["id"]: s["verdict"] for s in results["steps"]}
     # the real value was used: the server saw it in the URL and the header, the command compared it
@@ -168,7 +168,7 @@ def test_a_public_variable_is_shown_with_its_value(tmp_path, cli_env, token_serv
     out = tmp_path / "out"
     rc, so, se = run_cli(["run", _plan(tmp_path, public), "--out", out, "--agent", "true"], cwd=tmp_path,
                          env=_env(cli_env, port))
-    (run_dir,) = [p for p in out.glob("secrets/*") if not p.is_symlink()]  # not the `latest` link
+    (run_dir,) = [p for p in out.glob("secrets/*") if p.is_dir() and not p.is_symlink()]  # not `latest`, index.html
     authed = _record(run_dir, "uses_the_token", "authed.json")
     token_public = "API_TOKEN" in public
     shown = TOKEN if token_public else "${API_TOKEN}"

@@ -24,7 +24,7 @@ def test_the_step_timeout_caps_a_long_wait(tmp_path):
     rc, out, err = run_cli(["run", "slow.yaml", "--out", "out"], cwd=tmp_path, timeout=120)
     took = time.monotonic() - t0
     assert "Traceback" not in err, err
-    run_dir = next(p for p in (tmp_path / "out" / "slow").iterdir() if not p.is_symlink())
+    run_dir = next(p for p in (tmp_path / "out" / "slow").iterdir() if p.is_dir() and not p.is_symlink())
     rec = json.loads((run_dir / "manifest.json").read_text())["steps"]["wait"]
     assert rec["status"] == "done" and rec["actor_exit"] == 1
     import re

@@ -83,7 +83,7 @@ def test_grading_a_real_run_loads_no_runner_and_no_network_module(tmp_path):
     rc = subprocess.run([sys.executable, "-m", "referee.cli.main", "run", "plan.yaml", "--agent",
                          f"{sys.executable} agent.py", "--out", "runs"], cwd=tmp_path, capture_output=True, text=True)
     assert rc.returncode == 0, rc.stderr
-    run_dir = next(p for p in (tmp_path / "runs" / "plan").iterdir() if not p.is_symlink())
+    run_dir = next(p for p in (tmp_path / "runs" / "plan").iterdir() if p.is_dir() and not p.is_symlink())
     probe = ("import json, sys\nfrom referee.grader import grade\nr = grade(sys.argv[1])\n"
              "print(json.dumps({'summary': r.summary, 'modules': sorted(sys.modules)}))\n")
     out = subprocess.run([sys.executable, "-c", probe, str(run_dir)], capture_output=True, text=True, check=True)

@@ -58,7 +58,7 @@ def _findings(h: History) -> list[str]:
     for s, why in h.flips.items():
         items.append(f"<li><b>flips across runs</b>: {esc(s)} ({esc(why)})</li>")
     for t in h.slower:
-        items.append(f"<li><b>slower</b>: {esc(t.step)} {t.now_s:g}s, median before {t.median_s:g}s</li>")
+        items.append(f"<li><b>slower</b>: {esc(t.step)} {t.now_s:.2f}s, median before {t.median_s:.2f}s</li>")
     return ['<ul class="find">', *items, "</ul>"] if items else []
 
 
@@ -90,7 +90,7 @@ def render_plan_index(h: History) -> str:
 
 def render_overview(plans: Sequence[tuple[str, History]]) -> str:
     """The index over the plans of an `--out` folder: per plan (its folder name and its history) the newest runs'
-    overall verdicts (FAIL when any step did not pass), new failures, flips, linked to the plan's index."""
+    overall verdicts (how many steps FAIL and ERROR, or PASS), new failures, flips, linked to the plan's index."""
     rows = []
     width = max([1, *(len(h.runs) for _, h in plans)])
     for folder, h in plans:
@@ -99,10 +99,11 @@ def render_overview(plans: Sequence[tuple[str, History]]) -> str:
             if r is None:
                 cells.append(_cell(None))
                 continue
-            worst = "PASS" if all(v in ("PASS", "FLAKY", "SKIPPED") for v in r.verdicts.values()) else "FAIL"
-            bad = sum(1 for v in r.verdicts.values() if v in ("FAIL", "ERROR"))
+            bad = {v: sum(1 for x in r.verdicts.values() if x == v) for v in ("FAIL", "ERROR")}
+            worst = "FAIL" if bad["FAIL"] else "ERROR" if bad["ERROR"] else "PASS"
+            label = " · ".join(f"{n} {v}" for v, n in bad.items() if n) or "PASS"
             cells.append(f'<td class="c c-{worst}"><a style="color:#fff" href="{_href(folder, r.name, "report.html")}"'
-                         f' title="{esc(r.name)}">{worst if not bad else f"{bad} bad"}</a></td>')
+                         f' title="{esc(r.name)}">{label}</a></td>')
         said = []
         if h.new_failures:
             said.append(f"new failures: {', '.join(h.new_failures)}")

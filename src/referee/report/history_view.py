@@ -50,7 +50,7 @@ def _named(h: History) -> list[tuple[str, str]]:
     if h.flips:
         out.append(("flips across runs", "; ".join(f"{s} ({why})" for s, why in h.flips.items())))
     if h.slower:
-        out.append(("slower", "; ".join(f"{t.step} {t.now_s:g}s, median before {t.median_s:g}s"
+        out.append(("slower", "; ".join(f"{t.step} {t.now_s:.2f}s, median before {t.median_s:.2f}s"
                                          for t in h.slower)))
     return out
 
@@ -63,12 +63,12 @@ def history_lines(h: History) -> list[str]:
     if h.runs:
         width = max([4, *(len(con(s)) for s in h.steps)])
         head = "  ".join(f"#{i:<4}" for i in range(1, len(h.runs) + 1))
-        lines.append(f"{'step':<{width}}  {head}")
-        new, fixed = set(h.new_failures), set(h.fixed)
+        lines.append(f"{'step':<{width}}  {head}".rstrip())
+        new, fixed, slow = set(h.new_failures), set(h.fixed), {t.step for t in h.slower}
         for s in h.steps:
             cells = "  ".join(f"{CELL.get(v, v or '-'):<5}" for v in h.row(s))
             mark = " new failure" if s in new else " fixed" if s in fixed else ""
-            mark += " flips" if s in h.flips else ""
+            mark += (" flips" if s in h.flips else "") + (" slower" if s in slow else "")
             lines.append(f"{con(s):<{width}}  {cells}{mark}".rstrip())
         lines.append("runs: " + ", ".join(f"#{i} {con(r.name)}" for i, r in enumerate(h.runs, 1)))
     else:
@@ -89,11 +89,11 @@ def history_markdown(h: History, plan_dir: Path, base: Path) -> str:
         lines += ["", f"**{md(label)}**: {md(what, limit=1000)}"]
     if h.runs:
         head = ["step", *(link(f"#{i}", plan_dir / r.name / "report.html", base) for i, r in enumerate(h.runs, 1))]
-        new, fixed = set(h.new_failures), set(h.fixed)
+        new, fixed, slow = set(h.new_failures), set(h.fixed), {t.step for t in h.slower}
         rows = []
         for s in h.steps[:ROWS]:
             tag = " (new failure)" if s in new else " (fixed)" if s in fixed else ""
-            tag += " (flips)" if s in h.flips else ""
+            tag += (" (flips)" if s in h.flips else "") + (" (slower)" if s in slow else "")
             rows.append([md(s) + tag, *(CELL.get(v, v or "-") for v in h.row(s))])
         lines += ["", *table(head, rows, len(h.steps) - ROWS)]
         lines += ["", "Runs: " + ", ".join(f"#{i} {md(r.name)}" for i, r in enumerate(h.runs, 1))]
