@@ -29,6 +29,7 @@ from typing import Any, Iterator
 from referee.audit.jsonstream import iter_json_values, loads
 from referee.audit.readers import ReadOptions, trace_readers
 from referee.audit.readers.sessions import session_items
+from referee.audit.readers.shellout import exit_code_in
 from referee.audit.trace import SHAPE_ERRORS, TraceItem, record_error, shape_error
 
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -44,7 +45,6 @@ TOOL_DEFS = {"apply_patch": "Edit files: apply a patch that adds, updates or del
              "web_search": "Search the web."}
 # user messages Codex writes itself (the project's AGENTS.md): never a prompt, whatever the version
 _HARNESS_USER = ("# AGENTS.md instructions for", "<user_instructions>", "<environment_context>")
-_EXIT = re.compile(r"(?:^|\n)\s*(?:exit code|process exited with code)[: ]\s*(-?\d+)", re.I)
 
 
 def is_rollout_line(v: Any) -> bool:
@@ -109,11 +109,11 @@ def _output(raw: Any, exit_code: int | None) -> tuple[str, bool]:
             if exit_code is None and isinstance(rc, int):
                 exit_code = rc
             text = str(data["output"])
-    if exit_code is None and (m := _EXIT.search(text[:500])):
-        exit_code = int(m.group(1))
+    said = exit_code_in(text[:500])  # an "Exit code: N" / "Process exited with code N" line of the output's own
+    exit_code = said if exit_code is None else exit_code
     if exit_code is not None:
         failed = failed or exit_code != 0
-        if not _EXIT.search(text[:500]):
+        if said is None:
             text = f"Exit code: {exit_code}\n{text}"
     return text, failed
 
