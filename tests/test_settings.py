@@ -114,3 +114,14 @@ def test_a_nested_working_folder_finds_the_file_above(tmp_path, capsys, monkeypa
     assert code == 0, err
     # a relative `out` is relative to the file's folder: a run from a subfolder lands where the others are
     assert (tmp_path / "from-above" / "daily" / "latest").is_symlink() and not Path("from-above").exists()
+
+
+def test_a_plan_that_names_its_own_agent_keeps_it_over_the_files(tmp_path, capsys, monkeypatch):
+    (tmp_path / "referee.toml").write_text("agent = 'false'\n")  # would exit 1: the step's agent column says so
+    (tmp_path / "own.yaml").write_text(PLAN.replace("name: daily", "name: own\nactor: {command: 'true'}"))
+    (tmp_path / "p.yaml").write_text(PLAN)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(capsys, "run", "own.yaml", "p.yaml", "--json")
+    assert code == 0, err
+    agents = {r["plan"]: r["steps"][0]["agent"]["exit_code"] for r in json.loads(out)["runs"]}
+    assert agents == {"own": 0, "daily": 1}

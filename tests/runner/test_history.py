@@ -235,3 +235,21 @@ def test_plans_run_with_j_get_an_index_each_and_one_over_them(_agent_reachable_b
     for name in ("one", "two"):
         assert f'href="{name}/index.html"' in overview and (home / "runs" / name / "index.html").is_file()
         assert (home / "runs" / name / "latest").is_symlink()
+
+
+def test_a_run_stopped_early_moves_no_link_and_says_so(_agent_reachable_base):
+    home = Path(tempfile.mkdtemp(prefix="stopped-", dir=_agent_reachable_base))
+    plan = write_plan(home / "p.yaml", {
+        "name": "stops", "app": {"start": "exit 3", "url": "http://127.0.0.1:{port}", "ready": "/health",
+                                 "ready_timeout_s": 5},
+        "steps": [{"id": "a", "do": "x", "validators": [{"kind": "command_exit_code", "command": "true"}]}]})
+    code, so, se = run_cli(["run", plan, "--out", home / "runs", "--agent", "true", "--json"], cwd=home,
+                           env=base_cli_env())
+    assert code == 1, se
+    (run,) = json.loads(so)["runs"]
+    assert run["versus"]["complete"] is False and run["versus"]["incomplete"].startswith("stopped early: ")
+    assert run["versus"]["previous"] is None
+    assert "this run is not complete (stopped early: " in se and "left as they were" in se
+    assert not os.path.lexists(home / "runs" / "stops" / "latest")
+    assert (home / "runs" / "stops" / "index.html").is_file()  # and the index lists it as skipped, with why
+    assert "stopped early" in (home / "runs" / "stops" / "index.html").read_text()

@@ -76,8 +76,11 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     from referee.cli.history_cmds import end_of_run
 
     console = _console(json_mode)
+    default_agent = None  # the defaults file's agent: only for plans that name no agent of their own
     if plan_sha256 is None:  # a -j child takes every option from its parent, which read the defaults file
-        out, agent, retries, jobs = _with_defaults(out=out, agent=agent, retries=retries, jobs=jobs)
+        out, retries, jobs = _with_defaults(out=out, retries=retries, jobs=jobs)
+        if agent is None:
+            (default_agent,) = _with_defaults(agent=None)
     check_options(executor_kind, None, scheduler, 1)  # before any plan: a stray --scheduler would be ignored here
     _check_summary_path(summary_md)
     if keyword is not None and not keyword.strip():  # `-k "$FILTER"` with FILTER unset must not run everything
@@ -87,8 +90,12 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
         raise UsageError(f"--only {' '.join(repr(o) for o in only)}: it names no step",
                          fix="give step ids (--only a,b), or leave --only out")
     loaded = _load_checked(plans, console, plan_sha256)  # every plan validates before anything runs
+    def agent_of(lp) -> str | None:
+        own = lp.plan.actor is not None and (lp.plan.actor.kind != "command" or lp.plan.actor.command)
+        return agent if agent is not None else None if own else default_agent
+
     for lp in loaded:  # and has an agent: a plan without one stops everything before anything runs
-        actor_spec(lp, agent)
+        actor_spec(lp, agent_of(lp))
     check_selection([s.id for lp in loaded for s in lp.plan.steps], ids, keyword)
     options = RunOptions(only=ids, keyword=keyword, fail_fast=fail_fast, retries=retries)
     if jobs != 1 or executor_kind == "dask":
@@ -102,14 +109,14 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
             extra = [*(("--only", ",".join(i for i in ids if i in mine)) if ids else ()),
                      *(("-k", keyword) if keyword else ()), *(("--fail-fast",) if fail_fast else ()),
                      *(("--retries", str(retries)) if retries else ())]
-            chosen.append((p, lp.text, tuple(extra)))  # the text validated here is the text the plan runs
+            chosen.append((p, lp.text, tuple(extra), agent_of(lp)))  # the text validated here is the text it runs
         browsers = [lp.path for lp in loaded if lp.plan.actor is not None and lp.plan.actor.kind == "browser"]
         if len(browsers) > 1 and jobs > 1 and executor_kind == "local":
             # Chromium's DevTools port takes any local client: one plan's agent can drive another's page
             console.print(Text(f"warning: {len(browsers)} browser plans run at once on this host; an agent can reach "
                                "the others' browsers over their DevTools ports (security-isolation.md); run them "
                                "with -j 1, or on separate hosts", style="yellow"), highlight=False)
-        return _run_many(chosen, agent, out, strict, json_mode, jobs, executor_kind, scheduler, summary_md)
+        return _run_many(chosen, out, strict, json_mode, jobs, executor_kind, scheduler, summary_md)
     exit_code, payload, run_dirs = 0, [], []
     for lp in loaded:
         if (ids or keyword) and not selected([s.id for s in lp.plan.steps], ids, keyword):
@@ -117,7 +124,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
             continue
         _lint_warnings(lp, console, Path(out) / ".lint-cache")
         with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
-            outcome = run_plan(lp, out=Path(out), agent=agent, on_event=live.event, options=options)
+            outcome = run_plan(lp, out=Path(out), agent=agent_of(lp), on_event=live.event, options=options)
         res = outcome.results
         run_dirs.append(outcome.run_dir)
         console.print(verdict_table(res))
@@ -149,8 +156,8 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
 
 
 def _with_defaults(**given):
-    """`out`, `agent`, `retries`, `jobs` as given on the command line, else from the defaults file
-    (referee.settings), else the options' own defaults."""
+    """Each of `out`, `agent`, `retries`, `jobs` given, as on the command line, else from the defaults file
+    (referee.settings), else the option's own default."""
     from click.core import ParameterSource
 
     from referee.settings import load_defaults
@@ -215,10 +222,10 @@ def _write_summaries(run_dirs: list[Path], summary_md: Path | None, console, job
         console.print(f"[yellow]warning: the Markdown summary was not written: {for_console(why)}[/]", highlight=False)
 
 
-def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, scheduler, summary_md=None) -> int:
+def _run_many(plans, out, strict, json_mode, jobs, executor_kind, scheduler, summary_md=None) -> int:
     """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary.
 
-    `plans`: (plan path, its validated text, its --only/-k/--fail-fast/--retries arguments) triples."""
+    `plans`: (plan path, its validated text, its --only/-k/--fail-fast/--retries arguments, its --agent)."""
     from referee.errors import UsageError
     from referee.executors import check_options
     from referee.runner.many import job_for, run_plans
@@ -233,7 +240,7 @@ def _run_many(plans, agent, out, strict, json_mode, jobs, executor_kind, schedul
     where = (f"dask ({scheduler or f'a LocalCluster of {jobs} workers on 127.0.0.1'})" if executor_kind == "dask"
              else f"{jobs} at a time, each in its own process")
     click.echo(f"referee: running {len(plans)} plan(s), {where}", err=True)
-    combined = run_plans([job_for(p, out, agent, strict, extra, text=text) for p, text, extra in plans], options,
+    combined = run_plans([job_for(p, out, agent, strict, extra, text=text) for p, text, extra, agent in plans], options,
                          on_done=shown)
     click.echo("\n".join(combined.summary_lines()), err=json_mode)
     _write_summaries([Path(run["run_dir"]) for r in combined.runs for run in r.runs if run.get("run_dir")], summary_md,
