@@ -87,12 +87,13 @@ def test_prune_never_follows_a_link_out_of_the_runs_folder(one_run, tmp_path, ca
     os.symlink(outside / "20250101T000000Z", folder / "20250101T000000Z")  # a link named like a run
     os.symlink(outside, folder / "20240101T000000Z")
     os.symlink(outside, tmp_path / "runs" / "linked-plan")  # a link among the plans of OUT
+    os.symlink(outside, folder / RUNS[0][0] / "escape")  # and one inside a run that goes
     code, out, err = _cli(capsys, "prune", tmp_path / "runs", "--keep", 1)
     assert code == 0, err
     assert (outside / "20250101T000000Z" / "manifest.json").is_file() and len(list(outside.rglob("*"))) > 3
     assert (folder / "20250101T000000Z").is_symlink() and (folder / "20240101T000000Z").is_symlink()
-    assert _left(folder) == ["20261206T030000Z", "20261207T030000Z"]
-    assert "linked-plan" not in out
+    assert _left(folder) == ["20261206T030000Z", "20261207T030000Z"]  # RUNS[0] went, its link with it
+    assert "linked-plan" not in out and f"removed {folder / RUNS[0][0]}" in out
 
 
 @pytest.mark.parametrize("args, says", [
