@@ -78,9 +78,8 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     console = _console(json_mode)
     default_agent = None  # the defaults file's agent: only for plans that name no agent of their own
     if plan_sha256 is None:  # a -j child takes every option from its parent, which read the defaults file
-        out, retries, jobs = _with_defaults(out=out, retries=retries, jobs=jobs)
-        if agent is None:
-            (default_agent,) = _with_defaults(agent=None)
+        out, from_file, retries, jobs = _with_defaults(out=out, agent=agent, retries=retries, jobs=jobs)
+        default_agent = from_file if agent is None else None
     check_options(executor_kind, None, scheduler, 1)  # before any plan: a stray --scheduler would be ignored here
     _check_summary_path(summary_md)
     if keyword is not None and not keyword.strip():  # `-k "$FILTER"` with FILTER unset must not run everything
@@ -90,6 +89,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
         raise UsageError(f"--only {' '.join(repr(o) for o in only)}: it names no step",
                          fix="give step ids (--only a,b), or leave --only out")
     loaded = _load_checked(plans, console, plan_sha256)  # every plan validates before anything runs
+
     def agent_of(lp) -> str | None:
         own = lp.plan.actor is not None and (lp.plan.actor.kind != "command" or lp.plan.actor.command)
         return agent if agent is not None else None if own else default_agent
