@@ -94,7 +94,8 @@ def latest_in(folder: Path, name: str = LATEST) -> Path | None:
 
 
 def resolve_run_dir(path: str | Path) -> Path:
-    """A run directory as given, or the latest run of a plan's runs folder (`runs/<plan>`).
+    """A run directory as given, or the latest run of a plan's runs folder (`runs/<plan>`); a runs folder with
+    runs but no complete one yet is an error naming its newest run.
 
     Anything else comes back unchanged (the reader says what is wrong with it), except a folder of
     runs folders (`runs/`), which is an error listing them.
@@ -105,6 +106,13 @@ def resolve_run_dir(path: str | Path) -> Path:
     found = latest_in(path)
     if found is not None:
         return found
+    try:
+        runs = sorted(c.name for c in path.iterdir() if not c.is_symlink() and (c / "manifest.json").is_file())
+    except OSError:
+        runs = []
+    if runs:  # a plan's runs folder before its first complete run: `latest` names complete runs only
+        raise UsageError("no complete run here yet: `latest` names a complete run only", file=str(path),
+                         fix=f"pass a run directory, e.g. the newest: {path / runs[-1]}")
     try:
         plans = sorted(c.name for c in path.iterdir()
                        if c.is_dir() and ((c / LATEST).is_symlink() or (c / LATEST).is_file()))

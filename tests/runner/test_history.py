@@ -253,3 +253,11 @@ def test_a_run_stopped_early_moves_no_link_and_says_so(_agent_reachable_base):
     assert not os.path.lexists(home / "runs" / "stops" / "latest")
     assert (home / "runs" / "stops" / "index.html").is_file()  # and the index lists it as skipped, with why
     assert "stopped early" in (home / "runs" / "stops" / "index.html").read_text()
+
+
+def test_grade_of_a_runs_folder_without_a_complete_run_names_its_newest_run(nights, capsys, tmp_path):
+    folder = tmp_path / "runs" / "nightly"
+    shutil.copytree(nights.dirs["partial"], folder / nights.dirs["partial"].name, symlinks=True)
+    code, out, err = _cli(capsys, "grade", folder)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no complete run here yet" in err and str(folder / nights.dirs["partial"].name) in err
