@@ -64,6 +64,7 @@ ACCEPTED: dict[str, str] = {
     r"\s*+(?:(?>--[^\n]*\n|/\*.*?\*/)\s*+)*+": "acting._sql_verb matches it once, at the statement's start",
     (r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?(human|agent|operator|support)"):
         "acting.recognise searches an action name's first MAX_NAME_CHARS (200) characters",
+    r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}": "lexicon.FILE_RE is only ever fullmatched (one start)",
 }
 
 

@@ -54,8 +54,9 @@ ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@]*[A-Za-z0-9]")
 FILE_RE = re.compile(r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}")  # notes.md, photo.jpg
 # a quoted string: the quote marks are not apostrophes inside words ("don't ... you're")
 QUOTED_STRICT = re.compile(r"(?<![A-Za-z])[\"'“‘]([^\"'”’\n]{1,80})[\"'”’](?![A-Za-z])")
-# a sentence that asks (ends with "?", or opens with a question word) or says how to answer
-QUESTION = re.compile(r"^\s*(.*\?\s*$|(what|which|who|whom|when|where|why|how (many|much|long|far|often|old))\b|"
+# a sentence that asks (ends with "?", or opens with a question word) or says how to answer; the leading blanks are
+# possessive (nothing after them starts with one, and `.*\?` from inside them finds the same `?`): linear
+QUESTION = re.compile(r"^\s*+(.*\?\s*$|(what|which|who|whom|when|where|why|how (many|much|long|far|often|old))\b|"
                       r"(answer|respond) (with|in|only|using)\b|express your answer|format your answer)", re.I | re.S)
 QUOTED_RE = re.compile(r"[\"'“‘]([^\"'”’]{2,80})[\"'”’]")
 _DIGIT, _ALPHA = re.compile(r"[0-9]"), re.compile(r"[A-Za-z]")  # str.isdigit/isalpha on ASCII text

@@ -114,7 +114,9 @@ class _Act:
 
 # a URL's scheme and host: the site an action goes to (`goto('https://shop.test/...')`) names no entity, and it is
 # seldom shown before it is used; its path and query may name one (`/orders/ORD-1`)
-_URL_HOST = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s?#'\"]*")
+# `\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s?#'\"]*`, linear: tried once per run of scheme characters (a later start in
+# the run meets the same end), its group 1 the run's part before the first letter at a word's edge (kept)
+_URL_HOST = re.compile(r"(?<![A-Za-z0-9+.-])((?:[0-9+.-]|(?<=\w)[A-Za-z])*+)[A-Za-z][A-Za-z0-9+.-]*+://[^/\s?#'\"]*")
 
 
 def _without_hosts(text: str) -> str:
@@ -123,7 +125,7 @@ def _without_hosts(text: str) -> str:
     >>> _without_hosts("goto('https://hotels.test:8080/lisbon?id=H-12')")
     "goto(' /lisbon?id=H-12')"
     """
-    return _URL_HOST.sub(" ", text) if "://" in text else text
+    return _URL_HOST.sub(lambda m: m.group(1) + " ", text) if "://" in text else text
 
 
 _BID = re.compile(r"^[A-Za-z]{0,3}\d+$")
