@@ -65,6 +65,7 @@ ACCEPTED: dict[str, str] = {
     (r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?(human|agent|operator|support)"):
         "acting.recognise searches an action name's first MAX_NAME_CHARS (200) characters",
     r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}": "lexicon.FILE_RE is only ever fullmatched (one start)",
+    r"\s*([A-Za-z_][\w.]*)\s*\(": "browsergym._call_name matches it once, at the call's start",
 }
 
 
@@ -336,7 +337,6 @@ def check(root: str = "referee", size: int = 2000, family: str | None = None,
     """Findings (one line each) and the number of patterns checked; each worker is killed past `timeout_s`
     without a word, and the pattern it was on is a finding."""
     findings: list[str] = []
-    found_at = dict(enumerate(collect(root)))  # the workers' order (the same modules, the same walk)
     start, total = 0, None
     while total is None or start < total:
         cmd = [sys.executable, __file__, "--worker", "--module", root, "--start", str(start), "--size", str(size)]
@@ -354,10 +354,9 @@ def check(root: str = "referee", size: int = 2000, family: str | None = None,
             except queue.Empty:
                 proc.kill()
                 proc.wait()
-                f = found_at.get(current["begin"])
-                if f is not None and _source(f.pattern) in ACCEPTED:
-                    print(f"accepted ({ACCEPTED[_source(f.pattern)]}): {current['where']}: {current['pattern']}",
-                          file=sys.stderr)
+                why = next((v for k, v in ACCEPTED.items() if repr(k) == current["pattern"]), None)
+                if why is not None:
+                    print(f"accepted ({why}): {current['where']}: {current['pattern']}", file=sys.stderr)
                 else:
                     findings.append(f"{current['where']}: {current['pattern']}: no answer in {timeout_s:.0f} s on "
                                     f"input family {current['family']} (exponential, or quadratic at this size)")
