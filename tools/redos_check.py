@@ -66,6 +66,10 @@ ACCEPTED: dict[str, str] = {
         "acting.recognise searches an action name's first MAX_NAME_CHARS (200) characters",
     r"[\w\-]+\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,5}": "lexicon.FILE_RE is only ever fullmatched (one start)",
     r"\s*([A-Za-z_][\w.]*)\s*\(": "browsergym._call_name matches it once, at the call's start",
+    (r"\s*(?:the|your) (?:last )?command\b.{0,2000}?\b(?:timed out|took (?:more than|too long)|"
+     r"was cancelled|has been killed)"): "mini_swe_agent matches it once, on a message's first 3,000 characters",
+    (r"\s*(?:please always provide exactly one action|your (?:last )?output (?:was not formatted|"
+     r"did not use)|your action could not be parsed)"): "mini_swe_agent matches it once, at a message's start",
 }
 
 
