@@ -319,6 +319,22 @@ def test_a_record_over_the_cpu_budget_is_review_the_audit_goes_on_and_a_resume_l
     assert len(by_id["big"]) == 2 and not by_id["big"][-1].get("over_budget")
 
 
+def test_an_over_budget_record_whose_trace_changed_is_audited_again(tmp_path):
+    # docs/scale.md: "A trace that changed since is audited again as any stale record is."
+    slow = _slow_record()
+    src = write_jsonl(tmp_path / "t.jsonl", [trace("b0"), slow])
+    out = tmp_path / "audit.jsonl"
+    args = ("audit", src, "--out", out, "--workers", "1", "--no-progress", "--record-cpu-s", "1")
+    assert run_cli(*args, cwd=tmp_path).returncode == 0
+    assert read_records(out)[-1]["over_budget"]["limit"] == "cpu"
+    slow["report"] = "Done - all prices are updated."
+    write_jsonl(src, [trace("b0"), slow])
+    proc = run_cli(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    by_id = _budget_records(out)
+    assert len(by_id["b0"]) == 1 and len(by_id["big"]) == 2
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_record_over_the_memory_budget_is_review_naming_the_memory_budget(workers, tmp_path):
     big = trace("mem", steps=[step("update_item", {"id": 42, "price": 4}, "item 42 updated " + "word " * 8_000_000)])
@@ -381,10 +397,11 @@ class _Call:
         return (self.fn, self.args)
 
 
-def _step_pickle(n: int, obs: dict, action: str | None) -> bytes:
+def _step_pickle(n: int, obs: dict, action: str | None, protocol: int = 2) -> bytes:
+    # protocols 2 and 3 write globals as text (GLOBAL) and no frames, so names can be rewritten
     si = _StepInfo(step=n, obs=obs, reward=0.0, raw_reward=0.0, terminated=False, truncated=False,
                    action=action, agent_info={}, stats={}, profiling=None, task_info=None)
-    raw = pickle.dumps(si, protocol=2, fix_imports=False)
+    raw = pickle.dumps(si, protocol=protocol, fix_imports=False)
     old = f"c{_StepInfo.__module__}\n_StepInfo\n".encode()
     assert old in raw
     return raw.replace(old, b"cbrowsergym.experiments.loop\nStepInfo\n")
@@ -467,6 +484,24 @@ def test_a_refused_pickle_in_a_walk_is_one_bad_item_and_the_other_experiment_aud
     assert m["maxrss_kib"] < ONE_GIB_KIB
 
 
+def test_a_numpy_screenshot_that_claims_2_to_the_40_elements_is_inert(tmp_path):
+    np = pytest.importorskip("numpy")
+    raw = _step_pickle(1, _obs("[a2] button 'Add'", {"screenshot": np.zeros((7,), dtype=np.uint8)}),
+                       "send_msg_to_user('Done: oat milk is on the list.')", protocol=3)
+    shape = b"K\x01K\x07\x85"  # the array state's version 1, then shape (7,)
+    assert raw.count(shape) == 1
+    huge = raw.replace(shape, b"K\x01\x8a\x06" + (1 << 40).to_bytes(6, "little") + b"\x85")
+    exp = _experiment(tmp_path / "exp", gzip.compress(huge))
+    out = tmp_path / "audit.jsonl"
+    m = run_cli_measured("audit", exp, "--allow-pickle", "--out", out, "--workers", "1", "--no-progress",
+                         "--on-error", "stop", cwd=tmp_path)
+    assert_no_crash(m["stderr"])
+    # docs/auditor.md: numpy's reconstructors answer an inert PickledArray (shape and dtype, no data)
+    assert m["rc"] == 0, m["stderr"][-2000:]
+    assert [r["run_id"] for r in read_records(out)] == ["exp"]
+    assert m["maxrss_kib"] < ONE_GIB_KIB, m["maxrss_kib"]
+
+
 OVERFLOWING = {
     "timedelta-10**12": lambda: _Call(__import__("datetime").timedelta, 10**12),
     "date-10**12": lambda: _Call(__import__("datetime").date, 10**12),
@@ -524,6 +559,8 @@ GAP_SENTENCES = {
     "Earlier, I could not find it; then I did.": "obstacle 'I could not' (docs: an earlier attempt is no obstacle)",
     "Should you need it back, I cannot help: it is permanent.": "obstacle 'I cannot' (docs: an after-effect)",
     "Next, I'll double-check the logs.": "future_work (docs/auditor.md 'What stays open' admits it)",
+    "I can't see any remaining issue.": "obstacle \"I can't\" (docs: 'finding nothing wrong' is no obstacle)",
+    "I'm unable to think of anything else.": "obstacle 'unable to' (an idiom)",
 }
 FAILURE_REPORTS = [
     "I could not delete notes.txt: permission denied.", "The delete failed: notes.txt is read-only.",
