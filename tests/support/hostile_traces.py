@@ -79,6 +79,11 @@ def handoff_name() -> str:
     return _v1("handoff-name", "Cancel reservation XEHM4B", [_step("transfer" * 25_000, {"id": "XEHM4B"})])
 
 
+def sed_options() -> str:
+    """A command of `sed -` 40,000 times (each `sed` took every later `-sed` for one of its options)."""
+    return _v1("sed-options", "Fix the bug in util.py", [_step("bash", {"command": "sed -" * 40_000})])
+
+
 # name -> (file name, builder): the file name's suffix is what the reader sniffs
 CASES: dict[str, tuple[str, Callable[[], str]]] = {
     "sql-comments": ("sql.jsonl", sql_comments),
@@ -90,4 +95,5 @@ CASES: dict[str, tuple[str, Callable[[], str]]] = {
     "mini-swe-bash": ("acme__widgets-42.traj.json", mini_swe_bash),
     "chat-courtesy": ("chat.json", chat_courtesy),
     "handoff-name": ("handoff.jsonl", handoff_name),
+    "sed-options": ("sed.jsonl", sed_options),
 }

@@ -91,7 +91,8 @@ _SHELL_WRITE: _ShellParts = (
     (("tee",), re.compile(r"tee(?<!\wtee)\b")),
     (("touch", "mv", "cp", "mkdir", "ln", "chmod", "chown", "truncate", "install", "rsync", "patch"),
      re.compile(rf"\A{_FILE_CMDS}|[;&|(]\s*{_FILE_CMDS}|\n{_FILE_CMDS}")),
-    (("sed",), re.compile(r"sed(?<!\wsed)\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*i")),
+    # at most 8 options before the -i: with any number, `sed -` repeated rescanned the rest from each `sed`
+    (("sed",), re.compile(r"sed(?<!\wsed)\s+(-[a-zA-Z]*\s+){0,8}-[a-zA-Z]*i")),
     (("perl",), re.compile(r"perl(?<!\wperl)\s+-[a-zA-Z]*i")),
     (("git",), re.compile(r"git(?<!\wgit)\s+(apply|commit|am|mv|restore|checkout\s+--|merge|rebase|cherry-pick|"
                           r"stash\s+pop|revert|reset\s+--hard)\b")),
