@@ -728,3 +728,39 @@ def test_a_resume_over_a_hostile_line_in_out_skips_it(bad, tmp_path):
     assert lines[0] == BAD_LINES[bad]()  # left as it is
     assert sorted(json.loads(ln)["run_id"] for ln in lines[1:]) == ["r1", "r2"]
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "finding: a CSV gold/split/predictions file with one field over 131072 characters ends `referee eval` "
+    "with exit 3 'internal error: Error: field larger than field limit (131072)'"))
+@pytest.mark.parametrize("where", ["gold", "split", "predictions"])
+def test_a_long_csv_field_in_a_labels_file_is_one_line_exit_2(where, small_audit, tmp_path):
+    d = small_audit
+    long = "a" * 200_000
+    if where == "gold":
+        f = tmp_path / "gold.csv"
+        f.write_text(f'run_id,completed,note\nr1,false,ok\nr2,false,"{long}"\n', encoding="utf-8")
+        args = ("eval", d / "audit.jsonl", "--gold", f, *EVAL_FLAGS)
+    elif where == "split":
+        f = tmp_path / "split.csv"
+        f.write_text(f'run_id,split\nr1,dev\n"{long}",test\n', encoding="utf-8")
+        args = ("eval", "split", f)
+    else:
+        f = tmp_path / "pred.csv"
+        f.write_text(f'run_id,disposition\nr1,pass\n"{long}",flag\n', encoding="utf-8")
+        args = ("eval", d / "audit.jsonl", "--gold", d / "gold.jsonl", "--predictions", f"other={f}", *EVAL_FLAGS)
+    proc = run_cli(*args, cwd=tmp_path)
+    assert_one_line_error(proc.returncode, proc.stderr, f.name)
+
+
+def test_a_deep_record_inside_a_json_array_is_one_bad_record_and_the_next_audits(tmp_path):
+    arr = [refused_delete("first", FLAGGED), dict(refused_delete("deep", FLAGGED), meta={"x": "PLACEHOLDER"}),
+           refused_delete("after", FLAGGED)]
+    src = tmp_path / "runs.json"
+    src.write_text(json.dumps(arr, indent=1).replace('"PLACEHOLDER"', "[" * 5000 + "]" * 5000), encoding="utf-8")
+    out = tmp_path / "audit.jsonl"
+    proc = run_cli("audit", src, "--out", out, "--workers", "1", "--no-progress", cwd=tmp_path)
+    assert_no_crash(proc.stderr)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert [r["run_id"] for r in read_records(out)] == ["first", "after"]
+    assert "nested deeper than 200 levels" in proc.stderr
