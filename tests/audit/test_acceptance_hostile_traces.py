@@ -319,6 +319,21 @@ def test_a_record_over_the_cpu_budget_is_review_the_audit_goes_on_and_a_resume_l
     assert len(by_id["big"]) == 2 and not by_id["big"][-1].get("over_budget")
 
 
+def test_over_budget_records_on_the_default_pool_cost_only_themselves(tmp_path):
+    runs = [trace(f"r{i:03d}") for i in range(300)]
+    runs[120] = dict(_slow_record(), run_id="r120")
+    runs[250] = dict(_slow_record(), run_id="r250")
+    src = write_jsonl(tmp_path / "t.jsonl", runs)
+    out = tmp_path / "audit.jsonl"
+    proc = run_cli("audit", src, "--out", out, "--no-progress", "--record-cpu-s", "1", "--chunk-size", "20",
+                   cwd=tmp_path, timeout=180)
+    assert_no_crash(proc.stderr)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recs = read_records(out)
+    assert sorted(r["run_id"] for r in recs) == [r["run_id"] for r in runs]
+    assert sorted(r["run_id"] for r in recs if r.get("over_budget")) == ["r120", "r250"]
+
+
 def test_an_over_budget_record_whose_trace_changed_is_audited_again(tmp_path):
     # docs/scale.md: "A trace that changed since is audited again as any stale record is."
     slow = _slow_record()
