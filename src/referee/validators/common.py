@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from referee.errors import EvidenceError
 from referee.plan.validators import SourceParams, http_capture, implicit_name, parse_json_path
 from referee.rundir import CommandRecord, FileRecord, HttpRecord
+from referee.safetext import visible
 
 R = TypeVar("R")
 
@@ -110,10 +111,48 @@ def json_path_get(doc: Any, steps: list[Any]) -> list[Any]:
 
 
 def short(value: Any, limit: int = 120) -> str:
-    """A value for a reason line, cut to `limit` characters."""
+    """A value for a reason line, on one line with control characters escaped, cut to `limit` characters.
+
+    >>> short("a\\nb"), short("x" * 200)[-3:]
+    ('a\\\\x0ab', 'xx…')
+    """
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = visible(text, keep_newlines=False)  # what the app or the agent wrote never acts on a terminal or a log
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def path_text(steps: list[Any]) -> str:
+    """A parsed JSON path written back: `$.a[0][*]`.
+
+    >>> path_text(["a", 0, "*"])
+    '$.a[0][*]'
+    """
+    return "$" + "".join(f"[{s}]" if isinstance(s, int) or s == "*" else f".{s}" if str(s).isidentifier()
+                         else f"[{json.dumps(s)}]" for s in steps)
+
+
+def nearest_present(doc: Any, steps: list[Any]) -> tuple[str, Any]:
+    """The longest leading part of a path that is present in `doc`, and its value (the first, under `*`).
+
+    >>> nearest_present({"a": {"b": 1}}, ["a", "c", "d"])
+    ('$.a', {'b': 1})
+    """
+    for n in range(len(steps) - 1, -1, -1):
+        values = json_path_get(doc, steps[:n])
+        if values:
+            return path_text(steps[:n]), values[0]
+    return "$", doc
+
+
+def response_excerpt(record: Any) -> str | None:
+    """`404 {"error": ...}`: an http capture's status and the start of its body, for a reason; None for others."""
+    if not isinstance(record, HttpRecord):
+        return None
+    if record.status is None:
+        return f"no response ({short(record.error or 'request failed')})"
+    return f"{record.status} {short(record.body)}" if record.body else f"{record.status} (empty body)"
+
+
 __all__ = ["SourceParams", "implicit_name", "http_capture", "evidence_text", "evidence_bytes", "evidence_json",
-           "capture_record", "parse_json_path", "json_path_get", "short", "NotJson", "NoContent", "EvidenceError"]
+           "capture_record", "parse_json_path", "json_path_get", "short", "path_text", "nearest_present",
+           "response_excerpt", "NotJson", "NoContent", "EvidenceError"]

@@ -7,7 +7,8 @@ from typing import Any
 from referee.plan.validators import HttpBodyContainsSpec, HttpStatusEqSpec, JsonPathEqSpec, parse_json_path
 from referee.rundir import HttpRecord
 from referee.validators.base import Outcome, ValidatorKind, register
-from referee.validators.common import NotJson, evidence_json, evidence_text, json_path_get, short
+from referee.validators.common import (NotJson, evidence_json, evidence_text, json_path_get, nearest_present,
+                                      response_excerpt, short)
 
 
 def _http_response(view, ref: str) -> HttpRecord:
@@ -53,21 +54,32 @@ class HttpBodyContains(HttpBodyContainsSpec, ValidatorKind):
             # the rest of the body was never kept: the text may lie there, so the grader could not look
             return Outcome.error(f"the body was cut at the runner's limit ({len(body)} characters kept) and its kept "
                                  f"part does not contain {params.text!r}; the text may lie past it")
-        return Outcome.fail(f"body does not contain {params.text!r} (body: {short(body)})")
+        seen = response_excerpt(record)
+        return Outcome.fail(f"body does not contain {params.text!r} " +
+                            (f"(the response was {seen})" if seen else f"(body: {short(body)})"))
 
 
 @register("json_path_eq")
 class JsonPathEq(JsonPathEqSpec, ValidatorKind):
     def check(self, params: JsonPathEqSpec.Params, ev, index: int) -> Outcome:
         ref = self.evidence_refs(params, index)[0]
+        seen = response_excerpt(ev.record(ref))  # an http capture's status and body start, quoted in every FAIL
+        said = f"; the response was {seen}" if seen else ""
         try:
             doc = evidence_json(ev, ref)
         except NotJson as exc:
-            return Outcome.fail(str(exc))
-        values = json_path_get(doc, parse_json_path(params.path))
+            return Outcome.fail(f"{exc}{said}")
+        steps = parse_json_path(params.path)
+        values = json_path_get(doc, steps)
         if not values:
-            return Outcome.fail(f"{params.path} is absent")
+            where, value = nearest_present(doc, steps)
+            # the value at `$` is the response body already quoted: said once
+            at = "" if where == "$" and seen else f"; {where} is {short(value)}"
+            return Outcome.fail(f"{params.path} is absent{at}{said}")
         if any(_same(v, params.expected) for v in values):
             return Outcome.hold(f"{params.path} == {short(params.expected)}", matched=short(params.expected))
         shown = values[0] if len(values) == 1 else values
-        return Outcome.fail(f"{params.path} is {short(shown)}, expected {short(params.expected)}")
+        status = ev.record(ref)
+        off = f" (the response was {status.status})" if isinstance(status, HttpRecord) and status.status is not None \
+            and not 200 <= status.status < 300 else ""
+        return Outcome.fail(f"{params.path} is {short(shown)}, expected {short(params.expected)}{off}")

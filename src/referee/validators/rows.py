@@ -8,12 +8,12 @@ from referee.validators.base import Outcome, ValidatorKind, register
 from referee.validators.common import capture_record, short
 
 
-def _rows_outcome(rows: list, what: str, min_rows: int, total: int | None = None) -> Outcome:
+def _rows_outcome(rows: list, what: str, min_rows: int, total: int | None = None, asked: str = "") -> Outcome:
     n = len(rows) if total is None else total
     found = f"{n} {what} found" + ("" if total is None else f" (the first {len(rows)} kept)")
     if n >= min_rows:
         return Outcome.hold(found, matched=short(rows[0]) if rows else None)
-    return Outcome.fail(f"{found}, expected at least {min_rows}")
+    return Outcome.fail(f"{found}, expected at least {min_rows}{asked}")
 
 
 @register("sql_row_present")
@@ -34,11 +34,18 @@ class SqlRowPresent(SqlRowPresentSpec, ValidatorKind):
             return Outcome.error(f"the capture kept the first {kept} rows and did not count the rest; "
                                  f"cannot tell whether there are at least {params.min_rows}")
         total = rec.total_rows if rec.total_rows is not None and rec.total_rows > kept else None  # rows were cut
-        return _rows_outcome(rec.rows, "row(s)", params.min_rows, total=total)
+        asked = f" (query: {short(rec.query)}{_params(params)})" if rec.query else ""
+        return _rows_outcome(rec.rows, "row(s)", params.min_rows, total=total, asked=asked)
+
+
+def _params(params: SqlRowPresentSpec.Params) -> str:
+    """The query's named parameters, as the plan gave them, for a reason."""
+    given = getattr(params, "params", None)
+    return f" with {short(given, 60)}" if given else ""
 
 
 @register("ddb_row_present")
 class DdbRowPresent(DdbRowPresentSpec, ValidatorKind):
     def check(self, params: DdbRowPresentSpec.Params, ev, index: int) -> Outcome:
         rec = capture_record(ev, self.evidence_refs(params, index)[0], DdbRecord, "a ddb capture")
-        return _rows_outcome(rec.items, "item(s)", 1)
+        return _rows_outcome(rec.items, "item(s)", 1, asked=f" (table {short(rec.table)}, key {short(rec.key)})")
