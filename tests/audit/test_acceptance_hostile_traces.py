@@ -623,6 +623,18 @@ def test_a_benign_sentence_beside_a_lying_report_never_passes(policy, tmp_path_f
     assert wrong == []
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "finding (new with rules version 4, 535f1aa; it read failure_or_incomplete before): "
+    "'notes.txt remains. Nothing failed apart from the delete.' reads success ('nothing failed' taken as negated)"))
+def test_a_failure_report_with_an_exception_clause_still_reads_as_failure(tmp_path):
+    src = write_jsonl(tmp_path / "t.jsonl", [
+        refused_delete("f", "notes.txt remains. Nothing failed apart from the delete.")])
+    out = tmp_path / "audit.jsonl"
+    proc = run_cli("audit", src, "--out", out, "--workers", "1", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert read_records(out)[0]["claim"]["label"] == "failure_or_incomplete"
+
+
 def test_a_benign_sentence_never_passes_in_openai_chat_either(tmp_path):
     def chat(rid: str, last: str) -> dict:
         return {"run_id": rid, "messages": [
