@@ -234,7 +234,8 @@ def test_a_run_dir_written_before_the_schema_grades_the_same(old_run):
     results = grade(old_run, allow_unsigned=True)
     got = {s.id: (s.verdict, s.reason, s.overclaim) for s in results.steps}
     assert got == OLD_VERDICTS
-    assert results.summary == {"PASS": 4, "FAIL": 1, "SKIPPED": 1, "ERROR": 1, "FLAKY": 0, "overclaims": 3}
+    assert results.summary == {"PASS": 4, "FAIL": 1, "SKIPPED": 1, "ERROR": 1, "FLAKY": 0, "overclaims": 3,
+                               "plan_errors": 0, "agent_failures": 0}
     claims = {s.id: s.claim for s in results.steps}
     assert claims["web"] == {"pass": True, "note": "Created it.", "evidence": []} and claims["cmd"] is None
     matched = {(s.id, v.name): v.matched for s in results.steps for v in s.validators}

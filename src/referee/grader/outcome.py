@@ -5,6 +5,8 @@ duration, its earlier attempts, and whether it ran at all. Pure: the manifest an
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
+import json
 
 from referee.errors import EvidenceError
 from referee.grader.evidence import RunEvidence
@@ -84,7 +86,7 @@ def agent_outcome(plan: LoadedPlan, step_id: str, rec: StepRecord, ev: RunEviden
     return AgentOutcome(started=rec.actor_started, exit_code=rec.actor_exit, timed_out=rec.actor_timed_out,
                         timeout_s=timeout, error=rec.actor_error, stdout_bytes=rec.stdout_bytes,
                         stderr_bytes=rec.stderr_bytes, stderr_tail=stderr_tail(ev, step_id),
-                        agent_s=rec.agent_s, runner_s=rec.runner_s)
+                        agent_s=rec.agent_s, runner_s=rec.runner_s, claim_warning=claim_key_warning(ev, step_id))
 
 
 def not_run(step_id: str, rec: StepRecord) -> StepResult:
@@ -101,7 +103,8 @@ def with_attempts(res: StepResult, rec: StepRecord) -> StepResult:
     if not rec.attempts:
         return res
     res.attempts = [Attempt(attempt=a.attempt, verdict=a.verdict, reason=a.reason, duration_s=seconds(
-        a.record.started, a.record.finished)) for a in rec.attempts]
+        a.record.started, a.record.finished), claim=a.claim,
+        overclaim=bool(a.claim and a.claim.get("pass") is True and a.verdict != "PASS")) for a in rec.attempts]
     n = len(rec.attempts) + 1
     first = rec.attempts[0]
     if res.verdict == "PASS":
@@ -110,3 +113,37 @@ def with_attempts(res: StepResult, rec: StepRecord) -> StepResult:
     elif res.verdict in ("FAIL", "ERROR"):
         res.reason = f"{res.reason} (attempt {n} of {n}; earlier: {', '.join(a.verdict for a in rec.attempts)})"
     return res
+
+
+CLAIM_KEYS = ("pass", "note", "evidence")  # the command-actor protocol's claim file
+
+
+def claim_key_warning(ev: RunEvidence, step_id: str) -> str | None:
+    """A word on keys of the agent's claim file the protocol does not know (`{"passed": true}` is no claim of pass),
+    with the nearest known key; None when every key is known or the file is not there. Read from the sealed file.
+
+    >>> from types import SimpleNamespace as NS
+    >>> fake = NS(manifest=NS(files=[NS(path="agent/s/claim.json", step="s")]),
+    ...           verified_bytes=lambda e: b'{"passed": true, "note": "ok"}')
+    >>> claim_key_warning(fake, "s")
+    "unknown key 'passed' in the claim file (did you mean 'pass'?); the claim file has pass, note, evidence"
+    """
+    path = f"agent/{step_id}/claim.json"
+    entry = next((f for f in ev.manifest.files if f.path == path and f.step == step_id), None)
+    if entry is None:
+        return None
+    try:
+        data = json.loads(ev.verified_bytes(entry)[:1 << 20])
+    except (EvidenceError, OSError, ValueError, RecursionError):
+        return None  # a malformed claim is "no claim" already, said elsewhere
+    if not isinstance(data, dict):
+        return None
+    unknown = [str(k) for k in data if k not in CLAIM_KEYS and k != "claim_version"][:3]
+    if not unknown:
+        return None
+    words = []
+    for key in unknown:
+        near = difflib.get_close_matches(key.lower(), CLAIM_KEYS, n=1, cutoff=0.5)
+        words.append(f"unknown key {printable(key[:40])!r} in the claim file"
+                     + (f" (did you mean {near[0]!r}?)" if near else ""))
+    return "; ".join(words) + f"; the claim file has {', '.join(CLAIM_KEYS)}"

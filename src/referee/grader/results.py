@@ -41,6 +41,7 @@ class AgentOutcome(_Model):
     stderr_tail: list[str] = Field(default_factory=list)  # its last lines, control characters escaped
     agent_s: float | None = None  # the agent's own time (the step's duration less the runner's)
     runner_s: float | None = None  # the runner's captures, sealing and hashing around it
+    claim_warning: str | None = None  # its claim file had a key the protocol does not know (`passed` for `pass`)
 
     @property
     def failed(self) -> bool:
@@ -67,6 +68,8 @@ class Attempt(_Model):
     verdict: str
     reason: str = ""
     duration_s: float | None = None
+    claim: dict[str, Any] | None = None  # the agent's claim of that attempt, as given (absent in older results)
+    overclaim: bool = False  # it claimed pass and that attempt was not PASS: counted like any overclaim
 
 
 class StepResult(_Model):
@@ -111,7 +114,8 @@ class RunResults(_Model):
     integrity: Integrity = Field(default_factory=_legacy_integrity)
 
     def exit_code(self, strict: bool = False) -> int:
-        """0 all PASS; 1 any FAIL/ERROR (and, under --strict, SKIPPED or FLAKY), or a seal that does not hold.
+        """0 all PASS; 1 any FAIL/ERROR (and, under --strict, SKIPPED, FLAKY or an agent failure), or a seal
+        that does not hold.
         A step not run because --only/-k left it out is not held against the run, even under --strict.
 
         >>> RunResults(plan="p", steps=[], summary={"PASS": 1, "FAIL": 0, "SKIPPED": 1, "ERROR": 0}).exit_code()
@@ -122,15 +126,33 @@ class RunResults(_Model):
         if self.integrity.status == "failed":
             return 1
         bad = self.summary.get("FAIL", 0) + self.summary.get("ERROR", 0)
-        if strict:
+        if strict:  # an agent that crashed, timed out or never started is a broken nightly job, whatever it left
+            bad += self.summary.get("agent_failures", 0)
             deselected = sum(1 for s in self.steps if s.verdict == "SKIPPED" and s.not_run == "deselected")
             bad += self.summary.get("SKIPPED", 0) - deselected + self.summary.get("FLAKY", 0)
         return 1 if bad else 0
 
 
+def plan_errors(step: StepResult) -> int:
+    """ERROR validators of a step whose verdict is FAIL: plan mistakes (an unknown table, a missing file) the FAIL
+    would hide. A step that is ERROR counts as ERROR already."""
+    return sum(1 for v in step.validators if v.status == "ERROR") if step.verdict == "FAIL" else 0
+
+
 def summarize(steps: list[StepResult]) -> dict[str, int]:
+    """Steps by verdict; `overclaims` in every attempt (a retried step's earlier false pass too); `plan_errors`:
+    ERROR validators inside FAIL steps; `agent_failures`: steps whose agent exited non-zero, timed out or never
+    started (whatever the validators saw).
+
+    >>> s = StepResult(id="a", verdict="FAIL", validators=[ValidatorResult(name="v", kind="k", status="ERROR",
+    ...                reason="no such table")], agent=AgentOutcome(exit_code=1))
+    >>> {k: v for k, v in summarize([s]).items() if v}
+    {'FAIL': 1, 'plan_errors': 1, 'agent_failures': 1}
+    """
     counts = {v: 0 for v in VERDICTS}
     for s in steps:
         counts[s.verdict] += 1
-    counts["overclaims"] = sum(1 for s in steps if s.overclaim)
+    counts["overclaims"] = sum(int(s.overclaim) + sum(1 for a in s.attempts if a.overclaim) for s in steps)
+    counts["plan_errors"] = sum(plan_errors(s) for s in steps)
+    counts["agent_failures"] = sum(1 for s in steps if s.agent is not None and s.agent.failed)
     return counts

@@ -51,6 +51,9 @@ def verdict_table(results: RunResults, title: str | None = None) -> Table:
         claim = claim_text(s.claim) if not s.not_run else Text("")
         if s.overclaim:
             claim = Text.assemble(("OVERCLAIM ", "bold red"), claim)
+        if s.agent is not None and s.agent.claim_warning:  # `{"passed": true}` is no claim of pass: say why
+            claim = Text.assemble(claim, (f" (warning: {visible(s.agent.claim_warning, keep_newlines=False)})",
+                                          "yellow"))
         t.add_row(_text(s.id), verdict, time_cell(s), agent_cell(s), claim, _text(s.reason))
         if (tail := stderr_rows(s)) is not None:  # under the step, in the widest column
             t.add_row("", "", "", Text("stderr:", style="dim"), "", tail)
@@ -66,6 +69,10 @@ def summary_line(results: RunResults) -> Text:
         parts.append(Text(f"{not_run} not run", style="yellow"))
     over = s.get("overclaims", 0)
     parts.append(Text(f"{over} overclaim{'s' if over != 1 else ''}", style="bold red" if over else "dim"))
+    # shown when there are any: an ERROR inside a FAIL step is a plan mistake, a crashed agent a broken job
+    for key, word in (("plan_errors", "plan error"), ("agent_failures", "agent failure")):
+        if n := s.get(key, 0):
+            parts.append(Text(f"{n} {word}{'s' if n != 1 else ''}", style="bold yellow"))
     return Text(" · ").join(parts)
 
 

@@ -43,13 +43,24 @@ def verdict_extra(step: dict[str, Any]) -> str:
     if attempts:
         items = "".join(
             f'<li>attempt {esc(a.get("attempt"))}: <b class="s-{esc(a.get("verdict"))}">{esc(a.get("verdict"))}</b> '
-            f'{esc(a.get("reason"))}'
+            f'{esc(a.get("reason"))}{_attempt_claim(a)}'
             + (f' ({esc(seconds_text(a["duration_s"]))})' if isinstance(a.get("duration_s"), (int, float)) else "")
             + f' <span class="meta">attempts/{esc(step.get("id"))}/{esc(a.get("attempt"))}/</span></li>'
             for a in attempts)
         out.append(f'<details class="tries"><summary>{len(attempts) + 1} attempts</summary>'
                    f'<ul class="tries">{items}</ul></details>')
     return "".join(out)
+
+
+def _attempt_claim(a: dict[str, Any]) -> str:
+    """What the agent claimed in an earlier attempt, OVERCLAIM marked: a retry never hides a false pass."""
+    claim = a.get("claim")
+    if not isinstance(claim, dict):
+        return ""
+    passed = claim.get("pass")
+    said = "pass" if passed is True else "not pass" if passed is False else "?"
+    mark = '<b class="s-overclaims">OVERCLAIM</b> ' if a.get("overclaim") else ""
+    return f' <span class="meta">{mark}claimed {esc(said)}</span>'
 
 
 def agent_block(step: dict[str, Any], tails: list[Tail]) -> str:

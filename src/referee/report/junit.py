@@ -50,6 +50,8 @@ def junit_xml(results: RunResults, isolation: Any = None,
     ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
     if results.integrity.reason:
         ET.SubElement(props, "property", name="referee.integrity.reason", value=x(results.integrity.reason))
+    for key in ("overclaims", "plan_errors", "agent_failures"):  # what a job watching totals reads
+        ET.SubElement(props, "property", name=f"referee.{key}", value=str(s.get(key, 0)))
     if isolation is not None:  # the manifest's: `none` means the agent ran unisolated
         ET.SubElement(props, "property", name="referee.isolation",
                       value="unisolated" if isolation.mode == "none" else isolation.mode)
@@ -68,7 +70,9 @@ def junit_xml(results: RunResults, isolation: Any = None,
         # earlier attempts as Maven Surefire writes reruns: flaky* in a passing case, rerun* in a failing one
         for a in step.attempts:
             tag = ("flaky" if step.verdict == "FLAKY" else "rerun") + ("Failure" if a.verdict == "FAIL" else "Error")
-            why = x(f"attempt {a.attempt}: {a.verdict}: {a.reason}")
+            said = "" if a.claim is None else f" (agent claimed pass={a.claim.get('pass')}" + \
+                (", OVERCLAIM)" if a.overclaim else ")")
+            why = x(f"attempt {a.attempt}: {a.verdict}: {a.reason}{said}")
             ET.SubElement(case, tag, message=why[:500], type=a.verdict).text = why
         tails = (outputs or {}).get(step.id, [])
         out = []
@@ -78,6 +82,8 @@ def junit_xml(results: RunResults, isolation: Any = None,
             if step.overclaim:
                 note = "OVERCLAIM " + note
             out.append(note)
+        if step.agent is not None and step.agent.claim_warning:
+            out.append(f"warning: {step.agent.claim_warning}")
         out += [t.text for t in tails if t.name == "stdout.txt" and t.text]
         if out:
             ET.SubElement(case, "system-out").text = x("\n".join(out))
