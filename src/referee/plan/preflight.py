@@ -60,6 +60,11 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
             found.errors.append(lp.error(f"a `script:` needs the browser actor, and this plan's actor is '{kind}'",
                                          ("steps", si, "script"), fix="set `actor: {kind: browser}` in the plan"))
         _script(lp, step.script, si, found)
+        if not step.do.strip() and not step.script:
+            # the agent would be handed an empty task; a warning, not an error: plans of captures and checks alone
+            # (no task, the agent a no-op) were valid and load unchanged
+            found.warnings.append(lp.error("a step without `do:`: the agent is handed an empty task",
+                                           ("steps", si), fix="add `do: <what the agent should do>` to the step"))
         for cap in lp.captures.get(step.id, ()):
             loc = locs.get(cap.params.name, ("steps", si))
             needs_page = cap.params.kind in PAGE_CAPTURES or getattr(type(cap.params), "needs_page", False)

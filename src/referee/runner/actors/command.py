@@ -68,6 +68,34 @@ def run_agent_command(command: str, run: StepRun, *, sandbox: Sandbox, cwd: Path
     return as_result(out)
 
 
+_SHELL_WORDS = frozenset({"cd", "exec", "env", "export", "set", "if", "for", "while", "case", "{", "(", "!", ".",
+                          "source", "eval", "time", "nice", "nohup", "command", "builtin", "test", "[", "true"})
+
+
+def missing_program(command: str, env_path: str | None, cwd: Path) -> str | None:
+    """The program a plain agent command line starts, when it cannot be found; None when it is found, or when the
+    line starts with something the shell resolves itself (a builtin, a variable, an assignment, a construct).
+
+    >>> missing_program("no-such-agent-xyz --fast", "/usr/bin:/bin", Path("/"))
+    'no-such-agent-xyz'
+    >>> missing_program("sh -c x", None, Path("/")), missing_program("cd /x && ./go", None, Path("/"))
+    (None, None)
+    """
+    import shlex
+    import shutil
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if not words or words[0] in _SHELL_WORDS or any(c in words[0] for c in "=$`*?;&|<>(){}~"):
+        return None
+    prog = words[0]
+    if "/" in prog:
+        return None if (cwd / prog).exists() else prog
+    return None if shutil.which(prog, path=env_path) else prog
+
+
 def check_isolation(spec) -> None:
     """Before any run directory exists: a mode the plan names explicitly must be possible on this host."""
     from referee.errors import PlanError
@@ -105,6 +133,14 @@ class CommandActor(ActorKind):
     @classmethod
     def preflight(cls, spec) -> None:
         check_isolation(spec)
+        if spec.command and (missing := missing_program(spec.command, spec.env.get("PATH") or os.environ.get("PATH"),
+                                                        Path.cwd())):
+            from referee.errors import PlanError
+
+            # found now, before the app starts and a run directory exists, not as N steps that could not start
+            raise PlanError(f"the agent program {missing!r} of the agent command is not found "
+                            f"({'no such file' if '/' in missing else 'not on PATH'})",
+                            fix="check --agent or actor.command (the program's path, or install it)")
 
     def setup(self, spec, *, app_url, run_dir):
         if not spec.command:
