@@ -40,7 +40,7 @@ class Ran:
         return {p.get("name", ""): p.get("value", "") for p in ET.parse(self.run_dir / "junit.xml").iter("property")}
 
 
-def referee(cwd: Path, *args) -> tuple[int, str, str]:
+def referee(cwd: Path, *args, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Any referee command in-process from `cwd`, plain wide console output (no colour, no cut cells):
     (exit code, stdout, stderr). Usable from a module-scoped fixture (no capsys)."""
     out, err = io.StringIO(), io.StringIO()
@@ -48,13 +48,15 @@ def referee(cwd: Path, *args) -> tuple[int, str, str]:
         mp.chdir(cwd)
         mp.setenv("NO_COLOR", "1")
         mp.setenv("COLUMNS", "1000")
+        for k, v in (env or {}).items():
+            mp.setenv(k, v)
         code = main([str(a) for a in args])
     return code, out.getvalue(), err.getvalue()
 
 
-def run_in_process(cwd: Path, plan: Path, out: Path, *extra: str) -> Ran:
-    """`referee run PLAN --out OUT ...` in-process, from `cwd`; the newest run directory under OUT."""
-    code, so, se = referee(cwd, "run", plan, "--out", out, *extra)
+def run_in_process(cwd: Path, plan: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> Ran:
+    """`referee run PLAN --out OUT ...` in-process, from `cwd` (with `env` added); the newest run directory."""
+    code, so, se = referee(cwd, "run", plan, "--out", out, *extra, env=env)
     dirs = sorted(p for p in out.glob("*/*") if p.is_dir() and not p.is_symlink())
     return Ran(code, so, se, dirs[-1] if dirs else None)
 

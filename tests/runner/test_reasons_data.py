@@ -17,6 +17,7 @@ import pytest
 from tests.runner.inprocess import home as _home, run_in_process
 from tests.runner.runner_helpers import app_block, write_plan
 
+SECRET = "s3cr3t-t0k3n-4417"
 IDLE_AGENT = "import json, os; open(os.environ['REFEREE_CLAIM_FILE'], 'w').write(json.dumps({'pass': True}))\n"
 
 
@@ -28,6 +29,7 @@ def reasons_run(_agent_reachable_base):
         conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '', "
                      "tags TEXT NOT NULL DEFAULT '[]')")
         conn.execute("INSERT INTO notes (title, body) VALUES ('alpha', 'first note')")
+        conn.execute("INSERT INTO notes (title, body) VALUES ('beta', ?)", (SECRET,))
     db.chmod(0o644)
     (tmp_path / "agent.py").write_text(IDLE_AGENT)
     agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(tmp_path / 'agent.py'))}"
@@ -44,10 +46,14 @@ def reasons_run(_agent_reachable_base):
             {"id": "row", "do": "add the note zebra",
              "validators": [{"kind": "sql_row_present", "url": f"sqlite:///{db}",
                              "query": "select * from notes where title = :t", "params": {"t": "zebra"}}]},
+            # the secret value the plan uses is in the app's answer: quoted as its ${NAME}, never as itself
+            {"id": "secret", "do": "finish note 2",
+             "validators": [{"kind": "json_path_eq", "url": "/api/notes/2?token=${API_TOKEN}", "path": "$.done",
+                             "expected": True}]},
             {"id": "body", "do": "write the body",
              "validators": [{"kind": "http_body_contains", "url": "/api/notes/998", "text": "zebra"}]},
         ]})
-    return run_in_process(tmp_path, plan, tmp_path / "runs")
+    return run_in_process(tmp_path, plan, tmp_path / "runs", env={"API_TOKEN": SECRET})
 
 
 # step -> what its FAIL reason must quote (the user's cases of the issue, then two more of the same rule)
@@ -57,6 +63,7 @@ QUOTED = [
     ("deep", ["$.tags[0] is absent; $.tags is []", "200", '"body": "first note"']),
     ("row", ["0 row(s) found", "select * from notes where title = :t", "zebra"]),
     ("body", ["does not contain 'zebra'", "404", '{"error": "not found"}']),
+    ("secret", ["$.done is absent", "200", '"title": "beta"', "${API_TOKEN}"]),
 ]
 
 
@@ -71,6 +78,12 @@ def test_a_fail_reason_quotes_what_the_runner_saw_in_every_output(reasons_run, s
         assert text in reasons_run.out, (text, reasons_run.out[-3000:])
         assert text in reasons_run.junit_text(sid), text
         assert text in page, text
+
+
+def test_no_output_quotes_the_runners_secret_value(reasons_run):
+    assert SECRET not in reasons_run.out and SECRET not in reasons_run.err
+    for name in ("results.json", "report.html", "junit.xml"):
+        assert SECRET not in (reasons_run.run_dir / name).read_text(), name
 
 
 def test_the_quoted_excerpt_is_short_and_on_one_line(reasons_run):
