@@ -446,9 +446,6 @@ def test_the_secret_reaches_no_file_of_the_run_and_no_console(area, mode):
         assert (run_dir / out).exists(), out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding (minor): a secret with characters the HTTP client percent-encodes (space, non-ASCII, quote, "
-    "<>) is logged by the app in that encoded form, which app.log keeps unredacted"))
 def test_a_secret_the_http_client_percent_encodes_is_redacted_in_app_log_too(area):
     token = 'p@ss w\u00f6rd|{x}"<y>-long'
     plan = (
@@ -470,10 +467,6 @@ def test_a_secret_the_http_client_percent_encodes_is_redacted_in_app_log_too(are
     assert all("token=${ACC_TOKEN}" in line for line in lines), lines
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a workspace file the agent wrote with the secret in it is copied verbatim by a file / "
-    "file_exists capture into evidence/<step>/after/<name>.data/ (security.md: secrets never reach an "
-    "output file; command output of the same file is scrubbed)"))
 @pytest.mark.parametrize("mode", MODES)
 def test_the_secret_in_a_workspace_file_a_file_capture_copies_reaches_no_file_of_the_run(area, mode):
     leak = area / "leak.txt"
@@ -499,10 +492,6 @@ def test_the_secret_in_a_workspace_file_a_file_capture_copies_reaches_no_file_of
     assert hits == [], hits
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a database row the agent wrote with the secret in it lands verbatim in the sql capture's "
-    "evidence and in results.json (security.md: values substituted from the environment never reach an "
-    "output file)"))
 @pytest.mark.parametrize("mode", MODES)
 def test_the_secret_in_a_database_row_reaches_no_file_of_the_run(area, mode):
     leak = area / "leak.txt"
@@ -584,9 +573,6 @@ def test_sparse_files_are_listed_as_not_taken_and_a_validator_citing_one_is_erro
     assert regraded["sparse_a"]["verdict"] == "ERROR" and regraded["after_sparse"]["verdict"] == "PASS"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a sparse file the agent leaves in the workspace, cited by file_exists, is copied densely "
-    "into evidence (0 -> 250 MiB on disk) and hashed outside evidence.max_step_mb and hashed_bytes"))
 def test_a_sparse_workspace_file_a_file_capture_copies_stays_within_the_hashing_budget(area):
     plan = (
         "name: ws_sparse\n"
@@ -667,9 +653,6 @@ def test_a_page_the_agent_paints_over_cdp_fails_and_an_honest_change_passes(area
 
 
 @pytest.mark.skipif(not have_browser(), reason="needs Chromium and Playwright")
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: browser.log in the run directory keeps the agent's console text and refused URLs "
-    "verbatim, secret included (issue 29: everything the agent writes that referee shows is scrubbed)"))
 def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_the_run(area):
     leak = area / "leak.txt"
     leak.write_text(SECRET + "\n")
@@ -700,10 +683,6 @@ def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_th
 
 
 @pytest.mark.skipif(not have_browser(), reason="needs Chromium and Playwright")
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: text the agent makes the app show (the secret, stored through the app's own form) lands "
-    "verbatim in the runner's _dom and _aria captures and in the FAIL reasons quoting them: results.json, "
-    "junit.xml, report.html and the console (an http body echoing it is scrubbed)"))
 def test_the_secret_an_agent_stores_in_the_app_reaches_no_file_of_the_run_nor_the_console(area):
     leak = area / "leak.txt"
     leak.write_text(SECRET + "\n")
@@ -810,10 +789,6 @@ def test_a_planted_referee_package_and_click_module_are_never_imported(area):
     assert graded.returncode == 0, explain(graded)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding (low: it runs with the agent's rights): the python actor's host imports a sitecustomize.py "
-    "planted in the working directory at startup (the working directory is on its PYTHONPATH), against "
-    "issue 29's 'every referee process the runner starts never imports from the working directory'"))
 def test_the_python_actors_host_does_not_import_a_planted_sitecustomize(area):
     ws = area / "ws"
     markers = ws / "markers"

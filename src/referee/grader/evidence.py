@@ -27,8 +27,9 @@ class RunEvidence:
     """
 
     def __init__(self, run_dir: Path, manifest: Manifest, key: SigningKey | None = None,
-                 signed: bool = False) -> None:
+                 signed: bool = False, scrub: Callable[[Any], Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
+        self._scrub = scrub  # applied to what is computed for a cache (OCR text): the runner's secret values out
         self.manifest = manifest
         self.key = key
         self._source = "the signed manifest" if signed else "the manifest"
@@ -177,7 +178,7 @@ class RunEvidence:
     def cached(self, namespace: str, key: str, compute: Callable[[], Any]) -> Any:
         table = self.cache(namespace)
         if key not in table:
-            table[key] = compute()
+            table[key] = compute() if self._scrub is None else self._scrub(compute())
             self._dirty.add(namespace)
         return table[key]
 

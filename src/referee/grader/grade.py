@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 from referee.errors import EvidenceError, MissingExtraError
 from referee.grader.evidence import RunEvidence
@@ -57,6 +58,8 @@ def grade_step(plan: LoadedPlan, step_id: str, manifest: Manifest, ev: RunEviden
     claimed_pass = claim is not None and claim.passed is True
     if rec is not None and rec.status == "not_run":
         return not_run(step_id, rec)  # nobody acted and nothing was captured: no claim, no agent
+    if rec is None and manifest.build is not None and manifest.build.failed:  # nothing started: every step says why
+        return StepResult(id=step_id, verdict="ERROR", reason=f"not run: {manifest.error or 'the build failed'}")
     if not vals:
         res = StepResult(id=step_id, verdict="SKIPPED", reason="no validator: this step cannot be verified")
     elif rec is None:
@@ -113,20 +116,22 @@ def refused(run: OpenedRun) -> RunResults:
     return RunResults(plan=plan, steps=steps, summary=summarize(steps), integrity=run.integrity)
 
 
-def grade(run_dir: str | Path, *, allow_unsigned: bool = False) -> RunResults:
+def grade(run_dir: str | Path, *, allow_unsigned: bool = False,
+          scrub: Callable[[Any], Any] | None = None) -> RunResults:
     """Grade a run directory from its files alone (no app, no network, no actor), after checking its seal.
 
     A seal that does not hold makes every step ERROR (`results.integrity` says which file and why);
     an unsigned run directory is refused that way too unless `allow_unsigned`, which grades it and
-    marks the results unverified.
+    marks the results unverified. `scrub`: what the runner passes to replace its secret values in what grading
+    computes from the evidence and caches (OCR text of a screen that shows one).
 
     >>> grade("runs/demo/20260101T000000Z").summary  # doctest: +SKIP
     {'PASS': 3, 'FAIL': 2, 'SKIPPED': 1, 'ERROR': 0, 'overclaims': 3}
     """
-    return grade_opened(open_run(run_dir, allow_unsigned=allow_unsigned))
+    return grade_opened(open_run(run_dir, allow_unsigned=allow_unsigned), scrub=scrub)
 
 
-def grade_opened(run: OpenedRun, *, save_caches: bool = True) -> RunResults:
+def grade_opened(run: OpenedRun, *, save_caches: bool = True, scrub: Callable[[Any], Any] | None = None) -> RunResults:
     """Grade a run directory `open_run` has checked (the auditor reads the same checked files beside it).
 
     `save_caches=False` leaves the run directory byte for byte as it was.
@@ -134,7 +139,7 @@ def grade_opened(run: OpenedRun, *, save_caches: bool = True) -> RunResults:
     if run.integrity.status == "failed" or run.manifest is None or run.plan is None:
         return refused(run)
     manifest, plan = run.manifest, run.plan
-    ev = RunEvidence(run.run_dir, manifest, key=run.key, signed=run.integrity.status == "verified")
+    ev = RunEvidence(run.run_dir, manifest, key=run.key, signed=run.integrity.status == "verified", scrub=scrub)
     steps = [grade_step(plan, s.id, manifest, ev, run.claims.get(s.id)) for s in plan.plan.steps]
     changed = ev.changed()
     steps = [tampered(s, changed[s.id]) if s.id in changed else s for s in steps]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 from referee.errors import RefereeError
 from referee.fsutil import atomic_write_json
@@ -41,8 +42,10 @@ def agent_outputs(run_dir: Path, results: RunResults) -> dict[str, list[Tail]]:
     return {s.id: step_tails(run_dir, manifest, s.id) for s in results.steps if s.agent is not None}
 
 
-def grade_to_disk(run_dir: str | Path, *, allow_unsigned: bool = False) -> RunResults:
-    """Grade a run directory (its seal checked) and write its outputs; the verdicts come from the grader alone."""
-    results = grade(run_dir, allow_unsigned=allow_unsigned)
+def grade_to_disk(run_dir: str | Path, *, allow_unsigned: bool = False,
+                  scrub: Callable[[Any], Any] | None = None) -> RunResults:
+    """Grade a run directory (its seal checked) and write its outputs; the verdicts come from the grader alone.
+    `scrub`: the runner's, for what grading computes and caches (`referee.grader.grade`)."""
+    results = grade(run_dir, allow_unsigned=allow_unsigned, scrub=scrub)
     write_outputs(run_dir, results)
     return results

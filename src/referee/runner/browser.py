@@ -10,7 +10,7 @@ import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from referee.errors import ActorError, require
@@ -269,14 +269,15 @@ class BrowserSession:
         except Exception:
             pass
 
-    def write_log(self, path: Path) -> None:
-        """Record what the network guard refused and what the page logged as errors (diagnostics only)."""
+    def write_log(self, path: Path, scrub: Callable[[str], str] = lambda text: text) -> None:
+        """Record what the network guard refused and what the page logged as errors (diagnostics only), each line
+        through `scrub` (the run's secret values replaced: the agent writes the console and picks the URLs)."""
         lines = ([f"blocked (not loopback): {u}" for u in self.blocked]
                  + [f"console error: {m}" for m in self.console_errors])
         if lines:
             from referee.fsutil import atomic_write_text
 
-            atomic_write_text(path, "\n".join(lines) + "\n")
+            atomic_write_text(path, "\n".join(scrub(line) for line in lines) + "\n")
 
     def close(self) -> None:
         self.forget_pages()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 from typing import Any, BinaryIO, Iterable, Mapping
-from urllib.parse import unquote
+from urllib.parse import quote, quote_plus, unquote
 
 from referee.plan.envvars import expand, references, shown, url_part  # noqa: F401 (re-exported for captures and plugins)
 
@@ -51,8 +51,10 @@ class Secrets:
     """
 
     def __init__(self) -> None:
-        self._shown: dict[str, str] = {}
+        self._values: dict[str, str] = {}  # each value, with what is written in its place
+        self._shown: dict[str, str] = {}  # each literal form of each value (`forms`)
         self._pattern: re.Pattern[str] | None = None
+        self._bytes_pattern: re.Pattern[bytes] | None = None
 
     @classmethod
     def of_plan(cls, names: Iterable[str], env: Mapping[str, str], public: Iterable[str] = ()) -> Secrets:
@@ -64,23 +66,33 @@ class Secrets:
 
     def add(self, value: str | None, placeholder: str) -> None:
         """Scrub `value` from now on (a value shorter than MIN_SCRUB is not searched for)."""
-        from urllib.parse import quote
-
         if not value or len(value) < MIN_SCRUB:
             return
-        # as given, as a URL's user part carries it (`url_part`: a driver's error may quote the URL), as a path
-        for form in (value, url_part(value), url_part(value, keep_colon=True), quote(value)):
-            if form not in self._shown:
-                self._shown[form] = placeholder
-                self._pattern = None
+        if value not in self._values:
+            self._values[value] = placeholder
+            self._pattern = self._bytes_pattern = None
+        # the forms a file is checked for (`forms`): as given, as a URL's user part carries it (`url_part`: a
+        # driver's error may quote the URL), as a path, a query (`+` for a space) and an HTTP client's query
+        for form in (value, url_part(value), url_part(value, keep_colon=True), quote(value), quote_plus(value),
+                     quote(value, safe=_QUERY_SAFE)):
+            self._shown.setdefault(form, placeholder)
 
     def scrub(self, text: str) -> str:
-        """`text` with every secret value replaced by its placeholder (longest first)."""
-        if not self._shown or not text:
+        """`text` with every secret value replaced by its placeholder (longest first), percent-encoded forms too.
+
+        >>> s = Secrets.of_plan(["T"], {"T": "p@ss w\u00f6rd-long"})
+        >>> s.scrub("GET /?t=p@ss%20w%C3%B6rd-long /?t=p%40ss+w%c3%b6rd-long")
+        'GET /?t=${T} /?t=${T}'
+        """
+        if not self._values or not text:
             return text
         if self._pattern is None:
-            self._pattern = re.compile("|".join(re.escape(v) for v in sorted(self._shown, key=len, reverse=True)))
-        return self._pattern.sub(lambda m: self._shown[m.group(0)], text)
+            self._pattern = re.compile("|".join(f"({_encoded(v)})" for v in self._longest()))
+        names = [self._values[v] for v in self._longest()]
+        return self._pattern.sub(lambda m: names[(m.lastindex or 1) - 1], text)
+
+    def _longest(self) -> list[str]:
+        return sorted(self._values, key=len, reverse=True)
 
     def scrub_all(self, value: Any) -> Any:
         """`scrub` on every string inside a JSON-like value (mapping keys too).
@@ -108,25 +120,27 @@ class Secrets:
         >>> s.scrub_stream(io.BytesIO(b"x abcdefgh12 \\xff y abcdefgh12"), out, chunk=5); out.getvalue()
         b'x ${T} \\xff y ${T}'
         """
-        if not self._shown:
+        if not self._values:
             shutil.copyfileobj(src, dst, chunk)
             return
-        forms = {form.encode("utf-8", "surrogatepass"): name.encode() for form, name in self._shown.items()}
-        pattern = re.compile(b"|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
-        keep = max(len(f) for f in forms) - 1
+        if self._bytes_pattern is None:
+            self._bytes_pattern = re.compile(b"|".join(b"(" + _encoded(v).encode("utf-8", "surrogatepass") + b")"
+                                                       for v in self._longest()))
+        pattern, names = self._bytes_pattern, [self._values[v].encode() for v in self._longest()]
+        keep = max(_longest_form(v) for v in self._values) - 1
         buf = b""
         while True:
             data = src.read(chunk)
             buf += data
             if not data:
-                dst.write(pattern.sub(lambda m: forms[m.group(0)], buf))
+                dst.write(pattern.sub(lambda m: names[(m.lastindex or 1) - 1], buf))
                 return
             # a value that starts before `safe` lies wholly in `buf`; what starts later waits for more bytes
             safe, pos, out = len(buf) - keep, 0, []
             for m in pattern.finditer(buf):
                 if m.start() >= safe:
                     break
-                out += [buf[pos:m.start()], forms[m.group(0)]]
+                out += [buf[pos:m.start()], names[(m.lastindex or 1) - 1]]
                 pos = m.end()
             cut = max(pos, safe)
             out.append(buf[pos:cut])
@@ -134,4 +148,31 @@ class Secrets:
             buf = buf[cut:]
 
     def __bool__(self) -> bool:
-        return bool(self._shown)
+        return bool(self._values)
+
+
+_QUERY_SAFE = "/@:|{}[]!$&'()*+,;=?^`"  # what an HTTP client (httpx) leaves as it is in a URL's query
+
+
+def _encoded(value: str) -> str:
+    """A regex for `value` as given or with any of its characters (but letters and digits) percent-encoded as
+    UTF-8, either hex case, a space also as `+`: what an HTTP client sent and an app logged.
+
+    >>> bool(re.fullmatch(_encoded("a b\u00e9"), "a+b%c3%A9")), bool(re.fullmatch(_encoded("a b"), "a%2Bb"))
+    (True, False)
+    """
+    out = []
+    for c in value:
+        if c.isascii() and c.isalnum():
+            out.append(c)
+            continue
+        enc = "".join("%" + "".join(f"[{h}{h.lower()}]" if h.isalpha() else h for h in f"{b:02X}")
+                      for b in c.encode("utf-8", "surrogatepass"))
+        out.append("(?:" + "|".join([re.escape(c), enc] + ([r"\+"] if c == " " else [])) + ")")
+    return "".join(out)
+
+
+def _longest_form(value: str) -> int:
+    """The most bytes `value` can take in any form `_encoded` matches (each UTF-8 byte as `%XX`)."""
+    return sum(len(c.encode("utf-8", "surrogatepass")) * 3 if not (c.isascii() and c.isalnum()) else 1
+               for c in value)

@@ -26,6 +26,7 @@ from referee.runfolders import update_links
 from referee.runner.actors import actors, load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
+from referee.runner.build import build_or_stop
 from referee.runner.captures import load_builtin as load_captures
 from referee.runner.captures.base import CaptureContext, CaptureFailed, captures, write_failure
 from referee.runner.envsubst import Secrets
@@ -101,8 +102,10 @@ def take_captures(store: RunStore, caps, step_id: str, phase: Phase, base_ctx: d
             shutil.rmtree(stage, ignore_errors=True)
         for i, path in enumerate(dict.fromkeys(files)):  # a file listed once, even if a capture returns it twice
             try:
+                # a `file` capture's copy (not its record, the primary file) counts in the hashing budget
                 store.add_file(path, step=step_id, phase=phase, captured_by="runner", capture=cap.params.name,
-                               kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None)
+                               kind=cap.params.kind, primary=(i == 0), error=error if i == 0 else None,
+                               budgeted=cap.params.kind == "file" and i > 0)
             except (OSError, EvidenceError) as exc:  # its file is not a regular file any more, or too big
                 why = exc.message if isinstance(exc, EvidenceError) else str(exc)
                 failed = write_failure(out_dir, cap.params, f"its file cannot be kept as evidence: {why}")
@@ -243,18 +246,22 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     actor: ActorKind | None = None
     acting: Path | None = None  # the agent folder of the step in flight
     try:
+        if plan.plan.app and plan.plan.app.build:  # once, before the app starts: a failed build stops the run here
+            build_or_stop(plan.plan.app, run_dir, secrets, store)
         no_app = nullcontext(SimpleNamespace(url=None))
         with App(plan.plan.app, run_dir / "app.log", secrets) if plan.plan.app else no_app as app:
             app_url = app.url
             actor = actor_cls()
             actor.search_path = (str(plan.path.resolve().parent),)
+            actor.secrets = secrets
             actor.setup(spec, app_url=app_url, run_dir=run_dir)
             if actor.sandbox is not None:
                 store.manifest.isolation = actor.sandbox.record()
                 store.flush()
                 on_event("isolation", "", store.manifest.isolation.model_dump())
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets,
-                        "sandbox": actor.sandbox, "pages": getattr(actor, "pages", None)}
+                        "sandbox": actor.sandbox, "pages": getattr(actor, "pages", None),
+                        "admit": store.admit_copy}
             schedule = StepSchedule(plan, store, options, on_event)
             for step in schedule:  # the steps --only/-k keep, each again for a retry
                 if plan.plan.app:
@@ -326,7 +333,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
                 actor.sandbox.close()
         signals.close()
         store.finish()
-    results = grade_to_disk(run_dir)
+    # OCR text of a screen that shows a secret value is cached, and quoted in reasons, with it replaced
+    results = grade_to_disk(run_dir, scrub=secrets.scrub_all if secrets else None)
     incomplete, previous = _promote(run_dir, results)
     return RunOutcome(run_dir, results, interrupted, store.manifest.error if not interrupted else None,
                       store.manifest.isolation, incomplete, previous)

@@ -150,13 +150,16 @@ class RunStore:
         self.flush()
 
     def add_file(self, path: Path, *, step: str, phase: Phase, captured_by: Literal["runner", "agent"],
-                 capture: str | None, kind: str, primary: bool = True, error: str | None = None) -> FileEntry:
+                 capture: str | None, kind: str, primary: bool = True, error: str | None = None,
+                 budgeted: bool = False) -> FileEntry:
+        """List `path` in the manifest with its hash. `budgeted`: a runner's copy of a file where the agent writes
+        (a `file` capture's): counted in the hashing budget like the agent's own files (`admit_copy` let it in)."""
         rel = Path(path).relative_to(self.run_dir).as_posix()
         # a runner file listed twice was written twice: the later write replaced the earlier capture's evidence
         if captured_by == "runner" and any(f.path == rel for f in self.manifest.files):
             raise EvidenceError(f"{rel} is listed already, as another capture's evidence; it is not listed twice")
         agent = captured_by == "agent"
-        admit = self._admit if kind == "agent_file" else None
+        admit = self._admit if kind == "agent_file" or budgeted else None
         t0 = time.monotonic()
         try:
             digest, size = hash_regular(path, root=self.run_dir, max_bytes=MAX_EVIDENCE_BYTES, admit=admit,
@@ -167,7 +170,7 @@ class RunStore:
             what = exc.message if agent else "holds the runner's signing key"
             raise EvidenceError(f"{what}; removed", file=rel) from None
         finally:
-            if agent and step in self.manifest.steps:
+            if (agent or budgeted) and step in self.manifest.steps:
                 rec = self.manifest.steps[step]
                 rec.hash_s = round((rec.hash_s or 0.0) + time.monotonic() - t0, 3)
         if admit is not None:
@@ -180,6 +183,11 @@ class RunStore:
                           sha256=digest, size=size, time=utcnow(), primary=primary, error=error)
         self.manifest.files.append(entry)
         return entry
+
+    def admit_copy(self, st: os.stat_result) -> None:
+        """EvidenceError (saying why) unless a file of this `fstat` may be copied into the evidence and hashed:
+        the `file` capture asks before it copies a file that may be the agent's (a sparse one, one past the budget)."""
+        self._admit(st)
 
     def _admit(self, st: os.stat_result) -> None:
         """Refuse an agent file before a byte of it is read: mostly holes, or past the step's or the run's budget."""

@@ -63,6 +63,11 @@ class ActorKind:
     # where a python agent's module is looked for before the working directory: the plan's folder
     search_path: tuple[str, ...] = ()
     sandbox: Any = None  # referee.runner.isolation.Sandbox of the run, when an agent process runs
+    secrets: Any = None  # the run's secret values (`referee.runner.envsubst.Secrets`), set by the runner
+
+    def scrub(self, text: str) -> str:
+        """`text` with the run's secret values replaced: for what the actor writes itself (a log)."""
+        return self.secrets.scrub(text) if self.secrets is not None else text
 
     @classmethod
     def preflight(cls, spec: Any) -> None:

@@ -194,7 +194,8 @@ class BrowserActor(ActorKind):
         if self.session is not None:
             if self.run_dir is not None:
                 try:
-                    self.session.write_log(self.run_dir / "browser.log")
+                    # the agent's console messages and URLs: scrubbed, as everything it writes
+                    self.session.write_log(self.run_dir / "browser.log", self.scrub)
                 except OSError:
                     pass
             self.session.close()

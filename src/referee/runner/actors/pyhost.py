@@ -20,13 +20,14 @@ def main(argv: list[str]) -> int:
     from referee.errors import PlanError
     from referee.fsutil import atomic_write_json
     from referee.runner.actors.base import Claim
-    from referee.runner.actors.python import StepContext, load_target
+    from referee.runner.actors.python import SEARCH_ENV, StepContext, load_target
 
     if len(argv) != 1:
         print("usage: python -m referee.runner.actors.pyhost module:ClassName", file=sys.stderr)
         return 2
     try:
-        cls = load_target(argv[0])
+        # the plan's folder and the cwd, put on sys.path only now: not on PYTHONPATH, read at the start
+        cls = load_target(argv[0], tuple(p for p in os.environ.pop(SEARCH_ENV, "").split(os.pathsep) if p))
     except PlanError as exc:
         print(f"referee: cannot start the agent: {exc}", file=sys.stderr)
         return NOT_STARTED

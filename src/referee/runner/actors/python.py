@@ -58,6 +58,9 @@ class Actor:
         pass
 
 
+SEARCH_ENV = "REFEREE_PYTHON_SEARCH"  # the folders the host looks for the agent's module in, once started
+
+
 def load_target(target: str, search: tuple[str, ...] = ()) -> type:
     """Import `module:ClassName` (the plan's actor.target), looked for in `search` (the plan's folder),
     then the run's working directory, then PYTHONPATH (`referee check` looks in the same places)."""
@@ -125,11 +128,13 @@ class PythonActor(ActorKind):
         from referee.runner.agentproc import run_agent
 
         # the child imports referee from where the runner did, and the agent's module from the plan's
-        # folder, then the cwd, then PYTHONPATH (the order `referee check` looks in)
+        # folder, then the cwd, then PYTHONPATH (the order `referee check` looks in); those two folders are
+        # not on its PYTHONPATH, where Python's start would import a `sitecustomize.py` the agent left there:
+        # the host puts them on sys.path itself, once it has started, to import the agent's module
         here = str(Path(referee_file()).parent.parent)
         env = agent_env(run)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *self.search_path, str(self.cwd),
-                                                        env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
+        env[SEARCH_ENV] = os.pathsep.join((*self.search_path, str(self.cwd)))
         out = run_agent(self.argv, sandbox=self.sandbox, agent_dir=run.agent_dir, cwd=self.cwd, env=env,
                         stdin=step_payload(run), timeout_s=run.timeout_s)
         return as_result(out)

@@ -7,9 +7,10 @@ A capture's parameters are plan data (`referee.plan.captures`); its records are 
 from __future__ import annotations
 
 import base64
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Literal
 
 from referee.fsutil import atomic_write_text
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, capture_specs
@@ -59,6 +60,8 @@ class CaptureContext:
     public: frozenset[str] = frozenset()  # the plan's `public_env`
     secrets: Secrets = field(default_factory=Secrets)  # shared by the run's captures
     sandbox: Any = None  # the run's isolation (`referee.runner.isolation.Sandbox`), which command captures run in
+    # the run's hashing budget (`RunStore.admit_copy`): EvidenceError for a file not to copy (sparse, past it)
+    admit: Callable[[os.stat_result], None] | None = None
 
     def expand(self, value: str) -> str:
         """`value` with `${NAME}` substituted from the runner's environment: what the capture uses.

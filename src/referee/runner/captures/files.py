@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import stat
 
-from referee.fsutil import atomic_write_text, file_kind
+from referee.errors import EvidenceError, HoldsSecret
+from referee.fsutil import atomic_write_text, file_kind, hash_regular
 from referee.rundir import FileRecord, dump_record, record_file
-from referee.runner.captures.base import CaptureKind, register
+from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.captures.sources import open_source, source_path
 
 MAX_COPY = 256 << 20
@@ -31,10 +32,12 @@ class FileCapture(CaptureKind):
                 st = os.fstat(fh.fileno())
                 record.exists, record.size = True, st.st_size
                 if record.size <= MAX_COPY:
+                    _admit(ctx, st, where)
                     name = where.name or "file"
                     copy = ctx.out_dir / f"{params.name}.data" / name
                     copy.parent.mkdir(parents=True, exist_ok=True)
                     _copy(fh, copy, stat.S_IMODE(st.st_mode))
+                    _no_secret(ctx, copy, where)
                     files.append(copy)
                     record.copy_ = f"{params.name}.data/{name}"
         else:
@@ -42,6 +45,31 @@ class FileCapture(CaptureKind):
         meta = ctx.out_dir / record_file(params.name, "file")
         atomic_write_text(meta, dump_record(record))
         return [meta] + files
+
+
+def _admit(ctx, st: os.stat_result, where) -> None:
+    """Refuse, before a byte is copied, what the run's hashing budget refuses of the agent's own files: a file
+    that is mostly holes, or one past the step's or the run's budget (its copy is counted in both)."""
+    if ctx.admit is None:
+        return
+    try:
+        ctx.admit(st)
+    except EvidenceError as exc:
+        raise CaptureFailed(f"{where.name or where}: {exc.message}") from None
+
+
+def _no_secret(ctx, copy, where) -> None:
+    """Remove the copy, and fail the capture, when it holds a secret value of the run: the file may be the agent's,
+    and an agent file holding one is removed and not taken (`RunStore.add_agent_files`); nothing is stored redacted."""
+    forms = ctx.secrets.forms()
+    if not forms:
+        return
+    try:
+        hash_regular(copy, refuse=tuple(f for f, _ in forms),
+                     refused_as=tuple(f"a secret value of the run ({shown})" for _, shown in forms))
+    except HoldsSecret as exc:
+        os.unlink(copy)
+        raise CaptureFailed(f"{where.name or where}: {exc.message}; not copied into evidence, not taken") from None
 
 
 def _what_is(path) -> str | None:

@@ -17,8 +17,8 @@ from referee.fsutil import atomic_write_text
 from referee.rundir import SQL_KEPT_ROWS, DdbRecord, SqlRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.captures.sources import refuse_links, source_path
-from referee.runner.captures.sqldb import (guard_connection, guard_sqlite, is_timeout, shown_sql, where_clauses,
-                                          write_refused)
+from referee.runner.captures.sqldb import (guard_connection, guard_sqlite, is_timeout, missing_table, shown_sql,
+                                          tables_note, where_clauses, write_refused)
 from referee.runner.envsubst import redact_url
 
 MAX_COUNTED = 1_000_000  # rows counted past the kept ones (for `min_rows`) before the count gives up
@@ -54,6 +54,7 @@ class SqlCapture(CaptureKind):
     def take(self, params, ctx):
         url = ctx.expand(params.url)
         record = SqlRecord(url=redact_url(ctx.shown(params.url)), query=params.query)
+        engine = None
         try:
             import sqlalchemy as sa
 
@@ -66,13 +67,15 @@ class SqlCapture(CaptureKind):
                     if params.table is not None:
                         table = sa.Table(params.table, sa.MetaData(), autoload_with=conn)
                         stmt = sa.select(table).where(*where_clauses(sa, table, params.where, engine.dialect.name))
-                        record.query = shown_sql(stmt, engine.dialect)
+                        record.query = ctx.scrub(shown_sql(stmt, engine.dialect))
                         result = conn.execute(stmt)
                     else:
                         result = conn.execute(sa.text(params.query), params.params)
                     if result.returns_rows:
-                        record.columns = list(result.keys())
-                        record.rows = [_plain(dict(r._mapping)) for r in result.fetchmany(SQL_KEPT_ROWS)]
+                        # a row may hold what the agent wrote, a secret value it learned included: scrubbed
+                        record.columns = [ctx.scrub(str(c)) for c in result.keys()]
+                        record.rows = ctx.secrets.scrub_all([_plain(dict(r._mapping))
+                                                             for r in result.fetchmany(SQL_KEPT_ROWS)])
                         record.total_rows = _count_rest(result, len(record.rows))
                         if record.total_rows is None:  # the count stopped at its cap: say what it proved
                             record.total_rows_more_than = MAX_COUNTED
@@ -91,6 +94,8 @@ class SqlCapture(CaptureKind):
                       f"cancelled it ({why})"
             elif write_refused(exc):
                 why = f"{write_refused(exc)} ({why})"
+            elif missing_table(exc) and engine is not None:  # a misspelt table shows beside the right one
+                why += tables_note(sa, engine)
             raise CaptureFailed(ctx.scrub(why), _what(record)) from None
         path = ctx.out_dir / record_file(params.name, "sql")
         atomic_write_text(path, dump_record(record))
@@ -189,7 +194,7 @@ class DdbCapture(CaptureKind):
                 raise CaptureFailed(f"DynamoDB ({where}) did not answer within {params.timeout_s:g} s (timeout_s); "
                                     f"check the endpoint, or raise `timeout_s`")
             item = answer.get("Item")
-            record.items = [_plain(_ddb_binary(item))] if item else []
+            record.items = [ctx.secrets.scrub_all(_plain(_ddb_binary(item)))] if item else []
         except CaptureFailed as exc:
             exc.detail = _what(record)
             raise

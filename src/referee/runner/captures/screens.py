@@ -111,7 +111,9 @@ class AriaCapture(PageCapture):
 
     def take_from(self, page, params, ctx, note=None):
         snap = page.locator(params.selector).first.aria_snapshot(timeout=params.timeout_s * 1000)
-        header = f"# {_header(page, note).replace(chr(10), ' ')}\n"
+        # the page shows what the agent made the app store (a secret value it learned, too): scrubbed, as a body is
+        snap = ctx.scrub(snap)
+        header = f"# {ctx.scrub(_header(page, note)).replace(chr(10), ' ')}\n"
         if params.format == "yaml":
             path = ctx.out_dir / f"{params.name}.aria.yaml"
             atomic_write_text(path, header + snap + ("\n" if not snap.endswith("\n") else ""))
@@ -123,7 +125,7 @@ class AriaCapture(PageCapture):
         except yaml.YAMLError:
             tree = None
         path = ctx.out_dir / record_file(params.name, "aria")
-        atomic_write_text(path, dump_record(AriaRecord(url=page.url, tree=tree, yaml=snap)))
+        atomic_write_text(path, dump_record(AriaRecord(url=ctx.scrub(page.url), tree=tree, yaml=snap)))
         return [path]
 
 
@@ -136,5 +138,6 @@ class DomCapture(PageCapture):
         html = page.locator(params.selector or ":root").first.evaluate(
             "e => e.outerHTML" if params.selector else _WHOLE_PAGE, timeout=params.timeout_s * 1000)
         path = ctx.out_dir / f"{params.name}.html"
-        atomic_write_text(path, f"<!-- {_header(page, note).replace('--', '- -')} -->\n" + html)
+        # scrubbed as an http body is: the page shows what the agent made the app store
+        atomic_write_text(path, f"<!-- {ctx.scrub(_header(page, note)).replace('--', '- -')} -->\n" + ctx.scrub(html))
         return [path]
