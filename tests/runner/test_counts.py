@@ -90,6 +90,7 @@ def test_the_console_summary_says_plan_errors_and_agent_failures(counted):
     code, out, err = referee(ran.run_dir, "grade", ran.run_dir)
     assert code == 1, err
     assert "3 plan errors" in out and "2 agent failures" in out and "1 overclaim" in out, out
+    assert "(OVERCLAIM in attempt 1)" in out, out
 
 
 def test_strict_fails_on_agent_failures(counted):

@@ -51,6 +51,8 @@ def verdict_table(results: RunResults, title: str | None = None) -> Table:
         claim = claim_text(s.claim) if not s.not_run else Text("")
         if s.overclaim:
             claim = Text.assemble(("OVERCLAIM ", "bold red"), claim)
+        if earlier := [str(a.attempt) for a in s.attempts if a.overclaim]:  # a retry never hides a false pass
+            claim = Text.assemble(claim, (f" (OVERCLAIM in attempt {', '.join(earlier)})", "bold red"))
         if s.agent is not None and s.agent.claim_warning:  # `{"passed": true}` is no claim of pass: say why
             claim = Text.assemble(claim, (f" (warning: {visible(s.agent.claim_warning, keep_newlines=False)})",
                                           "yellow"))
