@@ -50,6 +50,11 @@ def reasons_run(_agent_reachable_base):
             {"id": "secret", "do": "finish note 2",
              "validators": [{"kind": "json_path_eq", "url": "/api/notes/2?token=${API_TOKEN}", "path": "$.done",
                              "expected": True}]},
+            {"id": "table", "do": "add a note",  # the case: a misspelt table
+             "validators": [{"kind": "sql_row_present", "url": f"sqlite:///{db}", "table": "note",
+                             "where": {"title": "alpha"}},
+                            {"kind": "sql_row_present", "url": f"sqlite:///{db}",
+                             "query": "select * from notez where title = 'alpha'"}]},
             {"id": "body", "do": "write the body",
              "validators": [{"kind": "http_body_contains", "url": "/api/notes/998", "text": "zebra"}]},
         ]})
@@ -78,6 +83,14 @@ def test_a_fail_reason_quotes_what_the_runner_saw_in_every_output(reasons_run, s
         assert text in reasons_run.out, (text, reasons_run.out[-3000:])
         assert text in reasons_run.junit_text(sid), text
         assert text in page, text
+
+
+def test_a_missing_table_lists_the_tables_there(reasons_run):
+    step = reasons_run.step("table")
+    assert step["verdict"] == "ERROR", step
+    for v in step["validators"]:
+        assert v["status"] == "ERROR" and "the tables there: notes" in v["reason"], v
+    assert "the tables there: notes" in reasons_run.junit_text("table")
 
 
 def test_no_output_quotes_the_runners_secret_value(reasons_run):

@@ -151,6 +151,31 @@ def write_refused(exc: Exception) -> str | None:
     return None
 
 
+def missing_table(exc: Exception) -> bool:
+    """Whether `exc` says the table the plan names is not there (reflection, SQLite, PostgreSQL).
+
+    >>> missing_table(sqlite3.OperationalError("no such table: order")), missing_table(ValueError("x"))
+    (True, False)
+    """
+    text = str(exc).lower()
+    return type(exc).__name__ in ("NoSuchTableError", "UndefinedTable") or "no such table" in text \
+        or ("relation" in text and "does not exist" in text)
+
+
+def tables_note(sa: Any, engine: Any, limit: int = 20) -> str:
+    """`; the tables there: a, b` for a reason whose table is missing (a plan's typo shows beside the right
+    name); "" when the database cannot be asked."""
+    try:
+        with engine.connect() as conn:
+            names = sorted(sa.inspect(conn).get_table_names())
+    except Exception:  # the note is a help, never a second failure
+        return ""
+    if not names:
+        return "; the database has no table"
+    more = f", … ({len(names)} in all)" if len(names) > limit else ""
+    return f"; the tables there: {', '.join(names[:limit])}{more}"
+
+
 def is_timeout(exc: Exception) -> bool:
     """Whether `exc` is the database cancelling a statement for running too long (or SQLite's interrupt).
 
