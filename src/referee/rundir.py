@@ -135,6 +135,41 @@ class IsolationRecord(_Model):
     limits: dict[str, int] | None = None
 
 
+class BuildRecord(_Model):
+    """`app.build`, run once before the app starts: how it ended, and build.log (its output, secrets replaced) by its
+    digest, so the sealed manifest seals the log too."""
+
+    command: str  # secrets replaced
+    exit_code: int | None = None  # None: it could not be started, or was killed at its timeout
+    timed_out: bool = False
+    timeout_s: float | None = None
+    seconds: float | None = None
+    error: str | None = None  # why it could not be started
+    log: str = "build.log"
+    log_sha256: str | None = None
+    log_size: int | None = None
+    log_tail: list[str] = Field(default_factory=list)  # its last lines, control characters escaped
+
+    @property
+    def failed(self) -> bool:
+        """The build did not end with exit 0."""
+        return self.exit_code != 0 or self.timed_out or self.error is not None
+
+    def status(self) -> str:
+        """`exit 2`, `timed out after 5s`, `could not start: ...`.
+
+        >>> BuildRecord(command="make", exit_code=2).status()
+        'exit 2'
+        >>> BuildRecord(command="make", timed_out=True, timeout_s=5).status()
+        'timed out after 5s'
+        """
+        if self.error:
+            return f"could not start: {self.error}"
+        if self.timed_out:
+            return f"timed out after {self.timeout_s:g}s" if self.timeout_s is not None else "timed out"
+        return f"exit {self.exit_code}"
+
+
 class Manifest(_Model):
     manifest_version: Literal[1] = 1
     plan: str
@@ -146,6 +181,7 @@ class Manifest(_Model):
     finished: str | None = None
     steps: dict[str, StepRecord] = Field(default_factory=dict)
     files: list[FileEntry] = Field(default_factory=list)
+    build: BuildRecord | None = None  # app.build, when the plan has one
 
 
 def utcnow() -> str:

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
-from referee.fsutil import inside_problem, loads_json, read_regular
+from referee.fsutil import inside_problem, loads_json, read_regular, sha256_bytes
 from referee.grader.results import Integrity
 from referee.keys import KEY_ENV, SigningKey, existing_key, key_path
 from referee.plan.loader import MAX_PLAN_BYTES, LoadedPlan, load_plan_text
-from referee.rundir import MAX_CLAIMS_BYTES, Claims, Manifest, parse_claims, parse_manifest, read_manifest_bytes
+from referee.rundir import (MAX_CLAIMS_BYTES, BuildRecord, Claims, Manifest, parse_claims, parse_manifest,
+                            read_manifest_bytes)
 from referee.seal import SealCheck, check_seal
 
 EVIDENCE_TOPS = ("evidence", "agent")  # the only folders the runner lists files from
@@ -66,6 +67,20 @@ def manifest_problems(run_dir: Path, manifest: Manifest) -> list[str]:
         if why is not None:
             out.append(f"manifest.json: files[{i}] (step '{f.step}'): path '{f.path}' is refused: {why}")
     return out
+
+
+def build_log_problem(run_dir: Path, build: BuildRecord) -> str | None:
+    """Why the run's build.log is not the one the sealed manifest names (its SHA-256 and size), or None."""
+    if build.log_sha256 is None:
+        return None
+    data, why = _read_optional(run_dir / build.log, (build.log_size or 0) + 1)
+    if why is not None:
+        return why
+    if data is None:
+        return f"{build.log} is missing: the build's sealed log is gone"
+    if len(data) != build.log_size or sha256_bytes(data) != build.log_sha256:
+        return f"{build.log}: sha256 differs from the one in the sealed manifest.json (edited after the run?)"
+    return None
 
 
 def _key() -> tuple[SigningKey | None, str | None]:
@@ -137,6 +152,9 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
                               key_id=key_id, run_id=run_id)
     else:
         fix = _unverified_fix(chk.status) if chk.status in ("unsigned", "foreign") else ""
+        if chk.reason.startswith("plan.yaml differs"):  # a corrected plan goes beside the run, never into it
+            fix = (f"; to grade with a corrected plan, put plan.yaml back as the run left it and pass the fix: "
+                   f"`referee grade {run_dir} --plan FIXED.yaml`")
         manifest, plan = _best_effort(run_dir, manifest_bytes, plan_bytes)
         failed = Integrity(status="failed", reason=chk.reason + fix, key_id=key_id, run_id=run_id)
         return OpenedRun(run_dir, failed, manifest, plan, Claims({}), None)
@@ -150,6 +168,10 @@ def open_run(run_dir: str | Path, *, allow_unsigned: bool = False) -> OpenedRun:
         _, plan = _best_effort(run_dir, manifest_bytes, plan_bytes)
         failed = integrity.model_copy(update={"status": "failed", "reason": problems[0] + more})
         return OpenedRun(run_dir, failed, manifest, plan, Claims({}), None)
+    if manifest.build is not None and (why := build_log_problem(run_dir, manifest.build)) is not None:
+        _, plan = _best_effort(run_dir, manifest_bytes, plan_bytes)
+        return OpenedRun(run_dir, integrity.model_copy(update={"status": "failed", "reason": why}), manifest, plan,
+                         Claims({}), None)
     if plan_bytes is None:
         raise EvidenceError("plan.yaml is missing from the run directory", file=str(run_dir))
     plan_path = run_dir / "plan.yaml"

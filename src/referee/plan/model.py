@@ -94,6 +94,10 @@ class AppSpec(_Model):
     ready_timeout_s: Seconds = 30.0
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    # run once per run before the app starts (in `cwd`, with `env`); its output is the run's build.log, and a
+    # failed build makes every step ERROR: nothing is started
+    build: str | None = Field(default=None, min_length=1)
+    build_timeout_s: Seconds = 600.0
 
 
 class AgentLimits(_Model):

@@ -9,6 +9,8 @@ renderers (`report.history_view`, `report.history_html`) show a `History`. Rules
   was FLAKY (failed, then passed on a retry) in any run of it.
 - *slower*: the step took more than SLOWER times the median of its earlier durations in the window, and
   at least MIN_GROWTH_S seconds more (a step of 0.1 s that took 0.3 s is noise, not a trend).
+- *build failures*: runs whose `app.build` failed (nothing was started) are skipped runs, named as build
+  failures: never a column of N step failures, never a new failure of each step.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Mapping, Sequence
 
-__all__ = ["FLIPS", "MIN_GROWTH_S", "SLOWER", "History", "RunColumn", "Skipped", "Trend", "analyse",
+__all__ = ["BUILD_FAILED", "FLIPS", "MIN_GROWTH_S", "SLOWER", "History", "RunColumn", "Skipped", "Trend", "analyse",
            "new_and_fixed"]
 
 FLIPS = 2  # verdict changes in the window from which a step is said to flip
 SLOWER = 2.0  # times its median
 MIN_GROWTH_S = 0.5
+BUILD_FAILED = "the build failed"  # how a run stopped by a failed `app.build` says so (runner.build.build_failure)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,17 @@ class Skipped:
 
     name: str
     why: str
+
+    @property
+    def build_failed(self) -> bool:
+        """The run stopped because its `app.build` failed.
+
+        >>> Skipped("r", "stopped early: the build failed (exit 2)").build_failed
+        True
+        >>> Skipped("r", "interrupted").build_failed
+        False
+        """
+        return BUILD_FAILED in self.why
 
 
 @dataclass(frozen=True)
@@ -68,13 +82,19 @@ class History:
         """The step's verdict in each run, oldest first (None: that run did not have or perform it)."""
         return [r.verdicts.get(step) for r in self.runs]
 
+    @property
+    def build_failures(self) -> tuple[Skipped, ...]:
+        """The skipped runs whose build failed, oldest first."""
+        return tuple(s for s in self.skipped if s.build_failed)
+
     def to_json(self) -> dict[str, Any]:
         """The history as `referee history --json` prints it."""
         new, fixed, slow = set(self.new_failures), set(self.fixed), {t.step: t for t in self.slower}
         return {
             "plan": self.plan,
             "runs": [r.name for r in self.runs],
-            "skipped": [{"run": s.name, "why": s.why} for s in self.skipped],
+            "skipped": [{"run": s.name, "why": s.why, "build_failed": s.build_failed} for s in self.skipped],
+            "build_failures": [{"run": s.name, "why": s.why} for s in self.build_failures],
             "steps": [{"id": s, "verdicts": self.row(s),
                        "durations_s": [r.durations.get(s) for r in self.runs],
                        "new_failure": s in new, "fixed": s in fixed, "flips": self.flips.get(s),
