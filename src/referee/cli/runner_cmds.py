@@ -265,16 +265,25 @@ ALLOW_UNSIGNED_HELP = ("Grade run directories without a seal this machine can ch
 @click.option("--strict", is_flag=True, help="SKIPPED steps also fail (exit 1).")
 @click.option("--json", "json_mode", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--allow-unsigned", is_flag=True, help=ALLOW_UNSIGNED_HELP)
-def grade(run_dirs, strict, json_mode, allow_unsigned):
+@click.option("--plan", "fixed_plan", type=click.Path(dir_okay=False), default=None, metavar="FIXED.yaml",
+              help="Grade the run's sealed evidence with this corrected plan's validators into RUN/regrades/ "
+                   "(the run's own results stay as they were).")
+def grade(run_dirs, strict, json_mode, allow_unsigned, fixed_plan):
     """Re-grade RUN_DIRS from their sealed evidence alone (the app may be gone); the seal is checked first.
 
-    A plan's runs folder (`runs/<plan>`) stands for its latest run."""
+    A plan's runs folder (`runs/<plan>`) stands for its latest run; a regrade folder (RUN/regrades/...) is
+    checked against its seal."""
     from referee.grader import grade as grade_run
     from referee.report.outputs import write_outputs
     from referee.report.console import integrity_line, isolation_line, summary_line, verdict_table
     from referee.runfolders import resolve_run_dir
+    from referee.cli.regrade_cmds import check_regrade_folders, grade_with_plan
 
     console = _console(json_mode)
+    if fixed_plan is not None:
+        return grade_with_plan(run_dirs, fixed_plan, strict, json_mode, allow_unsigned, console, _load_checked)
+    if (code := check_regrade_folders(run_dirs)) is not None:
+        return code
     exit_code, payload = 0, []
     for given in run_dirs:
         d = resolve_run_dir(given)  # a plan's runs folder: its latest run
