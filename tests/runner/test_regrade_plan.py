@@ -173,3 +173,17 @@ def test_editing_the_frozen_plan_is_a_seal_failure_that_points_at_plan(tmp_path,
     assert code != 0 and len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith("referee: error:") and "cannot re-grade: plan.yaml differs" in lines[0]
     assert not (copy_dir / "regrades").exists()
+
+
+def test_a_retried_step_is_regraded_attempt_by_attempt(tmp_path, capsys):
+    """With --retries the run's plan failed the step twice; under the corrected plan each attempt passes: PASS."""
+    plan = write_plan(tmp_path / "fixme.yaml", PLAN)
+    code, _, err = run_cli(["run", plan, "--out", tmp_path / "runs", "--retries", "1"], cwd=tmp_path,
+                           env=base_cli_env())
+    run_dir = find_run_dirs(tmp_path / "runs")[-1]
+    wrong = next(s for s in json.loads((run_dir / "results.json").read_text())["steps"] if s["id"] == "wrong")
+    assert code == 1 and wrong["verdict"] == "FAIL" and [a["verdict"] for a in wrong["attempts"]] == ["FAIL"], err
+    code, doc, folder, _ = _regrade(capsys, tmp_path, run_dir, _fixed())
+    step = next(s for s in doc["steps"] if s["id"] == "wrong")
+    assert code == 0 and step["verdict"] == "PASS", step
+    assert [a["verdict"] for a in step["attempts"]] == ["PASS"]

@@ -184,6 +184,36 @@ def _with_uncaptured(res: StepResult, bad: dict[int, str]) -> StepResult:
     return res.model_copy(update={"validators": vals, "verdict": verdict, "reason": reason, "overclaim": claimed})
 
 
+def _attempts_regraded(fixed: LoadedPlan, ran: LoadedPlan, step_id: str, run: OpenedRun,
+                      manifest: Manifest) -> Manifest:
+    """The manifest with the step's earlier attempts (--retries) graded again with the corrected plan, each over its
+    own files (attempts/<step>/<n>/, listed with their hashes in the signed manifest): the FLAKY or FAIL the run's
+    plan gave an attempt says nothing under the corrected one."""
+    rec = manifest.steps.get(step_id)
+    if rec is None or not rec.attempts:
+        return manifest
+    redone = []
+    for a in rec.attempts:
+        prefix = a.folder.rstrip("/") + "/"
+        files = [f.model_copy(update={"path": f.path[len(prefix):]}) for f in a.files if f.path.startswith(prefix)]
+        seen = Manifest(plan=manifest.plan, steps={step_id: a.record}, files=files)
+        ev = RunEvidence(run.run_dir / a.folder, seen, key=None, signed=run.integrity.status == "verified")
+        res = grade_step(fixed, step_id, seen, ev, None)
+        res = _with_uncaptured(res, {i: why for i, tv in enumerate(fixed.validators.get(step_id, ()))
+                                     if (why := uncaptured(tv, step_id, fixed, ran, seen)) is not None})
+        redone.append(a.model_copy(update={"verdict": res.verdict, "reason": res.reason}))
+    return manifest.model_copy(update={"steps": {**manifest.steps,
+                                                 step_id: rec.model_copy(update={"attempts": redone})}})
+
+
+def _settled(res: StepResult) -> StepResult:
+    """A step whose every attempt passes under the corrected plan is PASS: only the run's plan made it retry."""
+    if res.verdict == "FLAKY" and res.attempts and all(a.verdict == "PASS" for a in res.attempts):
+        return res.model_copy(update={"verdict": "PASS", "reason": f"every validator holds, in each of its "
+                                                                    f"{len(res.attempts) + 1} attempts"})
+    return res
+
+
 def regrade(run: OpenedRun, fixed: LoadedPlan, fixed_bytes: bytes, plan_file: str) -> RegradeResults:
     """Grade the run's sealed evidence with the corrected plan's validators (see the module docstring). Pure:
     it reads the run directory and writes nothing (the run's caches are left as they were)."""
@@ -203,10 +233,10 @@ def regrade(run: OpenedRun, fixed: LoadedPlan, fixed_bytes: bytes, plan_file: st
                                     reason=f"{NOT_IN_RUN}: the run's plan has no step '{s.id}' (its steps: {known}); "
                                            "the step ids must match"))
             continue
-        res = grade_step(fixed, s.id, manifest, ev, run.claims.get(s.id))
+        res = grade_step(fixed, s.id, _attempts_regraded(fixed, ran, s.id, run, manifest), ev, run.claims.get(s.id))
         bad = {i: why for i, tv in enumerate(fixed.validators.get(s.id, ()))
                if (why := uncaptured(tv, s.id, fixed, ran, manifest)) is not None}
-        steps.append(_with_uncaptured(res, bad))
+        steps.append(_settled(_with_uncaptured(res, bad)))
     changed = ev.changed()
     steps = [tampered(s, changed[s.id]) if s.id in changed else s for s in steps]
     fixed_ids = {s.id for s in fixed.plan.steps}
