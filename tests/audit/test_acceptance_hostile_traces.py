@@ -524,9 +524,6 @@ OVERFLOWING = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: an allow-listed constructor (datetime.timedelta/date, complex) called with an out-of-range int "
-    "ends the audit with exit 3 'internal error: OverflowError' instead of one refused pickle"))
 @pytest.mark.parametrize("case", sorted(OVERFLOWING))
 def test_an_allow_listed_constructor_given_an_out_of_range_int_is_one_refused_pickle(case, tmp_path):
     root = tmp_path / "study"

@@ -189,3 +189,22 @@ def test_referee_audit_stays_well_below_the_allocation_asked(tmp_path, attack):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "pickle refused" in lines[0] and "step_0.pkl.gz" in lines[0], err
     assert max_rss_kib * 1024 < GiB  # the audit asked for 3 GiB or more, and never held it
+
+
+# an allow-listed constructor given a number it cannot hold raises (OverflowError, ValueError, ...): a refused pickle
+OUT_OF_RANGE = {
+    "timedelta(10**12)": pickle.dumps(_Calls(__import__("datetime").timedelta, 10**12), protocol=4),
+    "date(10**12)": pickle.dumps(_Calls(__import__("datetime").date, 10**12), protocol=4),
+    "datetime(10**30, 1, 1)": pickle.dumps(_Calls(__import__("datetime").datetime, 10**30, 1, 1), protocol=4),
+    "complex(10**400)": pickle.dumps(_Calls(complex, 10**400), protocol=4),
+    "complex(1, 10**400)": pickle.dumps(_Calls(complex, 1, 10**400), protocol=4),
+    "set of timedelta(10**12)": pickle.dumps(_Calls(set, [_Calls(__import__("datetime").timedelta, 10**12)]),
+                                             protocol=4),
+}
+
+
+@pytest.mark.parametrize("data", list(OUT_OF_RANGE.values()), ids=list(OUT_OF_RANGE))
+def test_a_constructor_that_raises_on_its_arguments_is_a_refused_pickle(data):
+    with pytest.raises(PickleRefused) as got:
+        loads(data)
+    assert "\n" not in str(got.value)

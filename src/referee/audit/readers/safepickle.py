@@ -12,7 +12,8 @@ allow-list, and never imports the module a pickle names:
   AgentLab's `Discussion` and chat messages), each replaced by an inert stand-in that only stores the
   state the pickle gives it: none of their methods exist, and neither package need be installed.
 
-Anything else stops the load with one line naming the global. Opening a file is the caller's job.
+Anything else stops the load with one line naming the global, and so does any exception an allow-listed
+constructor raises (`datetime.timedelta(10**12)`: OverflowError). Opening a file is the caller's job.
 
 Nothing is built sized by the input (issue 30): no constructor on the list turns a number into an allocation
 (`bytearray(3 << 30)` is refused; numpy's `_reconstruct(ndarray, (2**40,), ...)` makes a stand-in, not an array),
@@ -245,11 +246,15 @@ class _Capped:
 def _load(fh: BinaryIO) -> Any:
     try:
         got = RestrictedUnpickler(_Capped(fh, MAX_PICKLE_BYTES)).load()
-    except PickleRefused:
-        raise
+    except (PickleRefused, OSError):
+        raise  # OSError: the file or its gzip stream, which load_file words
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
             MemoryError, RecursionError) as exc:
         raise PickleRefused(f"not a readable pickle ({type(exc).__name__}: {str(exc)[:120]})") from None
+    except Exception as exc:  # noqa: BLE001 - whatever an allow-listed constructor raises (issue 30 finding 1)
+        # `timedelta(10**12)` or `complex(10**400)` raise OverflowError: the pickle asks for a value that cannot
+        # be built, which is the pickle's fault, never an internal error of the audit
+        raise PickleRefused(f"a value it builds cannot be built ({type(exc).__name__}: {str(exc)[:120]})") from None
     _measure(got)
     return got
 
