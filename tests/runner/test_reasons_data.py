@@ -55,6 +55,8 @@ def reasons_run(_agent_reachable_base):
                              "where": {"title": "alpha"}},
                             {"kind": "sql_row_present", "url": f"sqlite:///{db}",
                              "query": "select * from notez where title = 'alpha'"}]},
+            {"id": "command", "do": "make the mark",
+             "validators": [{"kind": "command_exit_code", "command": "ls no-such-mark"}]},
             {"id": "body", "do": "write the body",
              "validators": [{"kind": "http_body_contains", "url": "/api/notes/998", "text": "zebra"}]},
         ]})
@@ -68,6 +70,7 @@ QUOTED = [
     ("deep", ["$.tags[0] is absent; $.tags is []", "200", '"body": "first note"']),
     ("row", ["0 row(s) found", "select * from notes where title = :t", "zebra"]),
     ("body", ["does not contain 'zebra'", "404", '{"error": "not found"}']),
+    ("command", ["exit code 2, expected 0, from `ls no-such-mark`", "No such file"]),
     ("secret", ["$.done is absent", "200", '"title": "beta"', "${API_TOKEN}"]),
 ]
 

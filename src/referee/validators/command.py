@@ -15,8 +15,10 @@ class CommandExitCode(CommandExitCodeSpec, ValidatorKind):
         rec = capture_record(ev, ref, CommandRecord, "a command capture")
         code = rec.exit_code
         if rec.timed_out:
-            return Outcome.fail(f"`{rec.command}` timed out")
+            return Outcome.fail(f"`{short(rec.command, 80)}` timed out")
         if code == params.expected:
             return Outcome.hold(f"exit code {code} == {params.expected}", matched=str(code))
         tail = short((rec.stderr or rec.stdout or "").strip()[-200:], 100)
-        return Outcome.fail(f"exit code {code}, expected {params.expected}" + (f" ({tail})" if tail else ""))
+        # the command as the record shows it (a secret variable as its ${NAME}): which run gave this code
+        return Outcome.fail(f"exit code {code}, expected {params.expected}, from `{short(rec.command, 80)}`"
+                            + (f" ({tail})" if tail else ""))
