@@ -101,6 +101,20 @@ def test_strict_fails_on_agent_failures(counted):
     assert fine.exit_code() == 0 and fine.exit_code(strict=True) == 1
 
 
+def test_strict_fails_a_run_whose_only_fault_is_a_crashed_agent(tmp_path):
+    agent = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(1)'"
+    plan = write_plan(tmp_path / "crash.yaml", {"name": "crash", "actor": {"kind": "command", "command": agent},
+                      "steps": [{"id": "s", "do": "anything",
+                                 "validators": [{"kind": "command_exit_code", "command": "true"}]}]})
+    ran = run_in_process(tmp_path, plan, tmp_path / "runs")
+    assert ran.code == 0 and ran.results["summary"]["agent_failures"] == 1, ran.err
+    assert "1 agent failure" in ran.out
+    code, out, err = referee(tmp_path, "grade", "--strict", ran.run_dir)
+    assert code == 1, out + err
+    code, out, err = referee(tmp_path, "grade", ran.run_dir)
+    assert code == 0, out + err
+
+
 def _v(status: str) -> ValidatorResult:
     return ValidatorResult(name="v", kind="k", status=status, reason="r")  # type: ignore[arg-type]
 
