@@ -93,6 +93,14 @@ def test_the_console_summary_says_plan_errors_and_agent_failures(counted):
     assert "(OVERCLAIM in attempt 1)" in out, out
 
 
+def test_the_job_summary_says_them_too(counted):
+    from referee.report.markdown import run_summary
+
+    ran, _ = counted
+    md = run_summary(RunResults.model_validate(ran.results), ran.run_dir, ran.run_dir.parent)
+    assert "1 overclaim · 3 plan errors · 2 agent failures" in md, md
+
+
 def test_strict_fails_on_agent_failures(counted):
     ran, _ = counted
     results = RunResults.model_validate(ran.results)

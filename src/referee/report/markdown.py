@@ -63,6 +63,9 @@ def _counts(summary: Mapping[str, int]) -> str:
     parts = [f"{summary.get(v, 0)} {v}" for v in VERDICTS if summary.get(v, 0) or v in ("PASS", "FAIL", "ERROR")]
     over = summary.get("overclaims", 0)
     parts.append(f"{over} overclaim{'s' if over != 1 else ''}")
+    for key, word in (("plan_errors", "plan error"), ("agent_failures", "agent failure")):  # as the console says
+        if n := summary.get(key, 0):
+            parts.append(f"{n} {word}{'s' if n != 1 else ''}")
     return " · ".join(parts)
 
 
