@@ -112,11 +112,10 @@ def predictions_method(name: str, table: Mapping[str, str], kind: MethodKind = "
 
 def load_predictions(path) -> dict[str, str]:
     """Read a JSONL or CSV of {run_id, disposition} (another tool's verdicts) into a table."""
-    import csv
     from pathlib import Path
 
+    from referee.csvrows import dict_rows
     from referee.errors import UsageError
-    from referee.evaluation.gold import csv_rows
     from referee.jsondepth import json_lines
 
     path = Path(path)
@@ -124,7 +123,8 @@ def load_predictions(path) -> dict[str, str]:
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             if path.suffix.lower() == ".csv":
-                rows = csv_rows(csv.DictReader(fh), path, UsageError)
+                rows = dict_rows(fh, path, UsageError,
+                                 header_fix="a predictions CSV has the columns run_id, disposition")
             else:
                 # depth- and size-capped: a bad line is one error naming it
                 rows = json_lines(fh, lambda why, n: UsageError(f"not a JSON line ({why})", file=str(path),

@@ -9,7 +9,8 @@ from typing import Callable, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from referee.errors import GoldError, RefereeError
+from referee.csvrows import dict_rows
+from referee.errors import GoldError
 from referee.jsondepth import json_lines
 
 ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
@@ -79,32 +80,6 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
                         fix="save the gold labels as UTF-8") from None
 
 
-def csv_rows(reader: csv.DictReader, path: Path, error: type[RefereeError] = GoldError) -> Iterator[tuple[int, dict]]:
-    """(line number, row) of a CSV, each row as many cells as the header has columns, else one `error` naming the line.
-
-    >>> import io; r = csv.DictReader(io.StringIO("run_id,completed\\nr1,true\\nr2,true,false\\n"))
-    >>> list(csv_rows(r, Path("g.csv")))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    referee.errors.GoldError: g.csv:line 3: 3 cells, but the header has 2 columns (run_id, completed); ...
-    """
-    columns = list(reader.fieldnames or ())
-    twice = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
-    if twice is not None:  # DictReader would keep the last of the two cells in silence
-        raise error(f"the header names column '{twice}' twice", file=str(path), place="line 1",
-                    fix="give each column once")
-    for row in reader:
-        # DictReader puts extra cells under None and fills missing ones with None: a cell dropped or
-        # a column left empty without a word would be a label nobody wrote
-        extra = row.get(None) or []
-        cells = sum(v is not None for k, v in row.items() if k is not None) + len(extra)
-        if extra or cells < len(columns):
-            raise error(f"{cells} cells, but the header has {len(columns)} columns ({', '.join(columns)})",
-                        file=str(path), place=f"line {reader.line_num}",
-                        fix="give each row one cell per column (quote a cell that holds the delimiter)")
-        yield reader.line_num, dict(row)
-
-
 def _parse_rows(fh, path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
     if suffix in (".jsonl", ".json", ".ndjson"):
         # depth- and size-capped (a line nested 5,000 deep is this error, not a RecursionError)
@@ -116,11 +91,9 @@ def _parse_rows(fh, path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
                                 fix='write {"run_id": ..., "completed": true|false}')
             yield lineno, obj
     elif suffix in (".csv", ".tsv"):
-        reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
-        if not reader.fieldnames or "run_id" not in reader.fieldnames:
-            raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
-                            fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
-        yield from csv_rows(reader, path)
+        # a cell past the csv module's limit, a NUL or a line past MAX_LINE_CHARS is one GoldError naming its line
+        yield from dict_rows(fh, path, GoldError, delimiter="\t" if suffix == ".tsv" else ",",
+                             header_fix=f"use the columns {', '.join(GOLD_COLUMNS)}")
     else:
         raise GoldError(f"unknown gold label format '{suffix or path.name}'", file=str(path),
                         fix="use a .csv or .jsonl file")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from referee.csvrows import dict_rows
 from referee.errors import GoldError
-from referee.evaluation.gold import csv_rows
 from referee.jsondepth import json_lines
 
 NONE = "(none)"
@@ -36,11 +35,8 @@ def iter_split_rows(path: Path) -> Iterator[SplitRow]:
         raise GoldError(f"cannot read split file: {exc.strerror}", file=str(path)) from None
     with fh:
         if suffix == ".csv":
-            reader = csv.DictReader(fh)
-            if not reader.fieldnames or "run_id" not in reader.fieldnames:
-                raise GoldError("the header row has no run_id column", file=str(path), place="line 1",
-                                fix="a split file has columns run_id, split and optionally group, task")
-            rows = csv_rows(reader, path)
+            rows = dict_rows(fh, path, GoldError,
+                             header_fix="a split file has columns run_id, split and optionally group, task")
         elif suffix in (".jsonl", ".json", ".ndjson"):
             rows = ((i, _object(obj, path, i)) for i, obj in json_lines(
                 fh, lambda why, n: GoldError(f"not a JSON line ({why})", file=str(path), place=f"line {n}",
