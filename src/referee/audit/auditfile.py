@@ -63,11 +63,13 @@ def index_latest(path: Path) -> LatestIndex:
     return idx
 
 
-def iter_records(path: Path, *, index: LatestIndex | None = None,
-                 every: bool = False) -> Iterator[tuple[int, AuditRecord]]:
+def iter_records(path: Path, *, index: LatestIndex | None = None, every: bool = False,
+                 skip_damaged: bool = False) -> Iterator[tuple[int, AuditRecord]]:
     """Stream (line number, AuditRecord) from an audit JSONL: the last record of each run_id, in file order.
 
     A bad line raises naming file, line and run_id. `every=True` streams superseded records too.
+    `skip_damaged=True` passes over a line that holds no run_id (not JSON, nested too deep, no object), as the
+    resume that `referee audit` ran before has (`resume.scan`: it warned of that line once, and left it).
     Lines appended after the first pass (a writer still running) are not read.
 
     >>> import tempfile, pathlib
@@ -98,10 +100,19 @@ def iter_records(path: Path, *, index: LatestIndex | None = None,
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
+                if skip_damaged:
+                    continue  # no run_id can be read of it: resume.scan counts it damaged
                 raise AuditFileError("not UTF-8 text", file=str(path), place=f"line {lineno}",
                                      fix="pass the JSONL that `referee audit` wrote (UTF-8)") from None
-            if line.strip():
-                yield lineno, _record(path, lineno, line)
+            if not line.strip():
+                continue
+            try:
+                rec = _record(path, lineno, line)
+            except AuditFileError:
+                if skip_damaged and not isinstance(_peek_run_id(line), str):
+                    continue  # what resume.scan counts as damaged (and warned of)
+                raise
+            yield lineno, rec
 
 
 def _record(path: Path, lineno: int, line: str) -> AuditRecord:

@@ -371,7 +371,8 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     def records():
         from referee.audit.ci import case_of
 
-        for _, rec in iter_records(out):  # the newest record of each run_id
+        # the newest record of each run_id; a damaged line the resume warned of (and left) is passed over here too
+        for _, rec in iter_records(out, skip_damaged=True):
             if rec.disposition in shown:
                 listed.append(rec)
             if page and rec.disposition != "pass" and len(looked_at) < 1000:
