@@ -9,6 +9,9 @@ from typing import Iterable
 from referee.audit.records import TASK_CLASSES, AuditRecord
 
 DISPOSITIONS = ("pass", "flag", "review")
+# the option that raises each limit of the record budget (referee.audit.budget): a resume retries a record over
+# budget only when its limit is raised, so the summary names the option, never "run the same command again"
+BUDGET_FLAGS = {"cpu": "--record-cpu-s", "wall": "--record-wall-s", "memory": "--record-memory-mib"}
 
 
 @dataclass
@@ -21,6 +24,7 @@ class AuditSummary:
     misreports: Counter = field(default_factory=Counter)     # disposition of (claim success, gold not completed)
     advisory: Counter = field(default_factory=Counter)       # disposition of advisory records (SKIPPED steps)
     unanswered: int = 0                                      # records with backend calls that got no answer
+    over_budget: Counter = field(default_factory=Counter)    # limit -> records over the record budget (not unanswered)
     gold_seen: int = 0
     duplicates: int = 0                                       # repeated run_ids in the input (set by the caller)
     stale: int = 0       # runs audited again because their trace changed since their record (set by the caller)
@@ -38,7 +42,9 @@ class AuditSummary:
         self.states[rec.trace_state] += 1
         if rec.advisory:
             self.advisory[rec.disposition] += 1
-        if rec.errors:
+        if rec.over_budget is not None:  # its error names the budget: no backend call went unanswered
+            self.over_budget[rec.over_budget.limit] += 1
+        elif rec.errors:
             self.unanswered += 1
         if rec.usage is not None:
             self.llm_calls += rec.usage.calls
@@ -58,7 +64,8 @@ class AuditSummary:
                 "gold_records": self.gold_seen,
                 "success_claim_not_completed": {d: self.misreports[d] for d in DISPOSITIONS},
                 "advisory": {d: self.advisory[d] for d in DISPOSITIONS},
-                "unanswered": self.unanswered, "duplicates": self.duplicates, "stale": self.stale,
+                "unanswered": self.unanswered, "over_budget": {k: self.over_budget[k] for k in BUDGET_FLAGS},
+                "duplicates": self.duplicates, "stale": self.stale,
                 "retried": self.retried, "reaudited": self.reaudited,
                 "tokens": {"calls": self.llm_calls, "prompt": self.prompt_tokens, "completion": self.completion_tokens}}
 
@@ -104,6 +111,11 @@ def render(s: AuditSummary) -> str:
     if s.unanswered:
         lines.append(f"records with backend calls that got no answer: {s.unanswered} (read as unknown, not cached; "
                      "run the same command again to ask again)")
+    if over := sum(s.over_budget.values()):
+        flags = " or ".join(f for k, f in BUDGET_FLAGS.items() if s.over_budget[k])
+        kinds = ", ".join(f"{k} {s.over_budget[k]}" for k in BUDGET_FLAGS if s.over_budget[k])
+        lines.append(f"records over the record budget: {over} ({kinds}; review, their audit was ended; a resume leaves "
+                     f"them: raise {flags} to audit them again)")
     if s.duplicates:
         lines.append(f"duplicate run_ids: {s.duplicates} (each audited once; see the warnings)")
     if s.stale:
