@@ -379,9 +379,6 @@ def test_a_record_over_the_wall_budget_is_review_naming_the_wall_budget(tmp_path
     assert any("record budget" in e for e in rec["errors"]), rec["errors"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: the summary counts an over-budget record among 'backend calls that got no answer' and says "
-    "'run the same command again to ask again', though a resume leaves that record (docs/scale.md: Resume)"))
 def test_the_summary_does_not_promise_a_retry_of_an_over_budget_record(tmp_path):
     src = write_jsonl(tmp_path / "t.jsonl", [trace("b0"), _slow_record()])
     out = tmp_path / "audit.jsonl"
@@ -738,9 +735,6 @@ def test_a_hostile_audit_record_line_is_one_line_exit_2(command, bad, small_audi
     assert_one_line_error(proc.returncode, proc.stderr, f.name, "line 2")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a resume over an --out holding a deeply nested (or '[[[[') line warns it is left as it is, "
-    "audits every run, then exits 2 'not an audit record' (docs/security-inputs.md: resume skips it)"))
 @pytest.mark.parametrize("bad", ["brackets-5000", "object-5000-deep"])
 def test_a_resume_over_a_hostile_line_in_out_skips_it(bad, tmp_path):
     src = write_jsonl(tmp_path / "t.jsonl", [refused_delete("r1", FLAGGED), refused_delete("r2", FLAGGED)])
@@ -754,9 +748,6 @@ def test_a_resume_over_a_hostile_line_in_out_skips_it(bad, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a CSV gold/split/predictions file with one field over 131072 characters ends `referee eval` "
-    "with exit 3 'internal error: Error: field larger than field limit (131072)'"))
 @pytest.mark.parametrize("where", ["gold", "split", "predictions"])
 def test_a_long_csv_field_in_a_labels_file_is_one_line_exit_2(where, small_audit, tmp_path):
     d = small_audit
