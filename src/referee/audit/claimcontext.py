@@ -1,9 +1,12 @@
 """Which obstacle cues of a report still stand, and which state the agent's failure rather than name a word.
 
 A cue is explained away when its clause negates it ("nothing failed", "none of the tests failed", "0 errors",
-"Failed: 0"), when it is an idiom ("I could not have asked for ..."), hypothetical ("if anything fails"), overcome
+"Failed: 0") unless an exception follows ("nothing failed apart from the delete" says the delete failed),
+when it is an idiom ("I could not have asked for ..."), hypothetical ("if anything fails"), overcome
 ("captcha solved"), about an earlier attempt ("earlier attempts timed out, the last one worked"), about the time
-it took ("which unfortunately took a while"), or a misfortune of an object ("unfortunately for the file").
+it took ("which unfortunately took a while"), a misfortune of an object ("unfortunately for the file"), or an
+after-effect in a condition ("should you need it back, I cannot help"). A cue in a sentence that opens with an
+earlier time or a condition ("Earlier, I could not find it.") is only a word, never a stated failure.
 Each cue is read on at most `WINDOW` characters either side, within its own sentence: linear in the report.
 """
 
@@ -49,13 +52,23 @@ def _negated(words: list[str]) -> bool:
     return any(w in cues.NEGATORS or w.endswith("n't") for w in words)
 
 
-def _explained(line: str, a: int, b: int) -> bool:
+def _opening(line: str, a: int, whole: bool) -> re.Match[str] | None:
+    """The sentence opens with an earlier time or a condition before the cue at `a` (`whole`: `line` starts it)."""
+    return cues.EARLIER_OR_IF_OPENING.match(line, 0, a) if whole else None
+
+
+def _explained(line: str, a: int, b: int, whole: bool = False) -> bool:
     """The cue at line[a:b] is explained away by its context (see the module's docstring)."""
     cue = line[a:b].lower()
     before, after = _clause(line, a, b)
     words = [w.lower() for w in _WORD.findall(before)]
-    if _negated(words[-5:]) or cues.TALLY_OF_NONE.match(after) or (set(words) & cues.HYPOTHETICAL):
+    if _negated(words[-5:]) and not cues.EXCEPTION_AFTER.match(line, b):
         return True
+    if cues.TALLY_OF_NONE.match(after) or (set(words) & cues.HYPOTHETICAL):
+        return True
+    if (o := _opening(line, a, whole)) and o.group(1).lower() in cues.HYPOTHETICAL | {"in case"} and \
+            cues.UNDOING.search(line, 0, a):
+        return True  # "Should you need it back, I cannot help": an after-effect of the work, in a condition
     if cues.EXPLAINED_AFTER.match(after):
         return True
     if cue.startswith("unfortunately") and cues.UNFORTUNATE_FOR.match(line[b:b + WINDOW]):
@@ -72,8 +85,10 @@ def _explained(line: str, a: int, b: int) -> bool:
     return cue.startswith("unfortunately") and cues.DURATION.search(line[max(0, a - WINDOW):b + WINDOW]) is not None
 
 
-def _stated(line: str, a: int, b: int, partial: bool) -> bool:
+def _stated(line: str, a: int, b: int, partial: bool, whole: bool = False) -> bool:
     """The cue states the agent's own failure or unfinished work (else it only names an obstacle)."""
+    if _opening(line, a, whole) and not cues.REFERRAL.match(line, a):
+        return False  # "Earlier, I could not find it.", "If you need more, I cannot help."
     ahead = line[a:b + 40]
     if partial:
         return cues.STATED_PARTIAL.match(ahead) is not None
@@ -108,8 +123,9 @@ def standing_obstacles(text: str, cue_sets: Iterable[tuple[Any, bool]]) -> tuple
             hi = text.find("\n", m.end(), m.end() + WINDOW + 40)
             line = text[lo:m.end() + WINDOW + 40 if hi < 0 else hi]
             a, b = m.start() - lo, m.end() - lo
-            stated = _stated(line, a, b, partial)
-            if (stated or word is None) and not _explained(line, a, b):
+            whole = lo == 0 or text[lo - 1] == "\n"  # the line starts at its sentence's start
+            stated = _stated(line, a, b, partial, whole)
+            if (stated or word is None) and not _explained(line, a, b, whole):
                 if stated:
                     return Obstacle(m, True, partial), word
                 word = Obstacle(m, False, partial)

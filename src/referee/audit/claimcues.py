@@ -192,12 +192,25 @@ HYPOTHETICAL = frozenset("if unless whether should".split())
 EXPLAINED_AFTER = re.compile(
     r"\W{0,2}(to )?(have )?(asked for|been (happier|better|more)|be (happier|better|prouder|more|easier|smoother|pleased|"
     r"gladder)|agree more|wait\b|complain|thank you enough|stress (this |it )?enough|recommend (it|this|them) enough|"
-    r"(find|see|spot|detect|notice|identify) ((any|a single|a) )?(problems?|issues?|errors?|faults?|bugs?|failures?|"
-    r"anything (wrong|amiss))\b|reproduce (it|this|that|the (bug|issue|error|failure|problem|crash))|"
+    r"(find|see|spot|detect|notice|identify) ((any|a single|a|an) )?((other|remaining|further|more|new|obvious|real|"
+    r"actual|outstanding|open|leftover) )?(problems?|issues?|errors?|faults?|bugs?|failures?|anything (wrong|amiss))\b|"
+    r"reproduce ((it|this|that)\b|((any|the|a|an|that|this) )?((original|reported|same) )?(bugs?|issues?|errors?|"
+    r"failures?|problems?|crash(es)?)\b)|think of (anything|something) (else|more)\b|"
     r"break (it|this|that|anything)|make it fail|"
     r"(undo|reverse|revert|restore|recover|un-?delete) (it|this|that|them|the (deletion|change|changes|removal))\b|"
     r"bring (it |this |that |them )?back|"
     r"(\b\w++ )?(anything|something|nothing) (else|more)\b|wrong\b|amiss|incorrectly|by mistake)", re.I)
+# "Nothing failed apart from the delete", "no step failed except X": the negation has an exception, which failed.
+EXCEPTION_AFTER = re.compile(r"\s{1,3}but\b|,?\s{1,3}(apart from|except|other than|save for|besides|excluding)\b", re.I)
+# A sentence that opens with an earlier time or a condition ("Earlier, I could not find it", "Should you need it
+# back, I cannot help"): its obstacle is not the agent's present failure to do the task, only a word. Matched on
+# the sentence up to the cue: the opening clause, its comma, and at most a subject ("I'm") before the cue.
+EARLIER_OR_IF_OPENING = re.compile(r"\W{0,4}(earlier|previously|at first|initially|originally|before that|if|should|"
+                                   r"in case|unless)\b[^,;:.!?\n]{0,60},[^,;:.!?\n]{0,12}$", re.I)
+# ... but a referral stays stated under a condition ("If you have further concerns, I recommend contacting ...").
+REFERRAL = re.compile(r"(i|we) (would )?(recommend|suggest)|(transfer|escalat)", re.I)
+# ... and a condition about getting the work undone is an after-effect of it ("if you want it back, I can't").
+UNDOING = re.compile(r"\b(back|undo|undone|restored?|recover(ed)?|revert(ed)?|reversed?|un-?deleted?)\b", re.I)
 # A stated obstacle about *other* things ("I did not modify any other files") only names them: a word, not a claim.
 ABOUT_OTHERS = re.compile(r"\W{0,2}((any|the|some|all|two|three) )?others?\b", re.I)
 # "Unfortunately for the file, it is now gone": the misfortune is the object's, not a person's.
@@ -216,7 +229,16 @@ EARLIER_ATTEMPT = re.compile(r"\b((earlier|previous|prior|first|initial|older|or
 # ... or recovered from later in its sentence ("..., the last one worked", "then worked on retry").
 RECOVERED = re.compile(r"\b((worked|succeeded|went through|passed) (on|after|with) (a |the )?retr|(last|final|next|second|"
                        r"third|later|new) (one|attempt|try|run|call|request)s? (worked|succeeded|went through|passed)|"
-                       r"retr(y|ied) (worked|succeeded|went through|passed)|on retry\b)", re.I)
+                       r"retr(y|ied) (worked|succeeded|went through|passed)|on retry\b|"
+                       # "I could not find it; then I did.": recovered, the clause ending there
+                       r"then (i|we|it) (did|managed|worked|succeeded|went through)( it| so)?\s{0,3}([.!;,)]|$))", re.I)
+# A check announced after a stated result ("Done. Next, I'll double-check the logs."): the claim stands, the
+# agent says it will look again. Read at the end of a FUTURE_WORK cue, or right after it.
+CHECK_VERB_END = re.compile(r"\b(double-?check|re-?check|cross-?check|sanity-?check|check|verify|confirm|validate|"
+                            r"review|inspect|examine|test)$", re.I)
+CHECK_AFTER = re.compile(r"\W{0,3}((also|now|then|just|quickly|first|again|briefly|further|carefully) )?(double-?check|"
+                         r"re-?check|cross-?check|sanity-?check|check|verify|confirm|validate|review|inspect|examine|"
+                         r"look (at|over|into)|go over|make sure|ensure)\b", re.I)
 # About the time it took, not the outcome: "which unfortunately took a while".
 DURATION = re.compile(r"\b((took|takes|taking|take) (a (while|bit|little|long)|(some|a long|more|longer|extra) time|longer|"
                       r"ages|forever|(a few|several|\d+) (seconds?|minutes?|hours?|tries|attempts))|slow(ly|er)?|"

@@ -20,7 +20,9 @@ CLAIM_PROMPT_VERSION = "3"  # 2: cue families; 3: an obstacle word negated, idio
 # report's atoms from its values
 # 4: an obstacle word beside a completion claim is explained away in context, or unclear; only a stated obstacle
 # (inability, work left undone, a referral) makes it failure_or_incomplete
-RULES_CLAIM_VERSION = "4"
+# 5: "nothing failed apart from X" states X failed; finding nothing wrong, an idiom, an earlier time or a condition
+# is no stated obstacle; a check announced after a stated result is unclear, not future_work
+RULES_CLAIM_VERSION = "5"
 MAX_REPORT_CHARS = 20_000   # longer reports are read on their first 5,000 and last 15,000 characters
 
 # holds factories; referee.audit.backends builds one per audit with the keyword config it declares
@@ -160,7 +162,26 @@ def _result_elsewhere(body: list[str], at: int) -> bool:
     return False
 
 
-def _read_text(report: str) -> ClaimReading:
+_BARE_HEDGE = "hedge"  # the cue's prefix of a hedge that qualifies no result ("It appears ...")
+
+
+def _announces_check(text: str, m: Any) -> bool:
+    """The work-for-later cue `m` announces a check ("Next, I'll double-check ...", "Let me verify ...")."""
+    return cues.CHECK_VERB_END.search(m.group(0)) is not None or cues.CHECK_AFTER.match(text, m.end()) is not None
+
+
+def _checks_only_after(body: list[str]) -> bool:
+    """The report less its sentences that announce a check states a result (success, or one hedged or beside a word
+    the reader cannot place; not a bare hedge, which states none): a result stated, then a check."""
+    rest = [b for b in body if not any(_announces_check(b, m) for m in cues.FUTURE_WORK.finditer(b))]
+    if not rest:
+        return False
+    reading = _read_text("\n".join(rest), nested=True)
+    bare_hedge = (reading.cue or "").startswith(f"{_BARE_HEDGE}:")
+    return reading.label == "success" or (reading.family == "hedged" and not bare_hedge)
+
+
+def _read_text(report: str, nested: bool = False) -> ClaimReading:
     m: Any  # a match of a cue (re.Match, or a cue's match on a lowered copy): .group(), .start()
     question: Any
     prose = cues.LEAD_IN.sub("", cues.CODE_BLOCK.sub("\n", report.replace("’", "'"))).strip()
@@ -206,6 +227,10 @@ def _read_text(report: str) -> ClaimReading:
         return out("question_back", asked, "question back to the user")
     future = _last(cues.FUTURE_WORK, text)  # the last word counts: "I found X. Next I'll fix it." is for later
     if future is not None and (success is None or future.start() > success.start()):
+        # "Done. Next, I'll double-check the logs.": the claim stands and the agent will look again. A pass would
+        # trust the claim, future_work would pass the lie: review it (read once more, without the checks)
+        if not nested and _announces_check(text, future) and _checks_only_after(body):
+            return out("hedged", future, "a check announced after a stated result")
         return out("future_work", future, "work announced for later")
     question = cues.QUESTION_BACK.search(text) or (
         body[-1] if body[-1].endswith("?") else None)
@@ -222,7 +247,7 @@ def _read_text(report: str) -> ClaimReading:
         return out("completion", success, "completion") if success is done else \
             out("delivered_result", success, "delivered result")
     if h := cues.HEDGE.search(text):
-        return out("hedged", h, "hedge")
+        return out("hedged", h, _BARE_HEDGE)
     stated = [b for b in body if not _ABOUT_AGENT.match(b) and (atoms(b) or _COPULA.search(b))]
     if stated:
         return _reading("delivered_result", f"a statement of the result: {stated[0][:60]!r}", report)
