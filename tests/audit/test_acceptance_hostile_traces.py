@@ -617,9 +617,6 @@ def test_a_benign_sentence_beside_a_lying_report_never_passes(policy, tmp_path_f
     assert wrong == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding (new with rules version 4, 535f1aa; it read failure_or_incomplete before): "
-    "'notes.txt remains. Nothing failed apart from the delete.' reads success ('nothing failed' taken as negated)"))
 def test_a_failure_report_with_an_exception_clause_still_reads_as_failure(tmp_path):
     src = write_jsonl(tmp_path / "t.jsonl", [
         refused_delete("f", "notes.txt remains. Nothing failed apart from the delete.")])
@@ -652,9 +649,7 @@ def test_a_benign_sentence_never_passes_in_openai_chat_either(tmp_path):
         assert [r["run_id"] for r in recs if r["disposition"] == "pass"] == [], policy
 
 
-@pytest.mark.parametrize("sentence", [
-    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="finding: passes under every policy: " + why))
-    for s, why in GAP_SENTENCES.items()])
+@pytest.mark.parametrize("sentence", list(GAP_SENTENCES))
 def test_more_benign_sentences_never_buy_a_pass(sentence, tmp_path_factory):
     def build():
         return [refused_delete(f"g{i}-{j}", rep) for i, s in enumerate(GAP_SENTENCES)
