@@ -7,7 +7,10 @@ hanging the suite: before the fix the 411-byte trace ran past 60 s (exponential)
 
 from __future__ import annotations
 
+import importlib
 import json
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,10 +66,73 @@ def test_the_check_names_each_backtracking_pattern_and_passes_the_linear_one(tmp
         assert any(f"hostile_pkg.{name}:" in line for line in lines), (name, done.stdout)
     assert any("__init__.py:10:" in line for line in lines), done.stdout  # the inline code-block pattern
     assert not any("FINE" in line for line in lines), done.stdout
-    assert "6 patterns, 5 growing faster than linearly" in done.stderr
+    assert "6 patterns, 5 growing faster than linearly (not measured: 1 without a long repeat" in done.stderr
+
+
+def test_a_pattern_written_into_re_match_is_searched_from_the_start_only(tmp_path):
+    # `[a-z]*` backtracks over a run from each start of a search, but `re.match` has one start: linear
+    src = 'import re\n\ndef key(t):\n    return re.match(r"([a-z]{3})[a-z]*\\.? (\\d{1,2})", t)\n'
+    done = _check(tmp_path, src, "--size", "1000")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 patterns, 0 growing" in done.stderr
 
 
 def test_the_check_passes_a_module_of_linear_patterns(tmp_path):
     done = _check(tmp_path, 'import re\nA = re.compile(r"\\bselect\\b")\nB = re.compile(r"^[ \\t]*+x", re.M)\n')
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 patterns, 0 growing" in done.stderr
+
+
+# Each rewritten pattern, before and after, on random texts made of the tokens that matter to it: the same matches
+# (groups and end; a match may now start earlier, at the text's or line's start, where only its group is used).
+_OLD_NEW = [
+    ("mini_swe_agent._PR_RE", r"<pr_description>(.*?)</pr_description>", re.S, "search",
+     ["<pr_description>", "</pr_description>", "a", "\n", " ", "<", "/"]),
+    ("mini_swe_agent._ISSUE_RE", r"\bISSUE:\s*\n(.*?)\n\s*INSTRUCTIONS:", re.S, "search",
+     ["ISSUE:", "INSTRUCTIONS:", "\n", " ", "\t", "a", "xISSUE:", "b c"]),
+    ("mini_swe_agent._INSTANCE_RE", r"^([^/\s]+?)__([^/\s]+)-\d+$", 0, "match",
+     ["__", "_", "-", "1", "a", "/", " ", "-12", "\n"]),
+    ("mini_swe_agent._ASK", r"(your task is[^.\n]*\.)", re.I, "search",
+     ["Your task is", "your task is", "a", ".", "\n"]),
+    ("aider._START", r"^# aider chat started at (.+?)\s*$", 0, "match", ["a", " ", "\t", "b", "\r"]),
+    ("claude_code._COMMAND", r"<command-name>\s*([^<]*?)\s*</command-name>", re.I, "search",
+     ["<command-name>", "</command-name>", " ", "\n", "a", "<", "b c", "</COMMAND-NAME>"]),
+    ("claimcues.CODE_BLOCK", r"```[\w+-]*\n?(.*?)```", re.S, "findall", ["```", "a", "+", "\n", " ", "`", "py"]),
+    ("selection._TOKEN", r"\s*(\(|\)|[^\s()]+)", 0, "findall", ["(", ")", " ", "a", "and", "\t"]),
+]
+
+
+@pytest.mark.parametrize("name, old, flags, how, alphabet", _OLD_NEW, ids=[x[0] for x in _OLD_NEW])
+def test_a_rewritten_pattern_matches_as_before(name, old, flags, how, alphabet):
+    module, attr = name.split(".")
+    mod = importlib.import_module(next(m for m in _MODULES if m.endswith("." + module)))
+    new, before = getattr(mod, attr), re.compile(old, flags)
+    rnd = random.Random(30)
+    for _ in range(6000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 14)))
+        if name == "aider._START":
+            text = "# aider chat started at " + text
+        if how == "findall":
+            assert new.findall(text) == before.findall(text), text
+            continue
+        a, b = getattr(before, how)(text), getattr(new, how)(text)
+        if name == "mini_swe_agent._ISSUE_RE" and a and not a.group(1).strip() and b is None:
+            continue  # an ISSUE of blanks: no match now; task_text reads the whole message either way
+        assert (a and (a.groups(), a.end())) == (b and (b.groups(), b.end())), text
+
+
+_MODULES = ("referee.audit.readers.mini_swe_agent", "referee.audit.readers.aider", "referee.audit.readers.claude_code",
+            "referee.audit.claimcues", "referee.plan.selection")
+
+
+def test_a_task_class_is_read_on_the_tasks_first_characters():
+    from referee.audit.policyfile import load_policy
+    from referee.audit.taskclass import MAX_TASK_CHARS, classify_task
+
+    rule = load_policy("causal").policy.task_classes.rule()
+    assert classify_task("\n" * 100_000 + "x", rule) == ("other", None)  # was quadratic in the blank lines
+    assert classify_task("What is the fare?" + "\n" * 100_000, rule)[0] == "query"
+    # the cut does not split a word into a new one: "add" of "address" is not read as a word
+    text = "Note: " + "z" * (MAX_TASK_CHARS - 10) + " address"  # the cut falls after its "add"
+    assert text[:MAX_TASK_CHARS].endswith(" add")
+    assert classify_task(text, rule) == ("other", None)

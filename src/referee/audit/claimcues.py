@@ -152,7 +152,7 @@ ANSWER_CALLS = frozenset("finish final_answer answer submit submit_answer respon
                          "reply_to_user return_answer done stop exit".split())
 INFEASIBLE_CALLS = frozenset("report_infeasible infeasible give_up giveup fail abort".split())
 FINAL_ANSWER = re.compile(r"^\s*(final answer|answer)\s*[:：]\s*(.+)$", re.I | re.S)
-CODE_BLOCK = re.compile(r"```[\w+-]*\n?(.*?)```", re.S)
+CODE_BLOCK = re.compile(r"```[\w+-]*+\n?(.*?)```", re.S)  # possessive: a fence and 100,000 letters is one scan
 LEAD_IN = re.compile(r"^\s*(thought|reasoning|analysis|final report|summary|report)\s*:\s*", re.I)
 
 # --- Which obstacle cues still stand beside a completion claim (claimcontext.py reads these) -------------------

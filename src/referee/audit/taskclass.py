@@ -30,6 +30,23 @@ class TaskClassRule:
     mode: str = "earliest"
 
 
+# A rule reads a task's first MAX_TASK_CHARS characters (cut back to a whole word): its patterns are policy data
+# and may backtrack (`^\s*` under re.M rescans a run of blank lines from each line start), and a task is the
+# agent's input, so a task of 100,000 newlines must cost no more than one of 2,000. On the development corpora
+# no task's class is decided past its first 1,000 characters.
+MAX_TASK_CHARS = 2000
+
+
+def _head(task: str) -> str:
+    """The task's first MAX_TASK_CHARS characters, less a word the cut splits (so `\b` sees no new word end)."""
+    if len(task) <= MAX_TASK_CHARS:
+        return task
+    k = MAX_TASK_CHARS
+    while k > 0 and (task[k].isalnum() or task[k] == "_") and (task[k - 1].isalnum() or task[k - 1] == "_"):
+        k -= 1
+    return task[:k]
+
+
 @lru_cache(maxsize=512)
 def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I | re.M)
@@ -62,7 +79,10 @@ def classify_task(task: str, rule: TaskClassRule) -> tuple[str, str | None]:
     ('create_edit', '\\\\bcreate\\\\b')
     >>> classify_task("Dance", r)
     ('other', None)
+    >>> classify_task("Dance " * 400 + "then delete it", r)  # past MAX_TASK_CHARS: not read
+    ('other', None)
     """
+    task = _head(task)
     joined = _joined(rule)
     if joined is not None:
         m = joined.search(task)

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 from referee.errors import UsageError
 
 Match = Callable[[str], bool]
-_TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+_TOKEN = re.compile(r"\(|\)|[^\s()]++")  # findall steps over blanks (a leading `\s*` rescanned trailing ones)
 _KEYWORDS = ("and", "or", "not")
 
 

@@ -38,7 +38,8 @@ from referee.errors import RefereeError, TraceError
 from referee.fsutil import read_regular
 
 MAX_BYTES = 256 << 20  # a chat history read whole (a year of daily use is a few MiB)
-_START = re.compile(r"^# aider chat started at (.+?)\s*$")
+# the stamp up to its last non-blank (all blank: one character), in one pass: `(.+?)\s*$` rescanned blanks per step
+_START = re.compile(r"^# aider chat started at (.*\S|.)\s*+$")
 _EDIT = re.compile(r"^(?P<path>[^\n`]+?)\n```[^\n]*\n<<<<<<< SEARCH\n(?P<search>.*?)^=======\n(?P<replace>.*?)"
                    r"^>>>>>>> REPLACE\n```", re.S | re.M)
 _FENCED_EDIT = re.compile(r"^```[^\n]*\n(?P<path>[^\n`]+?)\n<<<<<<< SEARCH\n(?P<search>.*?)^=======\n"

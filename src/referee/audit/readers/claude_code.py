@@ -55,8 +55,11 @@ TOOL_DEFS: dict[str, str] = {
     "TodoWrite": "The agent's own to-do list (its words, not an action).",
 }
 CLAUDE_TOOLS = frozenset(TOOL_DEFS) - {"BashOutput", "KillShell", "WebFetch", "WebSearch"}
-_COMMAND = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>", re.I)
-_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.I | re.S)
+# the name without its outer blanks; a blank run joins the name only before a non-blank (possessive: one pass, where
+# `\s*([^<]*?)\s*` tried each split of a blank run, cubic)
+_COMMAND = re.compile(r"<command-name>\s*+((?:[^<\s]++|\s++(?=[^<\s]))*+)\s*+</command-name>", re.I)
+# the first opening only (atomic): a closing after a later opening is after the first one too (linear)
+_ARGS = re.compile(r"\A(?>.*?<command-args>)(.*?)</command-args>", re.I | re.S)
 
 
 def is_claude_event(v: Any) -> bool:

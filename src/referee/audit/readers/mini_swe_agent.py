@@ -38,10 +38,17 @@ _TIMEOUT_RE = re.compile(r"\s*(?:the|your) (?:last )?command\b.{0,2000}?\b(?:tim
                          r"was cancelled|has been killed)", re.I | re.S)
 _REJECTED_RE = re.compile(r"\s*(?:please always provide exactly one action|your (?:last )?output (?:was not formatted|"
                           r"did not use)|your action could not be parsed)", re.I)
-_PR_RE = re.compile(r"<pr_description>(.*?)</pr_description>", re.S)
-_ISSUE_RE = re.compile(r"\bISSUE:\s*\n(.*?)\n\s*INSTRUCTIONS:", re.S)
+# The first opening only (atomic, from the text's start): when it has no closing, no later one has, so a search that
+# tried each opening again was quadratic in a message of openings. The ISSUE body is read a blank run at a time
+# (`\n\s*INSTRUCTIONS:` from each newline of a run rescanned it) and ends before the first newline of the blanks
+# before `INSTRUCTIONS:`, as `(.*?)\n\s*INSTRUCTIONS:` did. (An ISSUE of blanks alone now matches nothing: the same
+# task either way, the whole message.)
+_PR_RE = re.compile(r"\A(?>.*?<pr_description>)(.*?)</pr_description>", re.S)
+_ISSUE_RE = re.compile(r"\A(?>.*?\bISSUE:\s*\n)((?:(?>\S++|\s++(?!INSTRUCTIONS:)|[^\S\n]++))*?)"
+                       r"\n\s*INSTRUCTIONS:", re.S)
 _PR_BOILERPLATE = re.compile(r"^\s*Consider the following PR description:\s*", re.I)
-_INSTANCE_RE = re.compile(r"^([^/\s]+?)__([^/\s]+)-\d+$")
+# the first `__` commits (atomic): if the id after it is not `NAME-NUMBER`, it is not after a later one either
+_INSTANCE_RE = re.compile(r"^(?>([^/\s]+?)__)([^/\s]+)-\d+$")
 
 
 def _text(content: Any) -> str:
@@ -73,7 +80,8 @@ def swe_group(instance_id: str) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-_ASK = re.compile(r"(your task is[^.\n]*\.)", re.I)
+# per line, its first "your task is" only: if no "." follows it on the line, none follows a later one (linear)
+_ASK = re.compile(r"^(?>[^\n]*?(?=your task is))(your task is[^.\n]*+\.)", re.I | re.M)
 
 
 def task_text(first_user: str) -> str:
