@@ -136,3 +136,16 @@ def test_a_task_class_is_read_on_the_tasks_first_characters():
     text = "Note: " + "z" * (MAX_TASK_CHARS - 10) + " address"  # the cut falls after its "add"
     assert text[:MAX_TASK_CHARS].endswith(" add")
     assert classify_task(text, rule) == ("other", None)
+
+
+def test_aider_edit_blocks_are_found_as_before_in_one_pass():
+    from referee.audit.readers import aider
+
+    old = re.compile(r"^(?P<path>[^\n`]+?)\n```[^\n]*\n<<<<<<< SEARCH\n(?P<search>.*?)^=======\n(?P<replace>.*?)"
+                     r"^>>>>>>> REPLACE\n```", re.S | re.M)
+    tokens = ["a.py\n", "```\n", "```py\n", "<<<<<<< SEARCH\n", "=======\n", ">>>>>>> REPLACE\n", "x\n", "`", "b "]
+    rnd = random.Random(30)
+    for _ in range(6000):
+        text = "".join(rnd.choice(tokens) for _ in range(rnd.randint(0, 16)))
+        found = aider._blocks(aider._EDIT, aider._EDIT_HEAD, text)
+        assert [(m.span(), m.groupdict()) for m in found] == [(m.span(), m.groupdict()) for m in old.finditer(text)]

@@ -40,10 +40,25 @@ from referee.fsutil import read_regular
 MAX_BYTES = 256 << 20  # a chat history read whole (a year of daily use is a few MiB)
 # the stamp up to its last non-blank (all blank: one character), in one pass: `(.+?)\s*$` rescanned blanks per step
 _START = re.compile(r"^# aider chat started at (.*\S|.)\s*+$")
-_EDIT = re.compile(r"^(?P<path>[^\n`]+?)\n```[^\n]*\n<<<<<<< SEARCH\n(?P<search>.*?)^=======\n(?P<replace>.*?)"
+# An edit block, matched only where its header starts (`_blocks`). Its search part ends at the first `=======` line
+# (atomic: when no REPLACE line follows that one, none follows a later one).
+_EDIT = re.compile(r"^(?P<path>[^\n`]+?)\n```[^\n]*\n<<<<<<< SEARCH\n(?>(?P<search>.*?)^=======\n)(?P<replace>.*?)"
                    r"^>>>>>>> REPLACE\n```", re.S | re.M)
-_FENCED_EDIT = re.compile(r"^```[^\n]*\n(?P<path>[^\n`]+?)\n<<<<<<< SEARCH\n(?P<search>.*?)^=======\n"
+_FENCED_EDIT = re.compile(r"^```[^\n]*\n(?P<path>[^\n`]+?)\n<<<<<<< SEARCH\n(?>(?P<search>.*?)^=======\n)"
                           r"(?P<replace>.*?)^>>>>>>> REPLACE\n```", re.S | re.M)  # the diff-fenced format
+_EDIT_HEAD = re.compile(r"^[^\n`]+\n```[^\n]*\n<<<<<<< SEARCH\n", re.M)
+_FENCED_HEAD = re.compile(r"^```[^\n]*\n[^\n`]+\n<<<<<<< SEARCH\n", re.M)
+
+
+def _blocks(block: re.Pattern[str], head: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """`block.finditer(text)` in one pass: a block is tried at the first header after the last block only. When it
+    does not close there, no later header's block closes either (its `=======` and REPLACE lines would follow this
+    header too), so the search stops instead of rescanning the text from each later header."""
+    out, pos = [], 0
+    while (h := head.search(text, pos)) and (m := block.match(text, h.start())):
+        out.append(m)
+        pos = m.end()
+    return out
 _APPLIED = re.compile(r"^Applied edit to (.+)$")
 _COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+)$")
 _ADDED = re.compile(r"^Added \d+ lines? of output to the chat")
@@ -129,7 +144,8 @@ class _Session:
 
     def answer(self, text: str) -> None:
         """The model's answer: its edit blocks become edit_file calls, its prose the text around them."""
-        blocks = sorted([*_EDIT.finditer(text), *_FENCED_EDIT.finditer(text)], key=lambda m: m.start())
+        blocks = sorted([*_blocks(_EDIT, _EDIT_HEAD, text), *_blocks(_FENCED_EDIT, _FENCED_HEAD, text)],
+                        key=lambda m: m.start())
         prose = text
         for b in reversed(blocks):
             prose = prose[:b.start()] + prose[b.end():]
