@@ -75,13 +75,10 @@ ACCEPTED: dict[str, str] = {
     r"%24%7B(.*?)%7D": "runner/envsubst.py: " + _PLAN,
     r"(://[^:/@]+:)[^@]*@": "runner/envsubst.py masks a plan's database URL: " + _PLAN,
     r"^\s*\[\s*tool\s*\.\s*referee\s*\]": "settings.py reads the user's own pyproject.toml: " + _PLAN,
-    # open (docs/security-inputs.md): agent-influenced text, not yet linear; listed so that a new one fails the check
     (r"^(?P<path>[^\n`]+?)\n```[^\n]*\n<<<<<<< SEARCH\n(?>(?P<search>.*?)^=======\n)(?P<replace>.*?)"
      r"^>>>>>>> REPLACE\n```"): "aider._blocks matches it at the first header after the last block only",
     (r"^```[^\n]*\n(?P<path>[^\n`]+?)\n<<<<<<< SEARCH\n(?>(?P<search>.*?)^=======\n)"
      r"(?P<replace>.*?)^>>>>>>> REPLACE\n```"): "as aider._EDIT: aider._blocks matches it at one header only",
-    r"(?s)<!--.*?-->": "OPEN: referee_run._page_text, each unclosed `<!--` rescans the page (pages are the app's)",
-    r"<[^>]+>": "OPEN: referee_run._page_text, each unclosed `<` rescans the page (pages are the app's)",
     r'("[^"\\\n]*(?:\\.[^"\\\n]*)*")[ \t\r\n]*:': "jsonreader._keys searches 512 characters (search's endpos)",
     r'(?:[^"\[\]{}]++|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+")*+':
         "jsonwindow._scan matches it at its position only (one possessive pass); a cut string is rescanned after the "

@@ -149,3 +149,15 @@ def test_aider_edit_blocks_are_found_as_before_in_one_pass():
         text = "".join(rnd.choice(tokens) for _ in range(rnd.randint(0, 16)))
         found = aider._blocks(aider._EDIT, aider._EDIT_HEAD, text)
         assert [(m.span(), m.groupdict()) for m in found] == [(m.span(), m.groupdict()) for m in old.finditer(text)]
+
+
+def test_the_run_directory_readers_tag_strippers_do_what_the_regexes_did():
+    from referee.audit.readers.referee_run import _strip_comments, _strip_tags
+
+    rnd = random.Random(30)
+    tokens = ["<!--", "-->", "<", ">", "a", "-", "!", "<>", " "]
+    for _ in range(6000):
+        html = "".join(rnd.choice(tokens) for _ in range(rnd.randint(0, 14)))
+        assert _strip_comments(html) == re.sub(r"(?s)<!--.*?-->", " ", html), html
+        assert _strip_tags(html) == re.sub(r"<[^>]+>", " ", html), html
+    assert _strip_tags("<" * 200_000 + "x") == "<" * 200_000 + "x"  # one pass: was quadratic in the unclosed `<`

@@ -146,8 +146,27 @@ def _clip(text: str) -> str:
 
 def _page_text(html: str) -> str:
     html = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", html)
-    html = re.sub(r"(?s)<!--.*?-->", " ", html)
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).strip()
+    return re.sub(r"\s+", " ", _strip_tags(_strip_comments(html))).strip()
+
+
+# What re.sub(r"(?s)<!--.*?-->", " ") and re.sub(r"<[^>]+>", " ") did, by str.find: the regexes rescanned the page
+# from each unclosed `<!--` or `<` (quadratic); when the first has no closing, no later one has, so the scan stops.
+def _strip_comments(html: str) -> str:
+    out, pos = [], 0
+    while (i := html.find("<!--", pos)) >= 0 and (j := html.find("-->", i + 4)) >= 0:
+        out += [html[pos:i], " "]
+        pos = j + 3
+    return "".join(out) + html[pos:]
+
+
+def _strip_tags(html: str) -> str:
+    out, pos, i = [], 0, html.find("<")
+    while i >= 0 and (j := html.find(">", i + 1)) >= 0:
+        if j > i + 1:  # `<>` is no tag: go on from the next `<`
+            out += [html[pos:i], " "]
+            pos = j + 1
+        i = html.find("<", max(pos, i + 1))
+    return "".join(out) + html[pos:]
 
 
 def _summarise(ev: RunEvidence, entry: FileEntry) -> tuple[dict[str, Any], str, str | None, bool]:
