@@ -65,11 +65,21 @@ class Seal(_Model):
 
     def message(self) -> bytes:
         """The canonical bytes the MAC covers: every field but `mac`, as sorted, compact JSON."""
-        body = self.model_dump(mode="json", exclude={"mac"})
-        return _DOMAIN + json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+        return canonical(_DOMAIN, self)
 
 
-def _mac(key: SigningKey, message: bytes) -> str:
+def canonical(domain: bytes, model: BaseModel) -> bytes:
+    """The bytes a seal's MAC covers: `domain`, then every field of `model` but `mac` as sorted, compact JSON.
+
+    >>> canonical(b"d:", FileDigest.of(b""))[:12]
+    b'd:{"sha256":'
+    """
+    body = model.model_dump(mode="json", exclude={"mac"})
+    return domain + json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def mac_hex(key: SigningKey, message: bytes) -> str:
+    """HMAC-SHA256 of `message` under the signing key, as hex: every seal and cache entry referee signs."""
     return hmac.new(key.secret, message, hashlib.sha256).hexdigest()
 
 
@@ -81,7 +91,7 @@ def sign(seal: Seal, key: SigningKey) -> Seal:
     >>> len(s.mac), hmac.compare_digest(s.mac, sign(s, k).mac)
     (64, True)
     """
-    return seal.model_copy(update={"mac": _mac(key, seal.message())})
+    return seal.model_copy(update={"mac": mac_hex(key, seal.message())})
 
 
 class Sealer:
@@ -198,7 +208,7 @@ def check_seal(run_dir: Path, key: SigningKey | None, *, manifest: bytes, plan: 
     if not hmac.compare_digest(seal.key_id, key.key_id):
         return SealCheck("foreign", f"{SEAL_FILE}: signed with another key (key id {seal.key_id}; this machine's "
                                     f"key {key.path} has id {key.key_id})", seal)
-    if not hmac.compare_digest(_mac(key, seal.message()), seal.mac):
+    if not hmac.compare_digest(mac_hex(key, seal.message()), seal.mac):
         return SealCheck("failed", f"{SEAL_FILE}: signature does not match (edited after the run?)", seal)
     if FileDigest.of(manifest) not in seal.manifest:
         return SealCheck("failed", "manifest.json: sha256 differs from the signed manifest (edited after the run?)",
@@ -227,4 +237,4 @@ def cache_mac(key: SigningKey, namespace: str, entry: str, value: Any) -> str:
     False
     """
     body = json.dumps([namespace, entry, value], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return _mac(key, _CACHE_DOMAIN + body.encode())
+    return mac_hex(key, _CACHE_DOMAIN + body.encode())

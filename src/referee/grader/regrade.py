@@ -14,9 +14,7 @@ them made with the runner's key. Rules, in one place:
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -32,7 +30,7 @@ from referee.grader.verify import OpenedRun
 from referee.keys import SigningKey
 from referee.plan.loader import LoadedPlan, TypedValidator
 from referee.rundir import Manifest
-from referee.seal import FileDigest
+from referee.seal import FileDigest, canonical, mac_hex
 
 __all__ = ["NOT_CAPTURED", "NOT_IN_RUN", "REGRADES", "RegradeCheck", "RegradeInfo", "RegradeResults", "RegradeSeal",
            "SEALED_FILES", "regrade", "sign_regrade", "verify_regrade"]
@@ -82,12 +80,7 @@ class RegradeSeal(_Model):
 
     def message(self) -> bytes:
         """The canonical bytes the MAC covers: every field but `mac`, as sorted, compact JSON."""
-        body = self.model_dump(mode="json", exclude={"mac"})
-        return _DOMAIN + json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
-def _mac(key: SigningKey, message: bytes) -> str:
-    return hmac.new(key.secret, message, hashlib.sha256).hexdigest()
+        return canonical(_DOMAIN, self)
 
 
 def sign_regrade(info: RegradeInfo, files: dict[str, bytes], key: SigningKey) -> RegradeSeal:
@@ -100,7 +93,7 @@ def sign_regrade(info: RegradeInfo, files: dict[str, bytes], key: SigningKey) ->
     """
     seal = RegradeSeal(key_id=key.key_id, run_plan_sha256=info.run_plan_sha256, plan_sha256=info.plan_sha256,
                        files={n: FileDigest.of(b) for n, b in files.items()})
-    return seal.model_copy(update={"mac": _mac(key, seal.message())})
+    return seal.model_copy(update={"mac": mac_hex(key, seal.message())})
 
 
 @dataclass(frozen=True)
@@ -126,7 +119,7 @@ def verify_regrade(folder: Path, key: SigningKey | None) -> RegradeCheck:
         return RegradeCheck(False, f"{SEAL_FILE}: cannot be checked here: no signing key", seal)
     if not hmac.compare_digest(seal.key_id, key.key_id):
         return RegradeCheck(False, f"{SEAL_FILE}: signed with another key (key id {seal.key_id})", seal)
-    if not hmac.compare_digest(_mac(key, seal.message()), seal.mac):
+    if not hmac.compare_digest(mac_hex(key, seal.message()), seal.mac):
         return RegradeCheck(False, f"{SEAL_FILE}: signature does not match (edited after the regrade?)", seal)
     for name in SEALED_FILES:
         if name not in seal.files:
