@@ -140,22 +140,10 @@ def walk_tree(root: Path, *, max_depth: int = MAX_DEPTH,
     stack: list[tuple[Path, int]] = [(Path(root), 0)]
     while stack:
         folder, depth = stack.pop()
-        dirs: list[str] = []
-        files: list[str] = []
-        try:
-            with os.scandir(folder) as it:
-                for entry in it:
-                    try:
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                    except OSError:
-                        is_dir = False
-                    (dirs if is_dir else files).append(entry.name)
-        except OSError as exc:
-            if left_out is not None:
-                left_out.append((folder, f"cannot be listed ({exc.strerror or exc}); not looked into"))
+        listed = _list(folder, folder, left_out)
+        if listed is None:
             continue
-        dirs.sort()
-        files.sort()
+        dirs, files = listed
         yield folder, dirs, files
         for name in reversed(dirs):  # reversed: popped in sorted order
             if depth + 1 > max_depth:
@@ -207,7 +195,7 @@ def walk_handles(root: Path, *, max_depth: int | None = MAX_DEPTH, skip: frozens
             frame = chain[-1]
             if not frame.listed:
                 frame.listed = True
-                listed = _list(frame, left_out)
+                listed = _list(frame.fd, frame.path, left_out)
                 if listed is not None:
                     dirs, others = listed
                     yield frame.fd, frame.path, dirs, others
@@ -238,11 +226,14 @@ def walk_handles(root: Path, *, max_depth: int | None = MAX_DEPTH, skip: frozens
                 os.close(f.fd)
 
 
-def _list(frame: _Frame, left_out: list[tuple[Path, str]] | None) -> tuple[list[str], list[str]] | None:
+def _list(where: int | Path, shown: Path,
+          left_out: list[tuple[Path, str]] | None) -> tuple[list[str], list[str]] | None:
+    """(sub-folders, other entries) of a folder given by path or open handle, sorted, no link followed; None when
+    it cannot be listed (then `shown` goes into `left_out` with why)."""
     dirs: list[str] = []
     others: list[str] = []
     try:
-        with os.scandir(frame.fd) as it:
+        with os.scandir(where) as it:
             for entry in it:
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
@@ -251,7 +242,7 @@ def _list(frame: _Frame, left_out: list[tuple[Path, str]] | None) -> tuple[list[
                 (dirs if is_dir else others).append(entry.name)
     except OSError as exc:
         if left_out is not None:
-            left_out.append((frame.path, f"cannot be listed ({exc.strerror or exc}); not looked into"))
+            left_out.append((shown, f"cannot be listed ({exc.strerror or exc}); not looked into"))
         return None
     return sorted(dirs), sorted(others)
 
