@@ -18,14 +18,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.support.llm_stub
 sys.path.insert(0, str(ROOT / "src"))
 
-from referee.audit.cache import EvidenceCache  # noqa: E402
-from referee.audit.claims import RulesClaimReader  # noqa: E402
+from referee.audit.claim.reader import RulesClaimReader  # noqa: E402
+from referee.audit.decide.policyfile import load_policy  # noqa: E402
 from referee.audit.extract.llm import LLMExtractor  # noqa: E402
 from referee.audit.extract.rules import RulesExtractor  # noqa: E402
-from referee.audit.pipeline import Auditor, audit_files, iter_items  # noqa: E402
-from referee.audit.policyfile import load_policy  # noqa: E402
-from referee.audit.replay import replay_file  # noqa: E402
-from referee.llm import LLMClient, LLMConfig  # noqa: E402
+from referee.audit.present.replay import replay_file  # noqa: E402
+from referee.audit.run.cache import EvidenceCache  # noqa: E402
+from referee.audit.run.pipeline import Auditor, audit_files, iter_items  # noqa: E402
+from referee.core.llm import LLMClient, LLMConfig  # noqa: E402
 from tests.support.llm_stub import LLMStub  # noqa: E402
 
 SHARED = Path(os.environ.get("REFEREE_SHARED") or Path(__file__).resolve().parents[2] / "shared")

@@ -11,7 +11,7 @@ of the file reads as more steps: the worst case), then measures, each in a fresh
 * a bare `json.loads(path.read_text())` of that valid file (json.loads cannot read the bad one
   at all; for `--layout jsonl`, json.loads per line), as the speed and memory reference;
 * optionally (`--compare FILE`) another jsonstream module, e.g. the previous version:
-  `git show HEAD~1:src/referee/audit/jsonstream.py > /tmp/old_jsonstream.py`.
+  `git show HEAD~1:src/referee/core/jsonio/values.py > /tmp/old_jsonstream.py`.
 
 Run: python benchmarks/bench_jsonstream.py [--mb 200] [--layout oneline|pretty|inline|jsonl]
      [--bad token|truncate|unterminated] [--compare /tmp/old_jsonstream.py] [--no-tracemalloc] [--json OUT]
@@ -80,7 +80,7 @@ if kind == "stream":
         spec.loader.exec_module(js)
     else:
         sys.path.insert(0, sys.argv[5])
-        import referee.audit.jsonstream as js
+        import referee.core.jsonio.values as js
 if trace:
     tracemalloc.start()
 t = time.perf_counter()

@@ -35,15 +35,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from referee.audit.cache import EvidenceCache  # noqa: E402
-from referee.audit.claims import RulesClaimReader  # noqa: E402
+import referee.core.executors as executors  # noqa: E402
+from referee.audit.claim.reader import RulesClaimReader  # noqa: E402
+from referee.audit.decide.policyfile import load_policy  # noqa: E402
 from referee.audit.extract.rules import RulesExtractor  # noqa: E402
-from referee.audit.parallel import ParallelAudit  # noqa: E402
-from referee.audit.pipeline import Auditor, audit_files, iter_items  # noqa: E402
-from referee.audit.policyfile import load_policy  # noqa: E402
-from referee.audit.replay import replay_file  # noqa: E402
-from referee.executors import ExecutorOptions, LocalPool  # noqa: E402
-import referee.executors as executors  # noqa: E402
+from referee.audit.present.replay import replay_file  # noqa: E402
+from referee.audit.run.cache import EvidenceCache  # noqa: E402
+from referee.audit.run.parallel import ParallelAudit  # noqa: E402
+from referee.audit.run.pipeline import Auditor, audit_files, iter_items  # noqa: E402
+from referee.core.executors import ExecutorOptions, LocalPool  # noqa: E402
 
 SHARED = Path(os.environ.get("REFEREE_SHARED") or ROOT.parent / "shared")
 TAU = SHARED / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"

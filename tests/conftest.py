@@ -95,7 +95,7 @@ def stop_process(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def signing_key(tmp_path_factory):
-    """The suite's signing key (made on first use by referee.keys, mode 0600 in a 0700 folder)."""
+    """The suite's signing key (made on first use by referee.rundir.keys, mode 0600 in a 0700 folder)."""
     folder = tmp_path_factory.mktemp("signing-key")
     folder.chmod(0o700)
     path = folder / "key"

@@ -34,13 +34,13 @@ def test_a_signal_ignored_at_start_stays_ignored_as_nohup_asks():
 
 
 def test_a_command_stopped_by_sigterm_says_so_and_exits_130(tmp_path, capsys, monkeypatch):
-    import referee.executors
+    import referee.core.executors
 
     def stopped(*a, **k):
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not stop the command")
 
-    monkeypatch.setattr(referee.executors, "check_options", stopped)  # the audit's first step, here a stop
+    monkeypatch.setattr(referee.core.executors, "check_options", stopped)  # the audit's first step, here a stop
 
     def unhandled(signum, frame):  # what runs if main() installs nothing: a failure, not a killed test process
         raise RuntimeError("main() left SIGTERM to its old handler")

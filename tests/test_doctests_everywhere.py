@@ -16,7 +16,7 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(referee.__path__, "refere
 
 
 def test_every_module_is_found():
-    assert {"referee.audit.filechunks", "referee.audit.parallel", "referee.runner.run", "referee.cli.main"} <= \
+    assert {"referee.audit.ingest.chunks", "referee.audit.run.parallel", "referee.runner.run", "referee.cli.main"} <= \
         set(MODULES)
 
 

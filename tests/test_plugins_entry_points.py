@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from referee.core.registry import FACTORY, FUNCTION, Registry, subclass_of
 from referee.errors import PluginError, UsageError
-from referee.registry import FACTORY, FUNCTION, Registry, subclass_of
 from tests.conftest import run_cli
 
 PKG = "referee_kinds_demo"
@@ -453,9 +453,9 @@ def test_registries_of_factories_functions_and_classes():
 
 
 def test_every_pluggable_registry_declares_its_items_and_group():
-    from referee.audit.claims import claim_readers
+    from referee.audit.claim.reader import claim_readers
     from referee.audit.extract import extractors
-    from referee.audit.readers import trace_readers
+    from referee.audit.ingest.readers import trace_readers
     from referee.ocr import engines
     from referee.runner.captures import captures
     from referee.validators import validators
@@ -470,7 +470,7 @@ def test_every_pluggable_registry_declares_its_items_and_group():
 
 
 def test_backends_are_built_from_declarations():
-    from referee.audit.backends import make_backends
+    from referee.audit.run.backends import make_backends
 
     made = []
 

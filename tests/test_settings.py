@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli.main import main
-from referee.settings import Defaults, find_defaults, load_defaults
+from referee.core.settings import Defaults, find_defaults, load_defaults
 from tests.conftest import base_cli_env, run_cli
 
 PLAN = """name: daily

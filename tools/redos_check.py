@@ -32,15 +32,16 @@ import importlib
 import json
 import os
 import pkgutil
-import re
 import queue
+import re
 import resource
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from re import _constants as C, _parser as P  # type: ignore[attr-defined]
+from re import _constants as C  # type: ignore[attr-defined]
+from re import _parser as P
 from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,8 +122,8 @@ def _shipped_joined() -> frozenset[str]:
     """The source of the shipped task-class rule's joined alternation (the policies share that rule)."""
     if "referee" not in sys.modules:  # another package is checked (the tests' own): no need to import this one
         return frozenset()
-    from referee.audit.policyfile import load_policy
-    from referee.audit.taskclass import _joined
+    from referee.audit.decide.policyfile import load_policy
+    from referee.audit.decide.taskclass import _joined
 
     joined = _joined(load_policy("causal").policy.task_classes.rule())
     return frozenset({joined.regex.pattern} if joined is not None else ())
@@ -220,7 +221,7 @@ def collect(root: str = "referee") -> list[Found]:
                     _walk(x, f"{mod.__name__}.{name}.{attr}", out)
             elif not callable(val) or isinstance(val, (re.Pattern,)) or type(val).__name__ in ("Cue", "FastRegex"):
                 _walk(val, f"{mod.__name__}.{name}", out)
-    if root in ("referee", "referee.audit", "referee.audit.taskclass", "referee.audit.policyfile"):
+    if root in ("referee", "referee.audit", "referee.audit.decide.taskclass", "referee.audit.decide.policyfile"):
         _task_class_patterns(out)
     for f in _inline(root):
         if (f.pattern, f.flags) not in out or out[f.pattern, f.flags].anchored and not f.anchored:
@@ -229,8 +230,8 @@ def collect(root: str = "referee") -> list[Found]:
 
 
 def _task_class_patterns(out: dict[tuple[Any, int], Found]) -> None:
-    from referee.audit.policyfile import POLICY_DIR, load_policy
-    from referee.audit.taskclass import _joined
+    from referee.audit.decide.policyfile import POLICY_DIR, load_policy
+    from referee.audit.decide.taskclass import _joined
 
     for path in sorted(POLICY_DIR.glob("*.yaml")):
         if path.stem == "task_classes":

@@ -9,8 +9,8 @@ if _sys.argv[:1] == ["-m"]:
     # would be imported, as the runner's user, by the very next import (Python's `-P`, done here, before any)
     _sys.path[:] = [p for p in _sys.path if p and _os.path.normpath(p) != _os.getcwd()]
 
+from referee.core.registry import Registry  # noqa: E402
 from referee.errors import RefereeError  # noqa: E402
-from referee.registry import Registry  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -22,13 +22,13 @@ __all__ = ["RefereeError", "Registry", "__version__", "Actor", "StepContext", "C
 _AUDIT = {
     "Trace": ("referee.audit.trace", "Trace"),
     "AuditRecord": ("referee.audit.records", "AuditRecord"),
-    "Auditor": ("referee.audit.pipeline", "Auditor"),
-    "audit_trace": ("referee.audit.pipeline", "audit_trace"),
-    "audit_files": ("referee.audit.pipeline", "audit_files"),
-    "read_traces": ("referee.audit.readers", "read_traces"),
-    "load_policy": ("referee.audit.policyfile", "load_policy"),
-    "replay": ("referee.audit.replay", "replay_record"),
-    "replay_file": ("referee.audit.replay", "replay_file"),
+    "Auditor": ("referee.audit.run.pipeline", "Auditor"),
+    "audit_trace": ("referee.audit.run.pipeline", "audit_trace"),
+    "audit_files": ("referee.audit.run.pipeline", "audit_files"),
+    "read_traces": ("referee.audit.ingest.readers", "read_traces"),
+    "load_policy": ("referee.audit.decide.policyfile", "load_policy"),
+    "replay": ("referee.audit.present.replay", "replay_record"),
+    "replay_file": ("referee.audit.present.replay", "replay_file"),
 }
 
 

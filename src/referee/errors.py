@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 class RefereeError(Exception):
     """Base of every error referee raises on purpose.
 
@@ -29,7 +28,7 @@ class RefereeError(Exception):
         >>> RefereeError("x", file="p.yaml", place="3:5").where(), RefereeError("x", place="3:5").where()
         ('p.yaml:3:5: ', '3:5: ')
         """
-        from referee.safetext import visible
+        from referee.core.safetext import visible
 
         # a file name is the user's, and may hold a newline: the error must stay one line
         file = visible(self.file, keep_newlines=False) if self.file else None
@@ -62,7 +61,7 @@ class UnknownKindError(RefereeError):
 
 
 class PluginError(RefereeError):
-    """A registration or entry point that does not give what its registry holds (see referee.registry)."""
+    """A registration or entry point that does not give what its registry holds (see referee.core.registry)."""
 
 
 class PluginFailed(Exception):
@@ -142,7 +141,7 @@ class BackendError(RefereeError):
 
 
 class BusyError(RefereeError):
-    """An output file that another process is writing now (see `referee.lockfile`)."""
+    """An output file that another process is writing now (see `referee.core.lockfile`)."""
 
 
 class GoldError(RefereeError):

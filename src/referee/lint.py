@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
+from referee.core.fsutil import atomic_write_json, loads_json, read_regular
 from referee.errors import EvidenceError, MissingExtraError, UsageError
-from referee.fsutil import atomic_write_json, loads_json, read_regular
 from referee.plan.script import parse_script
-from referee.rundir import CaptureFailure, CaptureRecord, sniff_record
+from referee.rundir.schema import CaptureFailure, CaptureRecord, sniff_record
 from referee.validators import checker
 
 Status = Literal["loose", "specific", "not_applicable", "negative"]

@@ -7,9 +7,9 @@ import pytest
 
 from referee.audit.extract.acting import recognise, shell_effect
 from referee.audit.extract.rules import extract_rules
-from referee.audit.readers import read_traces
+from referee.audit.ingest.readers import read_traces
 from referee.audit.trace import Trace
-from referee.audit.view import build_view
+from referee.audit.view.blind import build_view
 
 
 def values(trace: Trace) -> dict:

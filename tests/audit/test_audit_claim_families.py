@@ -2,8 +2,8 @@
 
 import pytest
 
-from referee.audit.claimcues import FAMILY_LABEL
-from referee.audit.claims import read_claim_rules
+from referee.audit.claim.cues import FAMILY_LABEL
+from referee.audit.claim.reader import read_claim_rules
 
 
 @pytest.mark.parametrize("report, family", [

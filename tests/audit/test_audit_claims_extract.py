@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from referee.audit.claims import read_claim_rules
+from referee.audit.claim.reader import read_claim_rules
 from referee.audit.extract import validate_citations
 from referee.audit.extract.rules import extract_rules
-from referee.audit.readers import read_traces
+from referee.audit.ingest.readers import read_traces
 from referee.audit.records import Finding
 from referee.audit.trace import Trace
-from referee.audit.view import build_view
+from referee.audit.view.blind import build_view
 
 
 @pytest.mark.parametrize("report,label", [

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from referee.audit.cache import BATCH_S
+from referee.audit.run.cache import BATCH_S
 from referee.cli.main import main
 from tests.support.llm_stub import Hang, LLMStub
 
@@ -103,7 +103,7 @@ def test_replay_makes_zero_backend_calls(traces_dir, tmp_path, monkeypatch, caps
         assert made == 5 * 3 + 5  # 5 good traces x 3 extraction runs + 5 claim readings
 
         # replay must not construct any backend: make constructing one explode, and count the server
-        import referee.audit.claims as claims_mod
+        import referee.audit.claim.reader as claims_mod
         import referee.audit.extract as extract_mod
 
         def boom(*a, **k):

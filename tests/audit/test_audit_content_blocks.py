@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.view import build_view
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.view.blind import build_view
 
 CONVO = {"run_id": "blk1", "messages": [
     {"role": "user", "content": "Delete the file report-7.txt"},

@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from referee.audit.claims import read_claim_rules
-from referee.audit.pipeline import audit_trace, claim_text
-from referee.audit.readers import read_traces
 from support.corpora import MINI_SWE, REPO, TAU, shared_dir
+
+from referee.audit.claim.reader import read_claim_rules
+from referee.audit.ingest.readers import read_traces
+from referee.audit.run.pipeline import audit_trace, claim_text
 
 sys.path.insert(0, str(REPO / "benchmarks" / "adapters"))
 import who_and_when  # noqa: E402

@@ -7,15 +7,19 @@ import importlib
 
 import pytest
 
-MODULES = ["referee.llm", "referee.audit.trace", "referee.audit.jsonstream", "referee.audit.readers",
-           "referee.audit.readers.openai_chat", "referee.audit.readers.tau_bench",
-           "referee.audit.readers.anthropic_messages", "referee.audit.readers.inspect_log",
-           "referee.audit.readers.inspect_files", "referee.audit.view",
-           "referee.audit.claims", "referee.audit.taskclass", "referee.audit.policy", "referee.audit.votes",
-           "referee.audit.disposition", "referee.audit.decide", "referee.audit.policyfile", "referee.audit.extract",
-           "referee.audit.extract.rules", "referee.audit.extract.llm", "referee.audit.cache",
-           "referee.audit.pipeline", "referee.audit.replay", "referee.audit.summary", "referee.audit.auditfile",
-           "referee.audit.resume", "referee.lockfile", "referee.audit.filechunks", "referee.audit.parallel"]
+MODULES = ["referee.core.llm", "referee.audit.trace", "referee.core.jsonio.values", "referee.audit.ingest.readers",
+           "referee.audit.ingest.readers.openai_chat", "referee.audit.ingest.readers.tau_bench",
+           "referee.audit.ingest.readers.anthropic_messages", "referee.audit.ingest.readers.inspect_log",
+           "referee.audit.ingest.readers.inspect_files", "referee.audit.view.blind",
+           "referee.audit.claim.reader", "referee.audit.decide.taskclass", "referee.audit.decide.policy",
+               "referee.audit.decide.votes",
+           "referee.audit.decide.disposition", "referee.audit.decide.decision", "referee.audit.decide.policyfile",
+               "referee.audit.extract",
+           "referee.audit.extract.rules", "referee.audit.extract.llm", "referee.audit.run.cache",
+           "referee.audit.run.pipeline", "referee.audit.present.replay", "referee.audit.present.summary",
+               "referee.audit.run.auditfile",
+           "referee.audit.run.resume", "referee.core.lockfile", "referee.audit.ingest.chunks",
+               "referee.audit.run.parallel"]
 
 
 @pytest.mark.parametrize("name", MODULES)

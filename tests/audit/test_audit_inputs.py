@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.inputs import InputOptions, iter_inputs, walk
+from referee.audit.ingest.inputs import InputOptions, iter_inputs, walk
 from referee.cli.main import main
 from tests.support import openhands_events as oe
 
@@ -152,8 +152,8 @@ def test_referee_readers_lists_every_reader(capsys):
     assert main(["kinds", "--readers"]) == 0 and "openhands" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["referee.audit.inputs", "referee.audit.readers.browsergym",
-                                  "referee.audit.readers.openhands", "referee.audit.readers.safepickle"])
+@pytest.mark.parametrize("name", ["referee.audit.ingest.inputs", "referee.audit.ingest.readers.browsergym",
+                                  "referee.audit.ingest.readers.openhands", "referee.audit.ingest.readers.safepickle"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

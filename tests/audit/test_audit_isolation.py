@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from referee.audit.extract.rules import extract_rules
 from referee.audit.trace import Trace
-from referee.audit.view import build_view
+from referee.audit.view.blind import build_view
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "referee"
 
@@ -101,8 +101,9 @@ def test_wall_extractors_never_see_the_claim_channel():
     assert len(files) >= 3
     for f in files:
         mods = _imports(f)
-        bad = {m for m in mods if m.startswith(("referee.audit.claims", "referee.audit.trace", "referee.audit.readers",
-                                                 "referee.audit.pipeline"))}
+        bad = {m for m in mods if m.startswith(("referee.audit.claim.reader", "referee.audit.trace",
+                                                "referee.audit.ingest.readers",
+                                                 "referee.audit.run.pipeline"))}
         assert not bad, f"{f.name} imports {bad}"
         touched = _names_and_attrs(f) & {"report", "narration", "Trace", "read_claim_rules"}
         assert not touched, f"{f.name} touches {touched}"
@@ -110,10 +111,11 @@ def test_wall_extractors_never_see_the_claim_channel():
 
 def test_wall_policy_votes_disposition_are_pure():
     forbidden = ("os", "io", "sys", "pathlib", "socket", "sqlite3", "httpx", "time", "datetime", "random", "uuid",
-                 "subprocess", "threading", "yaml", "referee.llm", "referee.audit.extract", "referee.audit.claims",
-                 "referee.audit.cache", "referee.fsutil", "referee.audit.policyfile")
+                 "subprocess", "threading", "yaml", "referee.core.llm", "referee.audit.extract",
+                     "referee.audit.claim.reader",
+                 "referee.audit.run.cache", "referee.core.fsutil", "referee.audit.decide.policyfile")
     for name in ("policy.py", "votes.py", "disposition.py", "taskclass.py"):
-        path = SRC / "audit" / name
+        path = SRC / "audit" / "decide" / name
         top = {m for m in _imports(path)}
         bad = {m for m in top if m in forbidden or m.startswith(tuple(f + "." for f in forbidden))}
         assert not bad, f"{name} imports {bad}"
@@ -133,5 +135,6 @@ def test_wall_library_never_imports_the_cli():
 
 
 def test_wall_replay_builds_no_backend():
-    mods = _imports(SRC / "audit" / "replay.py")
-    assert not {m for m in mods if m.startswith(("referee.audit.extract", "referee.audit.claims", "referee.llm"))}
+    mods = _imports(SRC / "audit" / "present" / "replay.py")
+    assert not {m for m in mods if m.startswith(("referee.audit.extract", "referee.audit.claim.reader",
+                                                 "referee.core.llm"))}

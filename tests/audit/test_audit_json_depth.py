@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.auditfile import done_run_ids
-from referee.audit.jsonstream import MAX_DEPTH, iter_json_values, loads, too_deep
+from referee.audit.run.auditfile import done_run_ids
+from referee.core.jsonio.values import MAX_DEPTH, iter_json_values, loads, too_deep
 from tests.conftest import base_cli_env, run_cli
 
 
@@ -149,7 +149,7 @@ def test_a_deep_event_file_fails_its_session_not_the_audit(tmp_path):
 
 
 def test_a_deep_tool_result_in_a_chat_is_kept_as_text(tmp_path):
-    from referee.audit.readers import read_traces
+    from referee.audit.ingest.readers import read_traces
 
     args = json.dumps({"id": "N42", "deep": json.loads(nested(MAX_DEPTH - 5))})
     chat = {"messages": [
@@ -171,7 +171,7 @@ def test_a_deep_tool_result_in_a_chat_is_kept_as_text(tmp_path):
 def test_a_deep_inspect_sample_is_one_bad_part_in_both_log_formats(tmp_path):
     import zipfile
 
-    from referee.audit.readers.inspect_files import iter_eval_zip, iter_json_log
+    from referee.audit.ingest.readers.inspect_files import iter_eval_zip, iter_json_log
 
     deep_sample = '{"id": 2, "x": ' + nested(MAX_DEPTH + 50) + "}"
     log = tmp_path / "log.json"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.jsonstream import iter_json_values
+from referee.core.jsonio.values import iter_json_values
 
 # strings with brackets, braces, escaped quotes and backslashes, commas, multi-byte characters
 TRICKY = 'ok ] } [ { "quoted" \\ back, é ü 日本 😀 "," :'

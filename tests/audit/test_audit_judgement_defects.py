@@ -4,7 +4,7 @@ APIs, calendars, GraphQL, web forms): each test is one general signal the rules 
 from __future__ import annotations
 
 from referee.audit.extract.details import stated_details
-from referee.audit.pipeline import audit_trace
+from referee.audit.run.pipeline import audit_trace
 from referee.audit.trace import Trace
 
 
@@ -26,7 +26,7 @@ def test_an_iso_datetime_carries_its_time_not_the_minutes_inside_it():
 
 
 def test_a_json_report_states_its_values_not_its_keys():
-    from referee.audit.claims import read_claim_rules
+    from referee.audit.claim.reader import read_claim_rules
 
     reading = read_claim_rules('{"status": "success", "sku": "RED-101", "stock": 40}')
     assert reading.label == "success" and reading.atoms == ["RED-101", "40"], reading  # not "status", "success"
@@ -63,7 +63,7 @@ def test_a_graphql_error_response_is_a_failed_write():
 
 
 def test_terse_and_purchase_reports_read_as_success():
-    from referee.audit.claims import read_claim_rules
+    from referee.audit.claim.reader import read_claim_rules
 
     for report in ("Quantity set.", "Order placed!", "I bought the blue ceramic mug for you ($12.00).",
                    "Done. Ticket assigned."):

@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from referee.audit.cache import EvidenceCache
-from referee.audit.claims import LLMClaimReader
+from referee.audit.claim.reader import LLMClaimReader
+from referee.audit.decide.policyfile import load_policy
 from referee.audit.extract.llm import LLMExtractor
-from referee.audit.pipeline import Auditor
-from referee.audit.policyfile import load_policy
+from referee.audit.run.cache import EvidenceCache
+from referee.audit.run.pipeline import Auditor
 from referee.audit.trace import Trace
-from referee.llm import LLMClient, LLMConfig, parse_json_loose
+from referee.core.llm import LLMClient, LLMConfig, parse_json_loose
 from tests.support.llm_stub import Hang, LLMStub, Raw, Status
 
 GOOD = {f: {"value": "yes", "support": [0]} for f in

@@ -9,7 +9,7 @@ import time
 from email.utils import formatdate
 
 from referee.cli.main import main
-from referee.llm import LLMClient, LLMConfig, usage_meter
+from referee.core.llm import LLMClient, LLMConfig, usage_meter
 from tests.support.llm_stub import LLMStub, Status, stub_usage
 
 GOOD = {f: {"value": "yes", "support": [0]} for f in ("action", "target_id", "transition", "committed",

@@ -147,7 +147,7 @@ def test_the_warning_names_the_line_of_the_first_bad_byte(tmp_path, referee_cli)
 
 
 def test_first_bad_line_across_blocks_and_at_the_end(tmp_path):
-    from referee.audit.undecodable import first_bad_line
+    from referee.core.jsonio.undecodable import first_bad_line
 
     p = tmp_path / "x.txt"
     good = "naïve ✓\n".encode("utf-8")  # characters of 2 and 3 bytes, cut by every small block size

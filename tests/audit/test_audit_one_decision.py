@@ -7,13 +7,12 @@ import time
 
 import pytest
 
-from referee.audit.decide import decide
-from referee.audit.policyfile import load_policy
-from referee.audit.records import (AuditRecord, BackendRef, ClaimReading, Finding, Grounding,
-                                   PolicyRef, FINDING_FIELDS)
-from referee.audit.replay import replay_record
-from referee.audit.votes import vote
-from referee.concurrency import ordered_map
+from referee.audit.decide.decision import decide
+from referee.audit.decide.policyfile import load_policy
+from referee.audit.decide.votes import vote
+from referee.audit.present.replay import replay_record
+from referee.audit.records import FINDING_FIELDS, AuditRecord, BackendRef, ClaimReading, Finding, Grounding, PolicyRef
+from referee.core.concurrency import ordered_map
 from referee.evaluation.compare import replay_disposition
 from referee.evaluation.metrics import Confusion, rates
 

@@ -6,11 +6,11 @@ import itertools
 
 import pytest
 
-from referee.audit.disposition import dispose
-from referee.audit.policy import check_run, required_fields
-from referee.audit.policyfile import SHIPPED, load_policy_model, load_policy
+from referee.audit.decide.disposition import dispose
+from referee.audit.decide.policy import check_run, required_fields
+from referee.audit.decide.policyfile import SHIPPED, load_policy, load_policy_model
+from referee.audit.decide.votes import effective_k, vote
 from referee.audit.records import FINDING_FIELDS, TASK_CLASSES, Finding
-from referee.audit.votes import effective_k, vote
 from referee.errors import PolicyError
 
 DEFAULT_REQUIRED = {
@@ -146,7 +146,7 @@ def test_custom_policy_with_inline_task_classes(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(text)
     p = load_policy_model(str(path))
-    from referee.audit.taskclass import classify_task
+    from referee.audit.decide.taskclass import classify_task
     assert classify_task("Delete the note", p.task_classes.rule())[0] == "send"
 
 
@@ -161,7 +161,7 @@ def test_custom_policy_with_inline_task_classes(tmp_path):
     ("Create a note named a.md with text hi. Share it via SMS.", "create_edit"),
 ])
 def test_frozen_task_class_rule(task, cls):
-    from referee.audit.taskclass import classify_task
+    from referee.audit.decide.taskclass import classify_task
     assert classify_task(task, load_policy_model("causal").task_classes.rule())[0] == cls
 
 

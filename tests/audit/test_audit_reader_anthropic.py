@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.view import build_view
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.view.blind import build_view
 
 TOOLS = [{"name": "delete_file", "description": "Delete a file.", "input_schema": {"type": "object"}}]
 REQUEST = {

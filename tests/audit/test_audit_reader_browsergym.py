@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces, sniff_dir
-from referee.audit.readers.safepickle import PickleRefused, load_file, loads
-from referee.audit.terminal import split_call
-from referee.audit.view import build_view, canonical_json
+from referee.audit.ingest.readers import read_traces, sniff_dir
+from referee.audit.ingest.readers.safepickle import PickleRefused, load_file, loads
+from referee.audit.view.blind import build_view, canonical_json
+from referee.audit.view.terminal import split_call
 from referee.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_crashed_experiment_ends_with_an_error_observation(experiments):
 
 
 def test_a_message_only_in_the_chat_is_the_report(experiments, tmp_path):
-    from referee.audit.readers.browsergym import _Entry, entries_to_trace
+    from referee.audit.ingest.readers.browsergym import _Entry, entries_to_trace
 
     greeting = {"role": "assistant", "message": "Hi! I am your UI assistant."}
     first = {"goal": "g", "chat_messages": [greeting]}
@@ -181,7 +181,7 @@ def test_browsergym_classes_load_as_inert_stand_ins(experiments):
     assert info.action == "click('b13')" and info.obs["url"].startswith("http://127.0.0.1")
     assert info.agent_info.pickled_class == "browsergym.experiments.agent.AgentInfo"
     assert not hasattr(info, "save_step_info")  # none of BrowserGym's methods exist on it
-    assert type(info).__module__ == "referee.audit.readers.safepickle"
+    assert type(info).__module__ == "referee.audit.ingest.readers.safepickle"
 
 
 # ---- the JSON tape: no pickle needed ----

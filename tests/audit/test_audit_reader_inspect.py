@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.readers.inspect_files import ZIP_ZSTD, iter_json_log
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.ingest.readers.inspect_files import ZIP_ZSTD, iter_json_log
 from referee.audit.trace import GoldScorer
-from referee.audit.view import build_view
+from referee.audit.view.blind import build_view
 from referee.errors import GoldError, MissingExtraError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,7 +288,7 @@ def test_a_json_log_with_its_fields_reordered_is_still_sniffed(logs, tmp_path):
 
 
 def test_an_older_eval_with_deflate_members_reads_without_zstd(logs, tmp_path, monkeypatch):
-    from referee.audit.readers.inspect_files import _member
+    from referee.audit.ingest.readers.inspect_files import _member
 
     old = tmp_path / "old.eval"
     with open(logs["eval"], "rb") as fh, zipfile.ZipFile(fh) as src, \

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces, sniff_dir, sniff_format
-from referee.audit.view import build_view, canonical_json
+from referee.audit.ingest.readers import read_traces, sniff_dir, sniff_format
+from referee.audit.view.blind import build_view, canonical_json
 from referee.cli.main import main
 from tests.support import openhands_events as oe
 

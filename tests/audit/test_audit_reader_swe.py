@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import referee.audit.readers.mini_swe_agent as swe
-from referee.audit.pipeline import iter_items
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.readers.mini_swe_agent import MAX_OBSERVATION_CHARS
-from referee.audit.view import build_view
+import referee.audit.ingest.readers.mini_swe_agent as swe
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.ingest.readers.mini_swe_agent import MAX_OBSERVATION_CHARS
+from referee.audit.run.pipeline import iter_items
+from referee.audit.view.blind import build_view
 from referee.cli.main import main
 from tests.support.corpora import MINI_SWE
 

@@ -7,8 +7,8 @@ import tracemalloc
 
 import pytest
 
-from referee.audit.jsonstream import iter_json_values
-from referee.audit.readers import get_reader, read_traces, sniff_format
+from referee.audit.ingest.readers import get_reader, read_traces, sniff_format
+from referee.core.jsonio.values import iter_json_values
 from referee.errors import TraceError, UnknownKindError
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from referee.audit.readers.openai_chat import is_courtesy, messages_to_trace
-from referee.audit.view import build_view
+from referee.audit.ingest.readers.openai_chat import is_courtesy, messages_to_trace
+from referee.audit.view.blind import build_view
 
 
 def call(name: str, cid: str) -> dict:

@@ -3,16 +3,16 @@
 import json
 import sqlite3
 
-from referee.audit.atoms import found_in
-from referee.audit.auditfile import cut_partial_line
-from referee.audit.cache import EvidenceCache
 from referee.audit.extract.acting import ToolCatalog
 from referee.audit.extract.rules import extract_rules
-from referee.audit.pipeline import Auditor, audit_files, audit_trace
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.toolmap import load_tool_map
+from referee.audit.extract.toolmap import load_tool_map
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.run.auditfile import cut_partial_line
+from referee.audit.run.cache import EvidenceCache
+from referee.audit.run.pipeline import Auditor, audit_files, audit_trace
 from referee.audit.trace import Trace
-from referee.audit.view import build_view
+from referee.audit.view.atoms import found_in
+from referee.audit.view.blind import build_view
 
 
 def test_the_cache_keeps_its_version_1_column_names(tmp_path):
@@ -64,9 +64,9 @@ def test_one_trace_the_auditor_cannot_take_is_one_skipped_record(tmp_path):
     src.write_text(json.dumps({"run_id": "deep", "task": "Delete N-77", "steps": [
         {"action": {"name": "x"}, "observation": {"data": deep}}], "report": "Done."}) + "\n" +
         json.dumps({"run_id": "ok", "task": "Delete N-77", "steps": [], "report": "Done."}) + "\n")
-    from referee.audit.claims import RulesClaimReader
+    from referee.audit.claim.reader import RulesClaimReader
+    from referee.audit.decide.policyfile import load_policy
     from referee.audit.extract.rules import RulesExtractor
-    from referee.audit.policyfile import load_policy
 
     auditor = Auditor(load_policy("causal"), RulesExtractor(), RulesClaimReader())
     stats = audit_files([src], auditor, tmp_path / "o.jsonl")

@@ -8,7 +8,7 @@ import pytest
 
 from referee.audit.extract.rules import RULES_VERSION, RulesExtractor, extract_rules, task_groups
 from referee.audit.trace import Trace
-from referee.audit.view import build_view
+from referee.audit.view.blind import build_view
 
 
 def step(name, args=None, text=None, data=None, ui=None, error=False):

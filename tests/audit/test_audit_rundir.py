@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.view import build_view
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.view.blind import build_view
 from referee.cli.main import main
 from tests.support.sealing import reseal
 
@@ -254,7 +254,7 @@ def test_run_dir_without_results_json_is_graded_purely(demo_copy, tmp_path, caps
 
 
 def test_the_run_reader_never_imports_the_runner():
-    src = ROOT / "src" / "referee" / "audit" / "readers" / "referee_run.py"
+    src = ROOT / "src" / "referee" / "audit" / "ingest" / "readers" / "referee_run.py"
     mods = set()
     for node in ast.walk(ast.parse(src.read_text())):
         if isinstance(node, ast.Import):
@@ -265,7 +265,7 @@ def test_the_run_reader_never_imports_the_runner():
 
 
 def test_auditing_a_run_dir_loads_no_runner_module(demo_run, tmp_path):
-    probe = ("import json, sys\nfrom referee.audit.readers import read_traces\n"
+    probe = ("import json, sys\nfrom referee.audit.ingest.readers import read_traces\n"
              "items = list(read_traces(sys.argv[1]))\n"
              "mods = sorted(m for m in sys.modules if m.startswith('referee'))\n"
              "print(json.dumps({'n': len(items), 'mods': mods}))\n")
@@ -284,4 +284,4 @@ def test_public_auditor_names_are_exported_lazily():
              "assert all(n in referee.__all__ for n in ('Trace', 'AuditRecord', 'Auditor', 'audit_trace', 'replay'))\n"
              "print(before)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['referee.errors', 'referee.registry']"
+    assert out.stdout.strip() == "['referee.errors', 'referee.core.registry']"

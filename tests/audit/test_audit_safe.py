@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.auditfile import iter_records
 from referee.audit.extract.rules import RULES_VERSION
-from referee.llm import LLMClient, LLMConfig
+from referee.audit.run.auditfile import iter_records
+from referee.core.llm import LLMClient, LLMConfig
 from tests.conftest import base_cli_env, free_port, run_cli
 from tests.support.llm_stub import Drop, LLMStub, Raw, Status, Trickle
 
@@ -239,7 +239,7 @@ def test_a_resume_with_other_settings_stops_and_names_the_difference(tmp_path):
     assert rec["record_version"] == 4 and rec["claim_reader"]["name"] == "rules" and rec["view_version"] == 2
     assert len(rec["claim_sha256"]) == 64
 
-    causal = ROOT / "src" / "referee" / "audit" / "policies" / "causal.yaml"
+    causal = ROOT / "src" / "referee" / "audit" / "decide" / "policies" / "causal.yaml"
     edited = tmp_path / "causal.yaml"
     edited.write_text(causal.read_text() + "\n# tuned\n")  # the same name, other bytes
     tools = tmp_path / "tools.yaml"
@@ -333,10 +333,10 @@ def test_a_trace_edited_since_its_record_is_audited_again_and_every_reader_takes
 
 def test_resume_compares_content_in_process(tmp_path):
     """The library entry (`audit_files`) does the same: counts stale runs and appends their new records."""
-    from referee.audit.claims import RulesClaimReader
+    from referee.audit.claim.reader import RulesClaimReader
+    from referee.audit.decide.policyfile import load_policy
     from referee.audit.extract.rules import RulesExtractor
-    from referee.audit.pipeline import Auditor, audit_files
-    from referee.audit.policyfile import load_policy
+    from referee.audit.run.pipeline import Auditor, audit_files
 
     traces = write_traces(tmp_path / "t.jsonl", [trace(0), trace(1)])
     out = tmp_path / "audit.jsonl"

@@ -16,17 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.audit.cache import EvidenceCache
-from referee.audit.claims import RulesClaimReader
+from referee.audit.claim.reader import RulesClaimReader
+from referee.audit.decide.policyfile import load_policy
+from referee.audit.decide.taskclass import ClassPattern, TaskClassRule, classify_task
 from referee.audit.extract.rules import RulesExtractor
-from referee.audit.parallel import ParallelAudit, executor_for
-from referee.audit.pipeline import Auditor, Intake, audit_files, iter_items
-from referee.audit.policyfile import load_policy
 from referee.audit.records import Finding
-from referee.audit.taskclass import ClassPattern, TaskClassRule, classify_task
-from referee.audit.view import pack_parts, view_parts
+from referee.audit.run.cache import EvidenceCache
+from referee.audit.run.parallel import ParallelAudit, executor_for
+from referee.audit.run.pipeline import Auditor, Intake, audit_files, iter_items
+from referee.audit.view.blind import pack_parts, view_parts
+from referee.core.executors import ExecutorOptions, LocalPool, WorkerLostError, make_pool, map_chunks
 from referee.errors import MissingExtraError, TraceError, UsageError
-from referee.executors import ExecutorOptions, LocalPool, WorkerLostError, make_pool, map_chunks
 from referee.runner.reaper import session_members
 from tests.runner.runner_helpers import pid_alive
 from tests.support import scale_work
@@ -68,7 +68,7 @@ def test_a_process_pool_writes_byte_for_byte_what_a_serial_audit_writes(tmp_path
 def test_the_workers_read_a_line_file_themselves(tmp_path, monkeypatch):
     traces = write_corpus(tmp_path / "t.jsonl", 120)
     run_audit(traces, tmp_path / "serial.jsonl")
-    import referee.audit.filechunks as fc
+    import referee.audit.ingest.chunks as fc
 
     parsed_here: list[int] = []
     real = fc.referee_items
@@ -125,7 +125,7 @@ def test_an_input_of_one_chunk_starts_no_pool(tmp_path):
 
 
 def test_adaptive_a_small_input_is_audited_here_without_starting_the_workers(tmp_path, monkeypatch):
-    import referee.audit.parallel as parallel
+    import referee.audit.run.parallel as parallel
 
     monkeypatch.setattr(parallel, "START_AFTER_S", 60.0)  # the rule on the rest's size alone, on a busy machine too
     # the rest (16-32 lines) weighed at the rate measured here: under xdist on 2 cores the measured rate fell to
@@ -142,7 +142,7 @@ def test_adaptive_a_small_input_is_audited_here_without_starting_the_workers(tmp
 
 
 def test_adaptive_the_workers_start_when_the_rest_looks_worth_it(tmp_path, monkeypatch):
-    import referee.audit.parallel as parallel
+    import referee.audit.run.parallel as parallel
 
     traces = write_corpus(tmp_path / "t.jsonl", 90, bad_at=(61,))
     monkeypatch.setattr(parallel, "START_IF_LEFT_S", 0.0)  # any work left is worth the workers
@@ -167,7 +167,7 @@ def _one_run_files(tmp_path: Path, n: int = 30, monkeypatch=None) -> Path:
     """A folder of one-run trace files (`n` runs, the 8th a bad record); with `monkeypatch`, files this process
     reads itself (as it reads a file too big to send whole)."""
     if monkeypatch is not None:
-        import referee.audit.filechunks as filechunks
+        import referee.audit.ingest.chunks as filechunks
 
         monkeypatch.setattr(filechunks, "WHOLE_MOST", 0)
     lines = write_corpus(tmp_path / "all.jsonl", n, bad_at=(7,)).read_text(encoding="utf-8").splitlines()
@@ -181,7 +181,7 @@ def _one_run_files(tmp_path: Path, n: int = 30, monkeypatch=None) -> Path:
 @pytest.mark.parametrize("after_s, left_s, starts", [(0.0, 60.0, True), (60.0, 0.0, True), (60.0, 60.0, False)])
 def test_adaptive_many_small_files_start_the_workers_by_time_or_by_the_input_left(tmp_path, monkeypatch,
                                                                                   after_s, left_s, starts):
-    import referee.audit.parallel as parallel
+    import referee.audit.run.parallel as parallel
 
     # one record per file, no line file for the workers: the time rule, or the input's bytes not begun yet at the
     # rate of those begun, start them
@@ -200,7 +200,7 @@ def test_adaptive_many_small_files_start_the_workers_by_time_or_by_the_input_lef
 
 
 def test_adaptive_reads_one_window_ahead_before_auditing_here(tmp_path, monkeypatch):
-    import referee.audit.parallel as parallel
+    import referee.audit.run.parallel as parallel
 
     # the workers never start here; a pool not started reads one window of chunks ahead (5 of 2 runs), not the
     # four it reads while workers start: the chunks audited here, which decide the start, come early
@@ -217,7 +217,7 @@ def test_adaptive_reads_one_window_ahead_before_auditing_here(tmp_path, monkeypa
 
 
 def test_more_workers_than_cores_get_a_note_and_as_many_do_not():
-    from referee.executors import default_workers
+    from referee.core.executors import default_workers
 
     cores, said = default_workers(), []
     assert executor_for(False, ExecutorOptions("local", cores + 1), workers_given=True, say=said.append) is not None
@@ -474,7 +474,7 @@ class _GatedStart(LocalPool):
 def test_chunks_are_made_ahead_while_the_workers_start_and_come_back_in_order():
     import threading
 
-    from referee.executors import PREFETCH
+    from referee.core.executors import PREFETCH
 
     gate, made, window = threading.Event(), [], 3
 
@@ -606,7 +606,7 @@ def test_tolerate_takes_the_short_way_only_where_it_changes_nothing(rec):
 
 
 def test_answers_from_a_worker_with_other_referee_code_are_refused(tmp_path):
-    from referee.audit.parallel import _Unit, code_fingerprint
+    from referee.audit.run.parallel import _Unit, code_fingerprint
     from referee.audit.trace import Trace, TraceItem
     from referee.errors import RefereeError
 
@@ -620,7 +620,7 @@ def test_answers_from_a_worker_with_other_referee_code_are_refused(tmp_path):
 # -- workers keep the lock, resume and staleness rules ---------------------------------------------
 
 def _standing(out: Path) -> dict[str, dict]:
-    from referee.audit.auditfile import iter_records
+    from referee.audit.run.auditfile import iter_records
 
     return {r.run_id: json.loads(r.model_dump_json()) for _, r in iter_records(out)}
 
@@ -701,7 +701,7 @@ def test_with_workers_a_backend_failure_is_never_cached_and_the_resume_asks_agai
 
 
 def test_with_workers_a_resume_with_another_policy_stops_and_keeps_the_file(tmp_path):
-    from referee.audit.resume import ResumeError
+    from referee.audit.run.resume import ResumeError
 
     traces = write_corpus(tmp_path / "t.jsonl", 30)
     out = tmp_path / "a.jsonl"

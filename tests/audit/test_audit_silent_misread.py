@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.misread import looks_like, tool_calls_in
-from referee.audit.readers import read_traces
+from referee.audit.ingest.misread import looks_like, tool_calls_in
+from referee.audit.ingest.readers import read_traces
 from referee.cli.main import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from referee.audit.pipeline import audit_trace
+from referee.audit.present.summary import render, summarize
 from referee.audit.records import OverBudgetNote
-from referee.audit.summary import render, summarize
+from referee.audit.run.pipeline import audit_trace
 from referee.audit.trace import Trace
 
 RETRY = "run the same command again to ask again"

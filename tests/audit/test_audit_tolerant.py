@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from referee.audit.readers import read_traces
-from referee.audit.view import build_view
+from referee.audit.ingest.readers import read_traces
+from referee.audit.view.blind import build_view
 
 BASE = {"run_id": "r1", "task": "Delete note N42",
         "steps": [{"action": {"name": "delete_note", "args": {"id": "N42"}},
@@ -103,7 +103,7 @@ def test_lone_surrogates_are_audited_alike_one_per_line_pretty_printed_and_with_
 
 
 def test_a_whole_file_json_reader_replaces_a_lone_surrogate_too():
-    from referee.jsondepth import loads
+    from referee.core.jsonio.depth import loads
 
     assert loads('{"task": "a \\ud83d", "ok": "\\ud83d\\ude00"}') == {"task": "a \ufffd", "ok": "\U0001f600"}
 

@@ -51,20 +51,20 @@ PROP = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCh
 # fails on its own (with the missing name) instead of the whole module failing to collect.
 
 def read_claim(report):
-    from referee.audit.claims import read_claim_rules
+    from referee.audit.claim.reader import read_claim_rules
 
     return read_claim_rules(report)
 
 
 def audit(trace: Trace):
-    from referee.audit.pipeline import audit_trace
+    from referee.audit.run.pipeline import audit_trace
 
     return audit_trace(trace)
 
 
 def extract(trace: Trace):
     from referee.audit.extract.rules import extract_rules
-    from referee.audit.view import build_view
+    from referee.audit.view.blind import build_view
 
     return extract_rules(build_view(trace))
 
@@ -839,7 +839,7 @@ def test_replay_with_grounding_disabled_restores_the_disposition(tmp_path, monke
     assert before["grounding"]["value"] == "no"
     assert before["disposition"] == "review"
 
-    causal = importlib.resources.files("referee.audit.policies") / "causal.yaml"
+    causal = importlib.resources.files("referee.audit.decide.policies") / "causal.yaml"
     policy = yaml.safe_load(causal.read_text())
     policy["name"] = "causal-ungrounded"
     policy["grounding"] = {"enabled": False}
@@ -847,7 +847,7 @@ def test_replay_with_grounding_disabled_restores_the_disposition(tmp_path, monke
     p.write_text(yaml.safe_dump(policy, sort_keys=False))
 
     # replay constructs no backend
-    import referee.audit.claims as claims_mod
+    import referee.audit.claim.reader as claims_mod
     import referee.audit.extract as extract_mod
 
     def boom(*a, **k):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import referee.audit.filechunks as filechunks
-from referee.audit.filechunks import FileBatch, Irregular, audit_batch
-from referee.audit.parallel import ParallelAudit
-from referee.executors import ExecutorOptions
+import referee.audit.ingest.chunks as filechunks
+from referee.audit.ingest.chunks import FileBatch, Irregular, audit_batch
+from referee.audit.run.parallel import ParallelAudit
+from referee.core.executors import ExecutorOptions
 from tests.audit.test_audit_scale import auditor, run_audit
 from tests.support.scale_work import write_corpus
 
@@ -76,8 +76,8 @@ def test_a_file_too_big_to_send_is_read_here_and_admitted_at_its_turn(tmp_path, 
 
 
 def test_a_file_a_worker_cannot_read_is_read_here_from_its_start(tmp_path, monkeypatch):
-    import referee.audit.parallel as parallel
-    import referee.audit.readers as readers
+    import referee.audit.ingest.readers as readers
+    import referee.audit.run.parallel as parallel
 
     folder = _folder(tmp_path, 12)
     run_audit(folder, tmp_path / "serial.jsonl")
@@ -136,7 +136,7 @@ def test_which_files_go_whole(tmp_path, fmt, size, whole):
 
 @pytest.mark.parametrize("left_s, starts", [(0.0, True), (60.0, False)])
 def test_adaptive_weighs_small_files_by_what_is_not_audited_yet(tmp_path, monkeypatch, left_s, starts):
-    import referee.audit.parallel as parallel
+    import referee.audit.run.parallel as parallel
 
     # the time rule out of the way: the workers start after the second chunk audited here (the first also pays for
     # compiling the rules' patterns, so it gives no rate) when the rest looks long enough, and never otherwise

@@ -7,8 +7,8 @@ import multiprocessing as mp
 import sqlite3
 import traceback
 
-from referee.audit.cache import EvidenceCache
 from referee.audit.records import Finding
+from referee.audit.run.cache import EvidenceCache
 
 PROCS = 4
 ROUNDS = 8

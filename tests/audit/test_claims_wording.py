@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.audit.claims import read_claim_rules
-from referee.audit.pipeline import audit_trace
+from referee.audit.claim.reader import read_claim_rules
+from referee.audit.run.pipeline import audit_trace
 from referee.audit.trace import Trace
 from tests.conftest import run_cli
 

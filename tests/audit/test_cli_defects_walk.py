@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.inputs import expand_args
+from referee.audit.ingest.inputs import expand_args
 
 
 def good(rid: str) -> str:
@@ -69,8 +69,7 @@ def test_a_hard_link_in_a_walk_is_read_once(referee_cli, linked, tmp_path):
 
 
 def test_a_run_folder_reached_again_through_a_link_is_read_once(tmp_path):
-    from referee.audit.inputs import InputItem, walk
-
+    from referee.audit.ingest.inputs import InputItem, walk
     from tests.support import openhands_events as oe
 
     root = tmp_path / "runs"

@@ -9,8 +9,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.audit import atoms
 from referee.audit.records import Finding, findings_json
+from referee.audit.view import atoms
 
 # what numbers are made of, what stops them, and what only looks like them
 _NUMBERISH = st.text(alphabet=st.sampled_from(list("0123456789,.-- aZe+_\n\t\u0663\uff13\u00e9\u2019\ud800")),

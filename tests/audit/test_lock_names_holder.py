@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from referee.core.lockfile import NAME_WAIT_S, exclusive, lock_path
 from referee.errors import BusyError
-from referee.lockfile import NAME_WAIT_S, exclusive, lock_path
 
 
 def _held_without_name(out: Path) -> int:

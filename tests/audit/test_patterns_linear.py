@@ -97,7 +97,7 @@ _OLD_NEW = [
     ("aider._START", r"^# aider chat started at (.+?)\s*$", 0, "match", ["a", " ", "\t", "b", "\r"]),
     ("claude_code._COMMAND", r"<command-name>\s*([^<]*?)\s*</command-name>", re.I, "search",
      ["<command-name>", "</command-name>", " ", "\n", "a", "<", "b c", "</COMMAND-NAME>"]),
-    ("claimcues.CODE_BLOCK", r"```[\w+-]*\n?(.*?)```", re.S, "findall", ["```", "a", "+", "\n", " ", "`", "py"]),
+    ("cues.CODE_BLOCK", r"```[\w+-]*\n?(.*?)```", re.S, "findall", ["```", "a", "+", "\n", " ", "`", "py"]),
     ("selection._TOKEN", r"\s*(\(|\)|[^\s()]+)", 0, "findall", ["(", ")", " ", "a", "and", "\t"]),
 ]
 
@@ -121,13 +121,14 @@ def test_a_rewritten_pattern_matches_as_before(name, old, flags, how, alphabet):
         assert (a and (a.groups(), a.end())) == (b and (b.groups(), b.end())), text
 
 
-_MODULES = ("referee.audit.readers.mini_swe_agent", "referee.audit.readers.aider", "referee.audit.readers.claude_code",
-            "referee.audit.claimcues", "referee.plan.selection")
+_MODULES = ("referee.audit.ingest.readers.mini_swe_agent", "referee.audit.ingest.readers.aider",
+            "referee.audit.ingest.readers.claude_code",
+            "referee.audit.claim.cues", "referee.plan.selection")
 
 
 def test_a_task_class_is_read_on_the_tasks_first_characters():
-    from referee.audit.policyfile import load_policy
-    from referee.audit.taskclass import MAX_TASK_CHARS, classify_task
+    from referee.audit.decide.policyfile import load_policy
+    from referee.audit.decide.taskclass import MAX_TASK_CHARS, classify_task
 
     rule = load_policy("causal").policy.task_classes.rule()
     assert classify_task("\n" * 100_000 + "x", rule) == ("other", None)  # was quadratic in the blank lines
@@ -139,7 +140,7 @@ def test_a_task_class_is_read_on_the_tasks_first_characters():
 
 
 def test_aider_edit_blocks_are_found_as_before_in_one_pass():
-    from referee.audit.readers import aider
+    from referee.audit.ingest.readers import aider
 
     old = re.compile(r"^(?P<path>[^\n`]+?)\n```[^\n]*\n<<<<<<< SEARCH\n(?P<search>.*?)^=======\n(?P<replace>.*?)"
                      r"^>>>>>>> REPLACE\n```", re.S | re.M)
@@ -152,7 +153,7 @@ def test_aider_edit_blocks_are_found_as_before_in_one_pass():
 
 
 def test_the_run_directory_readers_tag_strippers_do_what_the_regexes_did():
-    from referee.audit.readers.referee_run import _strip_comments, _strip_tags
+    from referee.audit.ingest.readers.referee_run import _strip_comments, _strip_tags
 
     rnd = random.Random(30)
     tokens = ["<!--", "-->", "<", ">", "a", "-", "!", "<>", " "]

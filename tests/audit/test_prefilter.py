@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from referee.audit import atoms, caseless, claimcues, prefilter
-from referee.audit.prefilter import FastRegex, widen
+from referee.audit.claim import cues as claimcues
+from referee.audit.view import atoms
+from referee.core import caseless, prefilter
+from referee.core.prefilter import FastRegex, widen
 
 CUES = {name: getattr(claimcues, name) for name in dir(claimcues) if isinstance(getattr(claimcues, name), caseless.Cue)}
 WORDS = ["unable to", "failed", "done.", "Done -", "successfully", "I will check", "let me", "would you like to",
@@ -98,8 +101,8 @@ def test_case_insensitive_patterns_widen_with_python_case_folding():
 @settings(max_examples=200, deadline=None)
 @given(texts)
 def test_task_classes_are_those_of_the_regex_alone(task):
-    from referee.audit.policyfile import load_policy
-    from referee.audit.taskclass import _joined, classify_task
+    from referee.audit.decide.policyfile import load_policy
+    from referee.audit.decide.taskclass import _joined, classify_task
 
     rule = load_policy("causal").policy.task_classes.rule()
     joined = _joined(rule)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import ReadOptions, read_traces, sniff_format
-from referee.audit.readers.agent_sdk import read_agent_sdk, tool_name
-from referee.audit.view import build_view
+from referee.audit.ingest.readers import ReadOptions, read_traces, sniff_format
+from referee.audit.ingest.readers.agent_sdk import read_agent_sdk, tool_name
+from referee.audit.view.blind import build_view
 from referee.cli.main import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces" / "agent_sdk"

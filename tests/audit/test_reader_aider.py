@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from referee.audit.readers import ReadOptions, read_traces, sniff_format
-from referee.audit.readers.aider import llm_outputs, read_aider
+from referee.audit.ingest.readers import ReadOptions, read_traces, sniff_format
+from referee.audit.ingest.readers.aider import llm_outputs, read_aider
 from referee.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1] / "data" / "traces" / "aider" / "calc"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.view import build_view
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.view.blind import build_view
 from tests.support.audit_cli import audit_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces" / "sessions"

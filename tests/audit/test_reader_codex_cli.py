@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces, sniff_format
-from referee.audit.readers.codex_cli import _output
+from referee.audit.ingest.readers import read_traces, sniff_format
+from referee.audit.ingest.readers.codex_cli import _output
 from tests.support.audit_cli import audit_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces" / "sessions"

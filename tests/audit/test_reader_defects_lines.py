@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from referee.audit.jsonstream import iter_json_values
+from referee.core.jsonio.values import iter_json_values
 
 
 def good(i: int) -> str:

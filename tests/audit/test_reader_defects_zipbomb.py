@@ -13,7 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from referee.rundir import MAX_RESULTS_BYTES
+from referee.rundir.schema import MAX_RESULTS_BYTES
 
 HEADER = {"version": 2, "status": "success", "eval": {"task": "files", "eval_id": "EZ1", "model": "m"}}
 

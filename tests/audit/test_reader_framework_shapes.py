@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from referee.audit.readers import read_traces, sniff_format
+from referee.audit.ingest.readers import read_traces, sniff_format
 
 DELETE = "Delete the file report-7.txt"
 

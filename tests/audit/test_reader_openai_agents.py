@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces, sniff_format
+from referee.audit.ingest.readers import read_traces, sniff_format
 from referee.cli.main import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces" / "openai_agents"

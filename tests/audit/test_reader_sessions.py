@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from referee.audit.readers.sessions import is_prompt_text, session_items, split_prompts
+from referee.audit.ingest.readers.sessions import is_prompt_text, session_items, split_prompts
 
 SESSION = [
     {"role": "system", "content": "You are a coding agent."},
@@ -98,8 +98,8 @@ def test_a_prompt_with_an_answer_only_is_a_run_without_steps():
     assert item.trace.steps == [] and item.trace.report == "A list of tokens."
 
 
-@pytest.mark.parametrize("name", ["referee.audit.readers.sessions", "referee.audit.readers.claude_code",
-                                  "referee.audit.readers.codex_cli", "referee.audit.readers.gemini_cli",
+@pytest.mark.parametrize("name", ["referee.audit.ingest.readers.sessions", "referee.audit.ingest.readers.claude_code",
+                                  "referee.audit.ingest.readers.codex_cli", "referee.audit.ingest.readers.gemini_cli",
                                   "referee.audit.extract.acting"])
 def test_the_session_readers_docstring_examples_hold(name):
     import doctest

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from referee.audit.readers import read_traces
-from referee.audit.readers.shellout import exit_code_in, failing_summary, output_failed
+from referee.audit.ingest.readers import read_traces
+from referee.audit.ingest.readers.shellout import exit_code_in, failing_summary, output_failed
 
 
 @pytest.mark.parametrize("text, code", [

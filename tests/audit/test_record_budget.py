@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.budget import RecordBudget
-from referee.audit.claims import RulesClaimReader
-from referee.audit.parallel import ParallelAudit
-from referee.audit.pipeline import Auditor, audit_files
-from referee.audit.policyfile import load_policy
-from referee.executors import ExecutorOptions, LocalPool
+from referee.audit.claim.reader import RulesClaimReader
+from referee.audit.decide.policyfile import load_policy
+from referee.audit.run.budget import RecordBudget
+from referee.audit.run.parallel import ParallelAudit
+from referee.audit.run.pipeline import Auditor, audit_files
+from referee.core.executors import ExecutorOptions, LocalPool
 from tests.support.scale_work import write_corpus
 from tests.support.slow_extractor import SlowOnPurpose
 
@@ -93,7 +93,7 @@ def expected(tmp_path: Path, shape: str) -> dict[str, dict]:
 
 def view_sha(dir_: Path) -> str:
     from referee.audit.trace import Trace
-    from referee.audit.view import build_view
+    from referee.audit.view.blind import build_view
 
     return build_view(Trace.model_validate_json((dir_ / "slow.json").read_text())).sha256
 
@@ -175,7 +175,7 @@ def test_a_resume_leaves_the_record_over_budget_until_the_budget_is_raised(tmp_p
 
 
 def test_records_without_a_budget_note_read_as_before(tmp_path):
-    from referee.audit.resume import scan
+    from referee.audit.run.resume import scan
 
     out = tmp_path / "audit.jsonl"
     audit_files(corpus(tmp_path, "lines", None), auditor(tmp_path, None), out)

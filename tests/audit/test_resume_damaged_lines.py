@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.auditfile import AuditFileError, iter_records
+from referee.audit.run.auditfile import AuditFileError, iter_records
 from tests.conftest import base_cli_env, run_cli
 
 # a line of --out that holds no run_id: as written there (bytes)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import safepickle
-from referee.audit.readers.safepickle import PickleRefused, load_file, loads
+from referee.audit.ingest.readers import safepickle
+from referee.audit.ingest.readers.safepickle import PickleRefused, load_file, loads
 
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
@@ -106,8 +106,8 @@ def test_numpy_state_that_would_crash_numpy_is_inert():
     # numpy's own __setstate__ reads past a short object list (a segfault): run where a crash cannot take pytest
     data = (pickle.dumps(_Calls(_reconstruct, np.ndarray, (0,), "b"), protocol=2)[:-1]
             + pickle.dumps((1, (1 << 28,), np.dtype("O"), False, [None]), protocol=2)[2:-1] + b"b.")
-    code = ("import sys; from referee.audit.readers.safepickle import loads; a = loads(sys.stdin.buffer.read()); "
-            "print(a.pickled_class, a.shape)")
+    code = ("import sys; from referee.audit.ingest.readers.safepickle import loads; "
+            "a = loads(sys.stdin.buffer.read()); print(a.pickled_class, a.shape)")
     proc = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert proc.returncode == 0, proc.stderr[-500:]

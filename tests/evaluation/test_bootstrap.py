@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from referee.evaluation.bootstrap import BootstrapSpec, bootstrap_rates, bootstrap_stat, percentile, resample_cells

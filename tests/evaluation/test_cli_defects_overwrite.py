@@ -129,7 +129,7 @@ def test_replay_refuses_out_over_an_input(referee_cli, work, target):
 
 
 def test_replay_refuses_out_over_its_policy_file(referee_cli, work):
-    from referee.audit.policyfile import POLICY_DIR
+    from referee.audit.decide.policyfile import POLICY_DIR
 
     shutil.copy(POLICY_DIR / "strict.yaml", work / "mine.yaml")
     before = snapshot(work)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from referee.audit.policyfile import SHIPPED, load_policy
-from referee.audit.replay import replay_record
+from referee.audit.decide.policyfile import SHIPPED, load_policy
+from referee.audit.present.replay import replay_record
 from referee.evaluation.compare import _RecordMemo, policy_methods, replay_disposition
 from referee.evaluation.dataset import iter_records
 from referee.evaluation.synthetic import write_synthetic

@@ -1,5 +1,5 @@
-"""Every CSV `referee eval` reads (gold, split, predictions) goes through `referee.csvrows.dict_rows`: a cell past the
-csv module's field limit (issue 30 acceptance finding 2: exit 3 "field larger than field limit" before), a line past
+"""Every CSV `referee eval` reads (gold, split, predictions) goes through `referee.core.csvrows.dict_rows`: a cell past
+the csv module's field limit (issue 30 acceptance finding 2: exit 3 "field larger than field limit" before), a line past
 the line cap or a quote never closed is a one-line error naming the file and the line, exit 2."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from referee.csvrows import dict_rows
+from referee.core.csvrows import dict_rows
+from referee.core.jsonio.depth import MAX_LINE_CHARS
 from referee.errors import GoldError
-from referee.jsondepth import MAX_LINE_CHARS
 from tests.evaluation.helpers import record, write_jsonl
 
 LONG = "b" * 200_000

@@ -9,8 +9,15 @@ import pytest
 from referee.evaluation.baselines import auditor_method, baselines
 from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import tally
-from referee.evaluation.equal_load import (GATE, at_equal_load, difference, difference_interval, gate_at_load,
-                                           joint_cell, marginals)
+from referee.evaluation.equal_load import (
+    GATE,
+    at_equal_load,
+    difference,
+    difference_interval,
+    gate_at_load,
+    joint_cell,
+    marginals,
+)
 from referee.evaluation.gold import load_gold
 from referee.evaluation.metrics import Confusion
 from referee.evaluation.render import equal_load_table, render

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from referee.jsondepth import MAX_LINE_CHARS
+from referee.core.jsonio.depth import MAX_LINE_CHARS
 from tests.evaluation.helpers import FAIL_MARK, record, write_jsonl
 
 DEEP = "[" * 5000 + "]" * 5000

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from referee.core.llm import LLMClient, LLMConfig
 from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.intervention import run_intervention, summarize
 from referee.evaluation.judges import JudgeCache, TraceJudge, judge_input, parse_state
-from referee.llm import LLMClient, LLMConfig
 from tests.evaluation.helpers import FAIL_MARK, biased_judge, record, write_jsonl
 
 OK_OBS = "Saved. The list now shows the new item."

@@ -18,8 +18,8 @@ pytest.importorskip("zstandard")
 
 from inspect_ai.log import read_eval_log  # noqa: E402
 
-from referee.audit.pipeline import audit_trace  # noqa: E402
-from referee.audit.readers import read_traces  # noqa: E402
+from referee.audit.ingest.readers import read_traces  # noqa: E402
+from referee.audit.run.pipeline import audit_trace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

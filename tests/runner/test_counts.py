@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from referee.grader.results import AgentOutcome, Attempt, RunResults, StepResult, ValidatorResult, summarize
-from tests.runner.inprocess import home as _home, referee, run_in_process
+from tests.runner.inprocess import home as _home
+from tests.runner.inprocess import referee, run_in_process
 from tests.runner.runner_helpers import write_plan
 
 AGENT = '''\

@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from tests.runner.inprocess import home as _home, run_in_process
+from tests.runner.inprocess import home as _home
+from tests.runner.inprocess import run_in_process
 from tests.runner.runner_helpers import app_block, write_plan
 
 SECRET = "s3cr3t-t0k3n-4417"

@@ -113,5 +113,5 @@ def test_doctests():
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module("referee.fstree"), optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(importlib.import_module("referee.core.fstree"), optionflags=doctest.ELLIPSIS)
     assert result.attempted and not result.failed

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.keys import load_key
+from referee.rundir.keys import load_key
 
 
 def _sh(tmp_path: Path, body: str) -> str:

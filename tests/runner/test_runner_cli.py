@@ -11,8 +11,18 @@ import time
 
 import pytest
 
-from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, find_run_dirs, kill_marked,
-                                          kill_quietly, pid_alive, wait_dead, wait_unmarked, write_plan)
+from tests.runner.runner_helpers import (
+    agent_cmd,
+    app_block,
+    assert_one_line_error,
+    find_run_dirs,
+    kill_marked,
+    kill_quietly,
+    pid_alive,
+    wait_dead,
+    wait_unmarked,
+    write_plan,
+)
 
 VALIDATOR_KINDS = ["http_status_eq", "http_body_contains", "json_path_eq", "file_exists", "text_contains",
                    "regex_match", "command_exit_code", "sql_row_present", "ddb_row_present"]

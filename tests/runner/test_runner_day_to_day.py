@@ -414,7 +414,7 @@ def test_latest_link_and_grade_or_report_of_a_plans_runs_folder(tmp_path, refere
 
 @pytest.mark.parametrize("name", ["referee.plan.selection", "referee.plan.preflight", "referee.grader.outcome",
                                   "referee.report.steplines", "referee.report.agentout", "referee.report.html_steps",
-                                  "referee.runfolders", "referee.grader.results"])
+                                  "referee.rundir.folders", "referee.grader.results"])
 def test_doctests(name):
     import doctest
     import importlib

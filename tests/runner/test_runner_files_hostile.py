@@ -133,8 +133,8 @@ def test_report_audit_and_grade_read_no_fifo_planted_as_results(fifo_run, tmp_pa
 
 def test_the_grader_neither_reads_nor_writes_a_cache_through_a_planted_link_or_fifo(tmp_path):
     from referee.grader.evidence import RunEvidence
-    from referee.keys import SigningKey
-    from referee.rundir import Manifest
+    from referee.rundir.keys import SigningKey
+    from referee.rundir.schema import Manifest
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -296,7 +296,8 @@ def test_junit_and_html_stay_valid_and_escaped(notes_run):
     assert rc == 0 and "\x1b" not in out, err
 
 
-@pytest.mark.parametrize("name", ["referee.fsutil", "referee.safetext", "referee.plan.model", "referee.runner.run"])
+@pytest.mark.parametrize("name", ["referee.core.fsutil", "referee.core.safetext", "referee.plan.model",
+                         "referee.runner.run"])
 def test_doctests(name):
     import doctest
     import importlib

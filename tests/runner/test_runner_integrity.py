@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import base_cli_env, run_cli
+from tests.runner.runner_helpers import agent_cmd, app_block, assert_one_line_error, do_run, sha256, write_plan
 from tests.support.sealing import reseal
-from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, do_run, sha256,
-                                          write_plan)
 
 
 @pytest.fixture(scope="module")

@@ -87,8 +87,8 @@ def test_the_page_captures_read_comes_from_a_second_chromium_no_agent_can_reach(
     """The capture browser starts on first use, has no DevTools port (Playwright's pipe only), is given the
     runner's context's cookies (HttpOnly too), and under a root runner runs as its own account."""
     pytest.importorskip("playwright.sync_api")
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Echo(BaseHTTPRequestHandler):
         def log_message(self, *a):

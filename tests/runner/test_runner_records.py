@@ -1,4 +1,4 @@
-"""The run directory's schema (referee.rundir): every capture kind's record round-trips through its
+"""The run directory's schema (referee.rundir.schema): every capture kind's record round-trips through its
 model, a failed capture is written one way, claims.json is versioned, and a run directory written
 before records had a version still grades exactly as it did."""
 
@@ -11,14 +11,28 @@ from pathlib import Path
 
 import pytest
 
-from referee.audit.readers import read_traces
-from referee.audit.readers.referee_run import allowing_unsigned
+from referee.audit.ingest.readers import read_traces
+from referee.audit.ingest.readers.referee_run import allowing_unsigned
 from referee.errors import EvidenceError
 from referee.grader import grade
-from referee.report.outputs import grade_to_disk
 from referee.plan.captures import BUILTIN_SPECS, capture_specs
-from referee.rundir import (RECORD_MODELS, AriaRecord, CaptureFailure, Claim, CommandRecord, DdbRecord, FileRecord,
-                            HttpRecord, SqlRecord, dump_record, parse_claims, parse_record, read_claims, sniff_record)
+from referee.report.outputs import grade_to_disk
+from referee.rundir.schema import (
+    RECORD_MODELS,
+    AriaRecord,
+    CaptureFailure,
+    Claim,
+    CommandRecord,
+    DdbRecord,
+    FileRecord,
+    HttpRecord,
+    SqlRecord,
+    dump_record,
+    parse_claims,
+    parse_record,
+    read_claims,
+    sniff_record,
+)
 from referee.runner.captures import CaptureContext, CaptureFailed, captures, load_builtin, write_failure
 from tests.runner.old_run_dir import write_old_run_dir
 
@@ -273,9 +287,9 @@ def test_an_old_error_json_the_manifest_does_not_flag_is_still_a_failed_capture(
     got = {s.id: (s.verdict, s.reason) for s in grade(old_run, allow_unsigned=True).steps}
     assert got["broken"] == OLD_VERDICTS["broken"][:2]
     # and the auditor's reader says so too
-    from referee.audit.readers.referee_run import observe
+    from referee.audit.ingest.readers.referee_run import observe
     from referee.grader.evidence import RunEvidence
-    from referee.rundir import read_manifest
+    from referee.rundir.schema import read_manifest
 
     ev = RunEvidence(old_run, read_manifest(old_run))
     obs = observe(ev, [f for f in ev.manifest.files if f.step == "broken"])
@@ -300,7 +314,8 @@ def test_a_record_edited_after_capture_is_refused_by_the_grader_and_the_auditor(
     assert "forged" not in step.reason
 
 
-@pytest.mark.parametrize("name", ["referee.rundir", "referee.plan.script", "referee.audit.readers.referee_run",
+@pytest.mark.parametrize("name", ["referee.rundir.schema", "referee.plan.script",
+                         "referee.audit.ingest.readers.referee_run",
                                   "referee.runner.captures.base"])
 def test_doctests(name):
     import doctest

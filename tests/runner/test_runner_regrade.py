@@ -14,8 +14,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import base_cli_env, run_cli
-from tests.runner.runner_helpers import (agent_cmd, app_block, assert_one_line_error, do_run, kill_marked,
-                                          kill_quietly, pid_alive, sha256, wait_dead, write_plan)
+from tests.runner.runner_helpers import (
+    agent_cmd,
+    app_block,
+    assert_one_line_error,
+    do_run,
+    kill_marked,
+    kill_quietly,
+    pid_alive,
+    sha256,
+    wait_dead,
+    write_plan,
+)
 
 
 def _mixed_plan(W: Path) -> dict:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from referee.core.registry import Registry
 from referee.errors import PlanError
 from referee.plan.loader import load_plan_text
-from referee.registry import Registry
-from referee.rundir import FileEntry, is_record, parse_record
+from referee.rundir.schema import FileEntry, is_record, parse_record
 from referee.runner.run import _reported_failure
 
 PLAN = """

@@ -193,8 +193,8 @@ def _edit_json(path: Path, fn) -> None:
 
 def _forge_seal_with_another_key(d: Path) -> None:
     """A seal an attacker computes over the edited manifest with a key of its own, naming ours."""
-    from referee.keys import SigningKey
-    from referee.seal import FileDigest, Seal, sign
+    from referee.rundir.keys import SigningKey
+    from referee.rundir.seal import FileDigest, Seal, sign
 
     old = Seal.model_validate_json((d / "seal.json").read_bytes())
     _edit_json(d / "manifest.json", lambda m: m.update(error=None, actor="someone else"))
@@ -315,7 +315,7 @@ def test_a_run_sealed_with_another_key_cannot_be_checked_here(copy, tmp_path):
     rc, run, _, _ = grade_cli(copy, env=env)  # no key there at all: grading never makes one
     assert_refused(rc, run, "seal.json: cannot be checked here: no signing key at", "REFEREE_KEY_FILE")
     assert not (tmp_path / "other" / "key").exists()
-    from referee.keys import load_key
+    from referee.rundir.keys import load_key
 
     load_key(path=tmp_path / "other" / "key")
     rc, run, _, _ = grade_cli(copy, env=env)
@@ -330,7 +330,7 @@ def test_a_run_sealed_with_another_key_cannot_be_checked_here(copy, tmp_path):
     ("directory", "the signing key is not a regular file"),
 ])
 def test_an_exposed_key_file_is_refused_in_one_line(copy, tmp_path, how, words):
-    from referee.keys import load_key
+    from referee.rundir.keys import load_key
 
     key = tmp_path / "keys" / "key"
     if how == "directory":
@@ -362,7 +362,7 @@ def test_the_agent_is_not_told_where_the_key_is(run_plan, signing_key):
 
 def test_runners_starting_at_once_make_one_key(tmp_path):
     key = tmp_path / "fresh" / "key"
-    code = "from referee.keys import load_key; print(load_key().key_id)"
+    code = "from referee.rundir.keys import load_key; print(load_key().key_id)"
     env = {**base_cli_env(), "REFEREE_KEY_FILE": str(key)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(6)]
@@ -447,8 +447,8 @@ def test_a_killed_run_stays_gradeable_and_verifies(tmp_path):
 
 def test_the_seal_holds_at_every_moment_of_every_write(tmp_path, monkeypatch):
     """Kill the writer before each file replacement of a run's writes: what is on disk always verifies."""
-    import referee.seal as seal_mod
-    from referee.keys import load_key
+    import referee.rundir.seal as seal_mod
+    from referee.rundir.keys import load_key
 
     key = load_key()
     writes = [dict(manifest=b'{"m": 0}', claims=b"{}"), dict(claims=b'{"a": 1}'), dict(manifest=b'{"m": 1}'),
@@ -489,7 +489,8 @@ def test_the_seal_holds_at_every_moment_of_every_write(tmp_path, monkeypatch):
     assert total >= 10, total
 
 
-@pytest.mark.parametrize("name", ["referee.keys", "referee.seal", "referee.grader.verify", "referee.fsutil",
+@pytest.mark.parametrize("name", ["referee.rundir.keys", "referee.rundir.seal", "referee.grader.verify",
+                         "referee.core.fsutil",
                                   "referee.report.console", "referee.grader.results"])
 def test_doctests(name):
     import doctest

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.conftest import base_cli_env
-from tests.runner.runner_helpers import app_block, agent_cmd, do_run, write_plan
+from tests.runner.runner_helpers import agent_cmd, app_block, do_run, write_plan
 
 
 def _steps(W, pg, ddb):

@@ -59,7 +59,7 @@ Path(os.environ["REFEREE_CLAIM_FILE"]).write_text('{"pass": true}')
 
 def test_an_agent_driving_the_browser_reads_and_writes_nothing_more_through_it(tmp_path):
     key = Path(os.environ["REFEREE_KEY_FILE"])
-    from referee.keys import load_key
+    from referee.rundir.keys import load_key
 
     load_key(path=key)
     locked = tmp_path / "root-only"

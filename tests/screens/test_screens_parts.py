@@ -11,7 +11,7 @@ from referee.lint import ControlView
 from referee.ocr import CALLS, ocr_bytes, ocr_cached
 from referee.plan import load_plan_text
 from referee.plan.script import parse_script
-from referee.rundir import CaptureFailure, parse_record
+from referee.rundir.schema import CaptureFailure, parse_record
 from referee.runner.captures.base import CaptureContext, CaptureFailed, write_failure
 from referee.runner.captures.screens import AriaCapture, DomCapture, ScreenshotCapture
 from referee.validators import checker

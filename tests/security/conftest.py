@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.security.sec_helpers import (cli, cli_env, hostile_cmd, hung, kill_token, make_base, remove_tree,
-                                        run_dirs)
+from tests.security.sec_helpers import cli, cli_env, hostile_cmd, hung, kill_token, make_base, remove_tree, run_dirs
 
 HERE = Path(__file__).resolve().parent
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from referee import fstree
+from referee.core import fstree
 
 HOME_PREFIX = "referee-agent-home-"  # runner.HOME_PREFIX
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from referee.keys import load_key
-from referee.seal import SEAL_FILE, FileDigest, Seal, read_seal, sign
+from referee.rundir.keys import load_key
+from referee.rundir.seal import SEAL_FILE, FileDigest, Seal, read_seal, sign
 
 
 def reseal(run_dir: Path) -> Seal:

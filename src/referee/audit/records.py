@@ -93,7 +93,7 @@ class TokenUsage(_Model):
 
 class OverBudgetNote(_Model):
     """The record budget a run's audit went over (`limit`), and that budget: its record is `review`, and a resume
-    leaves it unless the budget of that limit is raised (referee.audit.budget)."""
+    leaves it unless the budget of that limit is raised (referee.audit.run.budget)."""
 
     limit: Literal["cpu", "wall", "memory"]
     cpu_s: float

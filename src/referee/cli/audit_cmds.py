@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
+from referee.core.safetext import visible
+from referee.core.timeouts import MAX_RETRIES, check_seconds
 from referee.errors import UsageError
-from referee.safetext import visible
-from referee.timeouts import MAX_RETRIES, check_seconds
 
 
 def _progress(enabled: bool):
@@ -48,12 +48,12 @@ class _NoProgress:
 
 def _make_backends(backend: str, claims: str, base_url, model, concurrency, timeout, max_retries, tools=None,
                    **llm_options):
-    """Both backends through their registries (referee.audit.backends); the LLM client is made only when
+    """Both backends through their registries (referee.audit.run.backends); the LLM client is made only when
     a chosen backend declares `needs_llm`. `llm_options`: the other LLMConfig fields the command line sets."""
-    from referee.audit.backends import make_backends
+    from referee.audit.run.backends import make_backends
 
     def llm_client():
-        from referee.llm import LLMClient, LLMConfig
+        from referee.core.llm import LLMClient, LLMConfig
 
         return LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency, timeout_s=timeout,
                                             max_retries=max_retries, **llm_options))
@@ -221,12 +221,12 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     """
     import time
 
-    from referee.audit.readers.referee_run import allowing_unsigned
+    from referee.audit.ingest.readers.referee_run import allowing_unsigned
 
     # run directories are read inside this command only: the setting ends with it
     click.get_current_context().with_resource(allowing_unsigned(allow_unsigned))
 
-    from referee.audit.inputs import InputItem, InputOptions, expand_args, own_outputs, pickle_only_folders, walk
+    from referee.audit.ingest.inputs import InputItem, InputOptions, expand_args, own_outputs, pickle_only_folders, walk
 
     traces = expand_args(traces)
     cache = cache or out.with_name(out.name + ".cache.sqlite")
@@ -251,14 +251,14 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                          f"{', '.join(map(str, traces))}",
                          fix="check the pattern: it is matched against the path below the walked folder or the name")
 
-    from referee.executors import check_options
+    from referee.core.executors import check_options
 
     ex_options = check_options(executor_kind, workers, scheduler, chunk_size)
-    from referee.audit.cache import EvidenceCache
-    from referee.audit.auditfile import iter_records
-    from referee.audit.pipeline import Auditor, audit_files
-    from referee.audit.policyfile import load_policy
-    from referee.audit.summary import render, summarize
+    from referee.audit.decide.policyfile import load_policy
+    from referee.audit.present.summary import render, summarize
+    from referee.audit.run.auditfile import iter_records
+    from referee.audit.run.cache import EvidenceCache
+    from referee.audit.run.pipeline import Auditor, audit_files
     from referee.audit.trace import GoldScorer
 
     if runs is not None and runs < 1:
@@ -276,12 +276,12 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
                               connect_timeout_s=connect_timeout, max_tokens=max_tokens, temperature=temperature,
                               api_key_env=api_key_env)
     n_runs = runs or backends.default_runs
-    from referee.audit.parallel import executor_for
+    from referee.audit.run.parallel import executor_for
 
     executor = executor_for(backends.client is not None, ex_options, workers_given=workers is not None,
                             say=lambda m: click.echo(m, err=True))
     cache_db = EvidenceCache(cache)
-    from referee.audit.budget import RecordBudget
+    from referee.audit.run.budget import RecordBudget
 
     # a backend that waits on a model runs on threads: the record budget holds for those that compute
     budget = None if backends.client is not None else RecordBudget(record_cpu_s, record_wall_s, record_memory_mib)
@@ -369,7 +369,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     page = summary_md is not None or bool(os.environ.get("GITHUB_STEP_SUMMARY"))
 
     def records():
-        from referee.audit.ci import case_of
+        from referee.audit.present.ci import case_of
 
         # the newest record of each run_id; a damaged line the resume warned of (and left) is passed over here too
         for _, rec in iter_records(out, skip_damaged=True):
@@ -394,7 +394,7 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
     # skipping was asked for: each fix's "or pass --on-error skip" is noise, in the listing and the summary alike
     errors = [e.replace(" or pass --on-error skip", "") for e in stats.errors] if skip_explicit else stats.errors
     if summary_json:
-        from referee.fsutil import atomic_write_json
+        from referee.core.fsutil import atomic_write_json
 
         atomic_write_json(summary_json, {**summary.as_dict(), "written": stats.written, "elapsed_s": elapsed,
                                          "backend_calls": auditor.backend_calls, "errors": errors,
@@ -418,9 +418,9 @@ def audit(traces, fmt, include, allow_pickle, backend, claims, tools, policy, ru
 
 def _ci_outputs(summary, looked_at: list, cases: list, out: Path, summary_json: Path | None,
                 summary_md: Path | None, junit: Path | None) -> None:
-    """--junit, --summary-md and $GITHUB_STEP_SUMMARY (referee/audit/ci.py); one that cannot be written is a
+    """--junit, --summary-md and $GITHUB_STEP_SUMMARY (referee/audit/present/ci.py); one that cannot be written is a
     warning: the audit file stands."""
-    from referee.audit.ci import audit_markdown, write_audit_junit
+    from referee.audit.present.ci import audit_markdown, write_audit_junit
     from referee.report.markdown import emit_summary
 
     try:
@@ -479,7 +479,7 @@ def _show_set(show: str) -> set[str]:
 
 def _list_runs(out: Path, records: list, shown: set[str], limit: int | None, n_review: int) -> None:
     """The runs to look at, one line each, and how many went to review when those are not listed."""
-    from referee.audit.show import flag_lines
+    from referee.audit.present.show import flag_lines
 
     lines = list(flag_lines(records, shown, limit))
     if lines:
@@ -498,7 +498,7 @@ def _list_runs(out: Path, records: list, shown: set[str], limit: int | None, n_r
 @click.option("--format", "fmt", default=None, help="Format of --traces (default: sniffed).")
 def show_cmd(audit_file, run_id, traces, fmt):
     """Print one audit record readably: claim, evidence with its cited steps, disposition and why."""
-    from referee.audit.show import find_record, find_view, render_record
+    from referee.audit.present.show import find_record, find_view, render_record
 
     rec = find_record(audit_file, run_id)
     if rec is None:
@@ -513,9 +513,9 @@ def show_cmd(audit_file, run_id, traces, fmt):
 
 def _preview_run_dirs(paths) -> bool:
     """Say, per run directory given, what is graded and what will be audited; False when nothing will be."""
-    from referee.audit.pipeline import run_dirs_under
-    from referee.audit.readers import is_trajectory_file
-    from referee.audit.readers.referee_run import describe_run_dir, is_run_dir
+    from referee.audit.ingest.readers import is_trajectory_file
+    from referee.audit.ingest.readers.referee_run import describe_run_dir, is_run_dir
+    from referee.audit.run.pipeline import run_dirs_under
     from referee.errors import RefereeError
 
     anything = False
@@ -549,12 +549,11 @@ def _preview_run_dirs(paths) -> bool:
               help="gold labels (CSV or JSONL: run_id, completed), as for `referee eval`, to report misreports")
 def replay(audit_file, policy, out, gold):
     """Recompute trace states and dispositions under another policy, from cached evidence only (no model)."""
-    from referee.audit.policyfile import load_policy
-    from referee.audit.replay import replay_file
-    from referee.audit.summary import AuditSummary, render
-
-    from referee.audit.inputs import own_outputs
-    from referee.lockfile import exclusive
+    from referee.audit.decide.policyfile import load_policy
+    from referee.audit.ingest.inputs import own_outputs
+    from referee.audit.present.replay import replay_file
+    from referee.audit.present.summary import AuditSummary, render
+    from referee.core.lockfile import exclusive
 
     lp = load_policy(policy)
     to_file = out is not None and str(out) != "-"
@@ -596,8 +595,8 @@ def replay(audit_file, policy, out, gold):
 @click.option("--json", "json_mode", is_flag=True, help="Print the table as JSON.")
 def readers(json_mode):
     """List the trace readers: the format name for --format, what each needs, and how it is sniffed."""
-    from referee.audit.readers import reader_infos, trace_readers
-    from referee.registry import check_plugins
+    from referee.audit.ingest.readers import reader_infos, trace_readers
+    from referee.core.registry import check_plugins
 
     rows = reader_infos()
     check_plugins(trace_readers)  # a listing that quietly left a broken plugin out looks complete

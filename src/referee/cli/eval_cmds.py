@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
+from referee.core.timeouts import MAX_RETRIES
 from referee.errors import UsageError
-from referee.timeouts import MAX_RETRIES
 
 DEFAULT_CMD = "report"
 
@@ -74,7 +74,7 @@ def _emit(text: str | None, output: Path | None) -> None:
     if text is None:
         return
     if output is not None:
-        from referee.fsutil import atomic_write_text
+        from referee.core.fsutil import atomic_write_text
 
         atomic_write_text(output, text if text.endswith("\n") else text + "\n")
         click.echo(f"wrote {output}", err=True)
@@ -83,7 +83,7 @@ def _emit(text: str | None, output: Path | None) -> None:
 
 
 def _client(model, base_url, concurrency):
-    from referee.llm import LLMClient, LLMConfig
+    from referee.core.llm import LLMClient, LLMConfig
 
     return LLMClient(LLMConfig.from_env(base_url, model, concurrency=concurrency))
 
@@ -127,7 +127,7 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
                level, fmt, model, base_url, votes, k, concurrency, max_retries, cache_dir, as_json, as_markdown,
                output) -> None:
     """Score every method and policy on AUDIT.jsonl against gold labels, with bootstrap intervals."""
-    from referee.audit.inputs import own_outputs
+    from referee.audit.ingest.inputs import own_outputs
     from referee.evaluation.bootstrap import BootstrapSpec
     from referee.evaluation.run import EvalOptions, run_eval
 
@@ -190,7 +190,7 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
 def intervention_cmd(traces, gold_path, audit, resamples, seed, level, fmt, model, base_url, votes, k, concurrency,
                      max_retries, cache_dir, as_json, as_markdown, output) -> None:
     """Run one trace judge with and without the report on the same records: recall shift, flips, sign test."""
-    from referee.audit.inputs import own_outputs
+    from referee.audit.ingest.inputs import own_outputs
     from referee.evaluation.run import run_intervention_cmd
 
     own_outputs([traces, gold_path, *([audit] if audit else [])], output=output)
@@ -203,7 +203,7 @@ def intervention_cmd(traces, gold_path, audit, resamples, seed, level, fmt, mode
         _emit(rep.model_dump_json(indent=2), output)
         return
     from referee.evaluation.intervention import intervention_lines
-    from referee.evaluation.render import detection_table, gating_table, to_markdown, print_rich
+    from referee.evaluation.render import detection_table, gating_table, print_rich, to_markdown
 
     tables = [detection_table(None, rep.gated, "Claim-gated detection view"),
               gating_table(None, rep.gated, "Claim-gated gating view")]
@@ -253,7 +253,7 @@ def gold_cmd(traces, fmt, output, gold_scorer, gold_threshold, on_error) -> None
 
     TRACES are what `referee audit` takes: trace files, run folders, folders walked for them, quoted globs.
     """
-    from referee.audit.inputs import expand_args, own_outputs
+    from referee.audit.ingest.inputs import expand_args, own_outputs
     from referee.cli.audit_cmds import _warn
     from referee.evaluation.gold import gold_from_traces, write_gold
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from referee.core.safetext import for_console
 from referee.errors import RefereeError, UsageError
-from referee.safetext import for_console
 
 
 @click.command()

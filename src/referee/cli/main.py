@@ -11,9 +11,9 @@ from typing import Any, Iterator
 
 import click
 
+from referee.core.safetext import visible
+from referee.core.stopsignals import handling
 from referee.errors import RefereeError
-from referee.safetext import visible
-from referee.stopsignals import handling
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
@@ -82,7 +82,7 @@ def _stop(signum: int, frame: object) -> None:
 def stop_signals() -> Iterator[None]:
     """SIGTERM and SIGHUP end a command as Ctrl-C does: a job runner's timeout or a closed terminal would
     otherwise kill this process where it stands, and the pool workers it started would outlive it, holding
-    its output pipes open (`nohup` is kept: see referee.stopsignals).
+    its output pipes open (`nohup` is kept: see referee.core.stopsignals).
 
     A handler runs wherever the main thread is, and where that is a garbage-collection callback or a
     `__del__` (Dask registers one), Python prints "Exception ignored" and drops the Stopped: the signal is

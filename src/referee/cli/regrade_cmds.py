@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from referee.core.safetext import for_console
 from referee.errors import UsageError
-from referee.safetext import for_console
 
 
 def _is_regrade(folder: Path) -> bool:
@@ -19,7 +19,7 @@ def _is_regrade(folder: Path) -> bool:
 def check_regrade_folders(run_dirs) -> int | None:
     """Given only regrade folders, check each against its seal (exit 1 when one does not hold); None otherwise."""
     from referee.grader.regrade import verify_regrade
-    from referee.keys import existing_key
+    from referee.rundir.keys import existing_key
 
     folders = [Path(d) for d in run_dirs]
     if not folders or not all(_is_regrade(f) for f in folders):
@@ -40,14 +40,14 @@ def check_regrade_folders(run_dirs) -> int | None:
 def grade_with_plan(run_dirs, fixed_plan: str, strict: bool, json_mode: bool, allow_unsigned: bool, console,
                     load_checked) -> int:
     """Grade one run's sealed evidence with a corrected plan into RUN/regrades/<stamp>-<plan sha8>/, sealed."""
-    from referee.fsutil import read_regular
+    from referee.core.fsutil import read_regular
     from referee.grader.regrade import regrade
     from referee.grader.verify import open_run
-    from referee.keys import load_key
     from referee.plan.loader import MAX_PLAN_BYTES
     from referee.report.console import integrity_line, summary_line, verdict_table
     from referee.report.regrade_outputs import plans_line, write_regrade
-    from referee.runfolders import resolve_run_dir
+    from referee.rundir.folders import resolve_run_dir
+    from referee.rundir.keys import load_key
 
     if len(run_dirs) != 1:
         raise UsageError(f"--plan re-grades one run; {len(run_dirs)} were given", fix="pass one RUN_DIR with --plan")

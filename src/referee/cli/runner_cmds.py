@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 from rich.text import Text
 
+from referee.core.safetext import for_console, visible
 from referee.errors import RefereeError
-from referee.safetext import for_console, visible
 
 EXIT_INTERRUPTED = 130
 
@@ -67,13 +67,13 @@ def _lint_warnings(loaded, console, cache_dir: Path) -> None:
 def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries, jobs, executor_kind, scheduler,
         summary_md, plan_sha256):
     """Run PLANS with an acting agent, capture evidence, grade every step."""
+    from referee.cli.history_cmds import end_of_run
+    from referee.core.executors import check_options
+    from referee.errors import UsageError
     from referee.plan.selection import check_selection, selected, split_ids
     from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
-    from referee.rundir import RunOptions
-    from referee.errors import UsageError
-    from referee.executors import check_options
+    from referee.rundir.schema import RunOptions
     from referee.runner.run import actor_spec, run_plan
-    from referee.cli.history_cmds import end_of_run
 
     console = _console(json_mode)
     default_agent = None  # the defaults file's agent: only for plans that name no agent of their own
@@ -157,10 +157,10 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
 
 def _with_defaults(**given):
     """Each of `out`, `agent`, `retries`, `jobs` given, as on the command line, else from the defaults file
-    (referee.settings), else the option's own default."""
+    (referee.core.settings), else the option's own default."""
     from click.core import ParameterSource
 
-    from referee.settings import load_defaults
+    from referee.core.settings import load_defaults
 
     ctx = click.get_current_context()
     if isinstance(ctx.obj, dict) and ctx.obj.get("no_defaults"):  # `referee demo` runs its own plans as shipped
@@ -226,8 +226,8 @@ def _run_many(plans, out, strict, json_mode, jobs, executor_kind, scheduler, sum
     """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary.
 
     `plans`: (plan path, its validated text, its --only/-k/--fail-fast/--retries arguments, its --agent)."""
+    from referee.core.executors import check_options
     from referee.errors import UsageError
-    from referee.executors import check_options
     from referee.runner.many import job_for, run_plans
 
     if jobs < 1:
@@ -273,11 +273,11 @@ def grade(run_dirs, strict, json_mode, allow_unsigned, fixed_plan):
 
     A plan's runs folder (`runs/<plan>`) stands for its latest run; a regrade folder (RUN/regrades/...) is
     checked against its seal."""
-    from referee.grader import grade as grade_run
-    from referee.report.outputs import write_outputs
-    from referee.report.console import integrity_line, isolation_line, summary_line, verdict_table
-    from referee.runfolders import resolve_run_dir
     from referee.cli.regrade_cmds import check_regrade_folders, grade_with_plan
+    from referee.grader import grade as grade_run
+    from referee.report.console import integrity_line, isolation_line, summary_line, verdict_table
+    from referee.report.outputs import write_outputs
+    from referee.rundir.folders import resolve_run_dir
 
     console = _console(json_mode)
     if fixed_plan is not None:
@@ -347,7 +347,7 @@ def _load_checked(plans, console, plan_sha256: str | None = None) -> list:
 
 def _isolation_of(run_dir: Path):
     """The manifest's record of how the agent ran; None for an unreadable manifest (the grade said why)."""
-    from referee.rundir import read_manifest
+    from referee.rundir.schema import read_manifest
 
     try:
         return read_manifest(run_dir).isolation
@@ -432,7 +432,7 @@ def kinds(json_mode, actions, tools, readers_):
         return (obj.__doc__ or "").strip().splitlines()[0] if obj.__doc__ else ""
 
     load_builtin()
-    from referee.registry import check_plugins
+    from referee.core.registry import check_plugins
 
     check_plugins(validator_specs, capture_specs)  # a listing that quietly left a broken plugin out looks complete
     table = {"validators": {n: {"summary": k.summary, "params": params(k.Params)} for n, k in validator_specs.items()},
@@ -462,7 +462,7 @@ def _action_kinds(json_mode: bool, tools: str | None) -> int:
 
     catalog = NO_TOOLS
     if tools:
-        from referee.audit.toolmap import load_tool_map
+        from referee.audit.extract.toolmap import load_tool_map
 
         catalog, _ = load_tool_map(Path(tools))
     rows = describe_layers(catalog)

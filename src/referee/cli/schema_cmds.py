@@ -30,7 +30,7 @@ def plan_cmd(output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    from referee.fsutil import atomic_write_text
+    from referee.core.fsutil import atomic_write_text
 
     atomic_write_text(output, text)
     click.echo(f"wrote {output}", err=True)

@@ -75,7 +75,7 @@ def report(run_dirs, allow_unsigned):
     write the run directory. Exit 1 when a seal does not hold.
     """
     from referee.report.outputs import grade_to_disk
-    from referee.runfolders import resolve_run_dir
+    from referee.rundir.folders import resolve_run_dir
 
     code = 0
     for given in run_dirs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
-from referee.registry import Registry
+from referee.core.registry import Registry
 
 if TYPE_CHECKING:
     from referee.audit.records import AuditRecord
@@ -114,9 +114,9 @@ def load_predictions(path) -> dict[str, str]:
     """Read a JSONL or CSV of {run_id, disposition} (another tool's verdicts) into a table."""
     from pathlib import Path
 
-    from referee.csvrows import dict_rows
+    from referee.core.csvrows import dict_rows
+    from referee.core.jsonio.depth import json_lines
     from referee.errors import UsageError
-    from referee.jsondepth import json_lines
 
     path = Path(path)
     out: dict[str, str] = {}

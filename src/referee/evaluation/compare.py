@@ -2,7 +2,7 @@
 
 Replaying a record under a policy re-derives the task class with the policy's rule, re-checks
 each cached extraction run, re-votes and re-disposes, reading only the record: the pieces of
-`referee.audit.decide` (the one place that decides), memoised here so that several policies share
+`referee.audit.decide.decision` (the one place that decides), memoised here so that several policies share
 one classification and one set of run states per record (about twice as fast as copying the record
 per policy).
 """
@@ -23,7 +23,7 @@ def shipped_policies() -> tuple[str, ...]:
     >>> "causal" in shipped_policies()
     True
     """
-    from referee.audit.policyfile import SHIPPED
+    from referee.audit.decide.policyfile import SHIPPED
 
     return tuple(SHIPPED)
 
@@ -47,7 +47,7 @@ class _RecordMemo:
 def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     """The disposition of one audit record under another policy, from its cached evidence only.
 
-    >>> from referee.audit.policyfile import load_policy
+    >>> from referee.audit.decide.policyfile import load_policy
     >>> from referee.audit.records import AuditRecord
     >>> ev = {"action": {"value": "yes", "support": [1]}, "final_supports_goal": {"value": "unknown"}}
     >>> rec = AuditRecord(run_id="r", task="Do a thing", task_class="other", claim={"label": "success"},
@@ -56,9 +56,9 @@ def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     >>> replay_disposition(rec, load_policy("causal")), replay_disposition(rec, load_policy("low-load"))
     ('review', 'pass')
     """
-    from referee.audit.decide import disposition_of, run_states
-    from referee.audit.taskclass import classify_task
-    from referee.audit.votes import vote
+    from referee.audit.decide.decision import disposition_of, run_states
+    from referee.audit.decide.taskclass import classify_task
+    from referee.audit.decide.votes import vote
 
     memo = memo or _RecordMemo()
     policy = loaded.policy
@@ -86,7 +86,7 @@ def policy_method(name_or_path: str, memo: _RecordMemo | None = None) -> Method:
 
     Methods built with the same `memo` share per-record work; use one memo per evaluation pass.
     """
-    from referee.audit.policyfile import load_policy
+    from referee.audit.decide.policyfile import load_policy
 
     memo = memo or _RecordMemo()
     loaded = load_policy(name_or_path)
@@ -120,8 +120,8 @@ def gate_for_records(audit: Path | None) -> Gate:
     if name is None:
         return claim_gate
     try:
-        from referee.audit.disposition import dispose
-        from referee.audit.policyfile import load_policy_model
+        from referee.audit.decide.disposition import dispose
+        from referee.audit.decide.policyfile import load_policy_model
 
         policy = load_policy_model(name)
     except (ImportError, RefereeError):

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-
-from referee.audit.auditfile import AuditFileError, index_latest, iter_records  # noqa: F401 (one reader of audit files)
+from referee.audit.run.auditfile import AuditFileError, index_latest, iter_records  # noqa: F401 (one reader of audit files)
 from referee.errors import RefereeError
 from referee.evaluation.baselines import Method
 from referee.evaluation.equal_load import GATE, N_JOINT, joint_cell

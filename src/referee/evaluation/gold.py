@@ -9,9 +9,9 @@ from typing import Callable, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from referee.csvrows import dict_rows
+from referee.core.csvrows import dict_rows
+from referee.core.jsonio.depth import json_lines
 from referee.errors import GoldError
-from referee.jsondepth import json_lines
 
 ClaimLabel = Literal["success", "failure_or_incomplete", "unclear"]
 GOLD_COLUMNS: tuple[str, ...] = ("run_id", "completed", "claim", "group", "split", "task", "note")
@@ -145,7 +145,7 @@ def load_gold(path: Path) -> dict[str, Gold]:
 def write_gold(path: Path, labels: Iterable[GoldLabel]) -> int:
     """Write gold labels as JSONL (or CSV when the path ends in .csv), atomically; returns the count. Both carry
     every field a label has (a CSV's empty cell is a field left out), so `eval split --by-task` works on either."""
-    from referee.fsutil import atomic_write_text
+    from referee.core.fsutil import atomic_write_text
 
     labels = list(labels)
     path = Path(path)
@@ -181,7 +181,7 @@ def gold_from_traces(paths: Path | Iterable[Path], fmt: str | None = None, score
     `on_note` hears why it is no trace.
     `outputs` (real paths, as `own_outputs` gives them) are never read as traces by a walk.
     """
-    from referee.audit.inputs import InputOptions, iter_inputs
+    from referee.audit.ingest.inputs import InputOptions, iter_inputs
     from referee.audit.trace import GoldScorer
 
     paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Literal
 
-from referee.audit.votes import vote  # the auditor's own k-of-n rule: a 2-2 tie is unknown
+from referee.audit.decide.votes import vote  # the auditor's own k-of-n rule: a 2-2 tie is unknown
 
 if TYPE_CHECKING:
-    from referee.llm import LLMClient
+    from referee.core.llm import LLMClient
 
 JudgeName = Literal["claim-aware", "prompt-blind"]
 JUDGES: tuple[str, ...] = ("claim-aware", "prompt-blind")
@@ -68,7 +68,7 @@ def judge_input(trace, judge: str) -> JudgeInput:
     >>> [("Done!" in judge_input(t, judge).messages[1]["content"]) for judge in ("claim-aware", "prompt-blind")]
     [True, False]
     """
-    from referee.audit.view import build_view, canonical_json
+    from referee.audit.view.blind import build_view, canonical_json
 
     if judge not in JUDGES:
         from referee.errors import UsageError
@@ -113,8 +113,8 @@ class JudgeCache:
 
     def __post_init__(self) -> None:
         if self.path is not None and Path(self.path).exists():
-            from referee.fsutil import iter_jsonl
-            from referee.jsondepth import loads
+            from referee.core.fsutil import iter_jsonl
+            from referee.core.jsonio.depth import loads
 
             for _, line in iter_jsonl(Path(self.path)):
                 try:
@@ -194,7 +194,7 @@ _SCHEMA = {"type": "object", "properties": {"trace_state": {"type": "string", "e
 
 def iter_traces(path: Path, fmt: str | None, wanted: set[str] | None = None) -> Iterator:
     """Stream the traces of a file (any registered reader), only those whose run_id is in `wanted`."""
-    from referee.audit.inputs import iter_inputs
+    from referee.audit.ingest.inputs import iter_inputs
 
     for item in iter_inputs([Path(path)], fmt):  # a file, a run folder, or a folder of them
         if item.error is not None:

@@ -89,8 +89,8 @@ PLOT_FORMATS = ("png", "pdf", "svg")  # what matplotlib writes without another p
 def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> list[str]:
     """Draw the trade-off at `path` (written atomically), as PNG, PDF or SVG by its suffix; returns names left out
     as undefined (`draw_tradeoff` makes the figure)."""
+    from referee.core.fsutil import atomic_write_bytes
     from referee.errors import UsageError
-    from referee.fsutil import atomic_write_bytes
 
     fmt = Path(path).suffix.lower().lstrip(".") or "png"
     if fmt not in PLOT_FORMATS:

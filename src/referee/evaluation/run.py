@@ -6,14 +6,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from referee.core.timeouts import MAX_RETRIES
 from referee.errors import BackendError, GoldError, UsageError
-from referee.evaluation.baselines import (RECORD_BASELINES, Method, auditor_method, baselines, load_predictions,
-                                          predictions_method)
+from referee.evaluation.baselines import (
+    RECORD_BASELINES,
+    Method,
+    auditor_method,
+    baselines,
+    load_predictions,
+    predictions_method,
+)
 from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import iter_records, some_ids, tally
 from referee.evaluation.gold import load_gold
 from referee.evaluation.results import BreakdownAxis, EvalReport, MethodInfo, evaluate
-from referee.timeouts import MAX_RETRIES
 
 DEFAULT_CACHE_DIR = Path(".referee-cache")
 
@@ -57,9 +63,9 @@ def _judge_methods(opts: EvalOptions, wanted: set[str], notes: list[str]) -> lis
         return []
     if opts.traces is None:
         raise UsageError("--judge needs the traces the audit was made from", fix="pass --traces FILE (and --format)")
+    from referee.core.llm import LLMClient, LLMConfig
     from referee.evaluation.compare import gate_for_records
     from referee.evaluation.judges import JudgeCache, TraceJudge, iter_traces
-    from referee.llm import LLMClient, LLMConfig
 
     k = opts.k or opts.votes // 2 + 1
     cache = JudgeCache((opts.cache_dir or DEFAULT_CACHE_DIR) / "judges.jsonl")
@@ -212,7 +218,7 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     names = [m.name for m in rep.methods]
     for wanted_name in opts.breakdown_for or ():
         if wanted_name not in names:
-            from referee.registry import nearest
+            from referee.core.registry import nearest
 
             raise UsageError(f"--breakdown-for: no method '{wanted_name}' in this report",
                              fix=nearest(wanted_name, names, "methods"))
@@ -223,10 +229,10 @@ def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: s
                          base_url: str | None, votes: int, k: int | None, concurrency: int, cache_dir: Path | None,
                          spec: BootstrapSpec | None, max_retries: int = MAX_RETRIES):
     """Judge every gold-labelled trace with and without its report and summarize the shift."""
+    from referee.core.llm import LLMClient, LLMConfig
     from referee.evaluation.compare import gate_for_records
     from referee.evaluation.intervention import run_intervention, summarize
     from referee.evaluation.judges import JudgeCache, iter_traces
-    from referee.llm import LLMClient, LLMConfig
 
     labels_gold = load_gold(gold)
     reader_claims: dict[str, str] = {}

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from referee.csvrows import dict_rows
+from referee.core.csvrows import dict_rows
+from referee.core.jsonio.depth import json_lines
 from referee.errors import GoldError
-from referee.jsondepth import json_lines
 
 NONE = "(none)"
 

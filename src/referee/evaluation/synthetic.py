@@ -25,12 +25,12 @@ def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tupl
     >>> len(recs), len(gold), recs[0]["run_id"] == gold[0]["run_id"]
     (20, 20, True)
     """
-    from referee.audit.disposition import dispose
-    from referee.audit.policy import check_run
-    from referee.audit.policyfile import load_policy
+    from referee.audit.decide.disposition import dispose
+    from referee.audit.decide.policy import check_run
+    from referee.audit.decide.policyfile import load_policy
+    from referee.audit.decide.taskclass import classify_task
+    from referee.audit.decide.votes import vote
     from referee.audit.records import Finding
-    from referee.audit.taskclass import classify_task
-    from referee.audit.votes import vote
 
     loaded = load_policy("causal")
     policy = loaded.policy
@@ -69,7 +69,7 @@ def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tupl
 
 def write_synthetic(directory: Path, n: int, seed: int = 0, **kw) -> tuple[Path, Path]:
     """Write `audit.jsonl` and `gold.jsonl` under `directory`; returns both paths."""
-    from referee.fsutil import atomic_write_text
+    from referee.core.fsutil import atomic_write_text
 
     recs, gold = synthetic(n, seed, **kw)
     directory = Path(directory)

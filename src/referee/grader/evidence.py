@@ -5,12 +5,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Literal
 
+from referee.core.fsutil import (
+    atomic_write_json,
+    hash_regular,
+    loads_json,
+    own_dir,
+    read_regular,
+    safe_join,
+    sha256_bytes,
+)
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_json, hash_regular, loads_json, own_dir, read_regular, safe_join, sha256_bytes
-from referee.keys import SigningKey
-from referee.rundir import (FAILURE_SUFFIX, MAX_EVIDENCE_BYTES, CaptureFailure, CaptureRecord, FileEntry, Manifest,
-                            is_record, parse_record)
-from referee.seal import cache_mac
+from referee.rundir.keys import SigningKey
+from referee.rundir.schema import (
+    FAILURE_SUFFIX,
+    MAX_EVIDENCE_BYTES,
+    CaptureFailure,
+    CaptureRecord,
+    FileEntry,
+    Manifest,
+    is_record,
+    parse_record,
+)
+from referee.rundir.seal import cache_mac
 
 MAX_CACHE_BYTES = 64 << 20
 
@@ -22,7 +38,7 @@ class RunEvidence:
     file reached without following any link (a FIFO or a symlink an agent planted is ERROR, never a
     hang), and its bytes still hash to what was recorded (size and SHA-256, checked on the bytes
     served, at every read).
-    Capture records are parsed once, into `referee.rundir` models. `key` signs and checks the
+    Capture records are parsed once, into `referee.rundir.schema` models. `key` signs and checks the
     entries of the on-disk caches (OCR): without it nothing cached on disk is read or written.
     """
 

@@ -12,7 +12,7 @@ from referee.grader.results import RunResults, StepResult, ValidatorResult, Verd
 from referee.grader.verify import OpenedRun, open_run
 from referee.plan.captures import AGENT_PAGE_NOTE, agent_page_captures
 from referee.plan.loader import LoadedPlan, TypedValidator
-from referee.rundir import Claim, Manifest
+from referee.rundir.schema import Claim, Manifest
 from referee.validators import Outcome, checker
 from referee.validators.common import NoContent
 

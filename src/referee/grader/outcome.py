@@ -8,12 +8,12 @@ import datetime as _dt
 import difflib
 import json
 
+from referee.core.safetext import visible
 from referee.errors import EvidenceError
 from referee.grader.evidence import RunEvidence
 from referee.grader.results import AgentOutcome, Attempt, StepResult
 from referee.plan.loader import LoadedPlan
-from referee.rundir import StepRecord
-from referee.safetext import visible
+from referee.rundir.schema import StepRecord
 
 TAIL_LINES = 5  # lines of the agent's stderr shown beside the verdict
 LINE_CHARS = 200
@@ -46,7 +46,7 @@ def duration(rec: StepRecord) -> float | None:
 
 def printable(text: str) -> str:
     """Text from the agent, fit for a terminal, an HTML page or XML 1.0: control characters, bidi
-    overrides and lone surrogates as escapes; tabs and newlines kept (`referee.safetext.visible`).
+    overrides and lone surrogates as escapes; tabs and newlines kept (`referee.core.safetext.visible`).
 
     >>> printable("red \\x1b[31mX\\x00 tab\\tok")
     'red \\\\x1b[31mX\\\\x00 tab\\tok'

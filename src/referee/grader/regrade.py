@@ -21,16 +21,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from referee.core.fsutil import read_regular, sha256_bytes
 from referee.errors import EvidenceError, RefereeError
-from referee.fsutil import read_regular, sha256_bytes
 from referee.grader.evidence import RunEvidence
 from referee.grader.grade import grade_step, tampered
 from referee.grader.results import RunResults, StepResult, ValidatorResult, Verdict, summarize
 from referee.grader.verify import OpenedRun
-from referee.keys import SigningKey
 from referee.plan.loader import LoadedPlan, TypedValidator
-from referee.rundir import Manifest
-from referee.seal import FileDigest, canonical, mac_hex
+from referee.rundir.keys import SigningKey
+from referee.rundir.schema import Manifest
+from referee.rundir.seal import FileDigest, canonical, mac_hex
 
 __all__ = ["NOT_CAPTURED", "NOT_IN_RUN", "REGRADES", "RegradeCheck", "RegradeInfo", "RegradeResults", "RegradeSeal",
            "SEALED_FILES", "regrade", "sign_regrade", "verify_regrade"]

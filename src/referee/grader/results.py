@@ -87,7 +87,7 @@ class StepResult(_Model):
 
 
 class Integrity(_Model):
-    """Whether the files graded are the ones the runner sealed (see `referee.seal`).
+    """Whether the files graded are the ones the runner sealed (see `referee.rundir.seal`).
 
     `verified`: the seal holds; `unverified`: graded with `--allow-unsigned` although no seal could
     be checked (`reason` says why): the verdicts are only as good as the files; `failed`: the seal

@@ -13,14 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from referee.core.fsutil import inside_problem, loads_json, read_regular, sha256_bytes
 from referee.errors import EvidenceError, PlanError, RefereeError, UsageError
-from referee.fsutil import inside_problem, loads_json, read_regular, sha256_bytes
 from referee.grader.results import Integrity
-from referee.keys import KEY_ENV, SigningKey, existing_key, key_path
 from referee.plan.loader import MAX_PLAN_BYTES, LoadedPlan, load_plan_text
-from referee.rundir import (MAX_CLAIMS_BYTES, BuildRecord, Claims, Manifest, parse_claims, parse_manifest,
-                            read_manifest_bytes)
-from referee.seal import SealCheck, check_seal
+from referee.rundir.keys import KEY_ENV, SigningKey, existing_key, key_path
+from referee.rundir.schema import (
+    MAX_CLAIMS_BYTES,
+    BuildRecord,
+    Claims,
+    Manifest,
+    parse_claims,
+    parse_manifest,
+    read_manifest_bytes,
+)
+from referee.rundir.seal import SealCheck, check_seal
 
 EVIDENCE_TOPS = ("evidence", "agent")  # the only folders the runner lists files from
 

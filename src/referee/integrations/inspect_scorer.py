@@ -6,7 +6,7 @@
     inspect score LOG --scorer referee/audit          # re-score a saved log, no agent run again
 
 The sample (its messages, output and the tools offered in its model calls) becomes a trace through
-the Inspect log reader (`referee.audit.readers.inspect_log.sample_to_trace`), as `referee audit`
+the Inspect log reader (`referee.audit.ingest.readers.inspect_log.sample_to_trace`), as `referee audit`
 reads a saved log; the audit is the library's own (`Auditor.audit`): the report reaches the claim
 reader only, the claim-blind view the extractor only. The Score:
 
@@ -35,12 +35,12 @@ from inspect_ai.log import transcript
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
-from referee.audit.backends import make_backends
-from referee.audit.pipeline import Auditor
-from referee.audit.policyfile import load_policy
-from referee.audit.readers.inspect_log import sample_to_trace
+from referee.audit.decide.policyfile import load_policy
+from referee.audit.ingest.readers.inspect_log import sample_to_trace
+from referee.audit.present.show import no_fields, why
 from referee.audit.records import AuditRecord
-from referee.audit.show import no_fields, why
+from referee.audit.run.backends import make_backends
+from referee.audit.run.pipeline import Auditor
 from referee.audit.trace import SHAPE_ERRORS, Trace, score_number
 
 __all__ = ["audit_scorer", "explain", "flag_rate", "overclaims_caught", "review_load", "score_of"]
@@ -86,7 +86,7 @@ def trace_of(state: TaskState, events: list[dict] | None = None) -> Trace:
 def explain(rec: AuditRecord) -> str:
     """The explanation Inspect shows beside the value: disposition and why, the claim's cue, the findings.
 
-    >>> from referee.audit.show import _example
+    >>> from referee.audit.present.show import _example
     >>> from referee.audit.records import Finding
     >>> print(explain(_example(disposition="flag", trace_state="not_completed",
     ...                        evidence=[{"committed": Finding(value="no", support=[3])}])))
@@ -194,7 +194,7 @@ def audit_scorer(policy: str = "causal", backend: str = "rules", claims: str = "
         model: model name for the llm backends
     """
     def client() -> Any:
-        from referee.llm import LLMClient, LLMConfig
+        from referee.core.llm import LLMClient, LLMConfig
 
         return LLMClient(LLMConfig.from_env(base_url, model))
 

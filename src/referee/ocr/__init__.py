@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from referee.fsutil import sha256_bytes
+from referee.core.fsutil import sha256_bytes
+from referee.core.registry import Registry
 from referee.ocr.base import CALLS, OcrEngine, OcrLine, OcrResult, decode_image, run_engine
 from referee.ocr.rapid import RapidOcrEngine
 from referee.ocr.tesseract import TesseractEngine
 from referee.ocr.text import find, normalise
-from referee.registry import Registry
 
 __all__ = ["CALLS", "OcrEngine", "OcrLine", "OcrResult", "engines", "get_engine", "ocr_bytes", "ocr_cached",
            "decode_image", "find", "normalise", "DEFAULT_ENGINE"]

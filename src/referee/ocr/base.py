@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from referee.core.fsutil import sha256_bytes
 from referee.errors import EvidenceError, require
-from referee.fsutil import sha256_bytes
 
 
 @dataclass(frozen=True)

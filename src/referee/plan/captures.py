@@ -17,10 +17,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from referee.core.registry import Item, Registry
 from referee.plan.model import RunAs, Seconds, check_name, one_of
 from referee.plan.rowshape import ddb_key, goes_with
-from referee.registry import Item, Registry
-from referee.rundir import record_file
+from referee.rundir.schema import record_file
 
 
 class CaptureParams(BaseModel):

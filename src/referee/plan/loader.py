@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
@@ -11,11 +12,19 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from referee.errors import PlanError, PluginError, RefereeError
-from referee.plan.envvars import references, unset
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
+from referee.plan.envvars import references, unset
 from referee.plan.model import Plan, Step, name_from
-from referee.plan.validators import (ARIA, DOM, SCREEN, CaptureRequest, ValidatorParams, ValidatorSpec,
-                                     reserved_name, validator_specs)
+from referee.plan.validators import (
+    ARIA,
+    DOM,
+    SCREEN,
+    CaptureRequest,
+    ValidatorParams,
+    ValidatorSpec,
+    reserved_name,
+    validator_specs,
+)
 from referee.plan.yamlnodes import Pos, compose, to_data
 
 
@@ -528,7 +537,7 @@ MAX_PLAN_BYTES = 16 << 20
 
 def read_plan_file(path: str | Path) -> str:
     """A plan file's text (PlanError when it cannot be read; a FIFO is refused, not waited on)."""
-    from referee.fsutil import read_regular
+    from referee.core.fsutil import read_regular
 
     path = Path(path)
     try:

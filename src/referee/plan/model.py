@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, ValidationInfo, field_validator
 
+from referee.core.timeouts import MAX_TIMEOUT_S, check_seconds
 from referee.errors import PlanValueError
-from referee.timeouts import MAX_TIMEOUT_S, check_seconds
 
 NAME_MAX = 100
 NAME_RE = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}")

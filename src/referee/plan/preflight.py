@@ -16,7 +16,8 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any, Mapping
 
-from referee.errors import PlanError, with_article as _a
+from referee.errors import PlanError
+from referee.errors import with_article as _a
 from referee.plan.captures import BUILTIN_SPECS as CAPTURE_KINDS
 from referee.plan.loader import LoadedPlan
 

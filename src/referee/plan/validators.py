@@ -21,11 +21,11 @@ from typing import Annotated, Any, Callable, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from referee.ocr import DEFAULT_ENGINE, engines
+from referee.core.registry import Item, Registry
 from referee.errors import PlanValueError
+from referee.ocr import DEFAULT_ENGINE, engines
 from referee.plan.model import RunAs, Seconds, one_of
 from referee.plan.rowshape import MinRows, ddb_key, goes_with, nothing_beside_evidence
-from referee.registry import Item, Registry
 
 
 class ValidatorParams(BaseModel):

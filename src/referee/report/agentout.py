@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from referee.core.fsutil import read_regular
 from referee.errors import EvidenceError
-from referee.fsutil import read_regular
 from referee.grader.outcome import printable
 
 SHOW_BYTES = 16 * 1024  # of each stream, in a report

@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from referee.core.safetext import visible
 from referee.grader.results import RunResults
 from referee.report.steplines import agent_cell, done_line, event_line, stderr_rows, time_cell
-from referee.safetext import visible
 
 if TYPE_CHECKING:
     from rich.live import Live

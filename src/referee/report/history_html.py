@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import quote
 
-from referee.fsutil import atomic_write_text
+from referee.core.fsutil import atomic_write_text
 from referee.report.history_model import History
 from referee.report.history_view import CELL
 from referee.report.html_steps import esc

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from referee.core.safetext import for_console as con
+from referee.core.safetext import for_markdown as md
 from referee.report.history_model import History
 from referee.report.markdown import ROWS, link, table
-from referee.safetext import for_console as con
-from referee.safetext import for_markdown as md
 
 __all__ = ["CELL", "history_lines", "history_markdown", "versus_line"]
 

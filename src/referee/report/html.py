@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from referee.core.fsutil import atomic_write_text, loads_json, read_regular
+from referee.core.safetext import for_html
 from referee.errors import EvidenceError
-from referee.fsutil import atomic_write_text, loads_json, read_regular
 from referee.grader.results import RunResults
 from referee.report.agentout import step_tails
-from referee.report.html_steps import CSS as STEP_CSS, agent_block, verdict_extra
-from referee.rundir import MAX_MANIFEST_BYTES, MAX_RESULTS_BYTES
-from referee.safetext import for_html
+from referee.report.html_steps import CSS as STEP_CSS
+from referee.report.html_steps import agent_block, verdict_extra
+from referee.rundir.schema import MAX_MANIFEST_BYTES, MAX_RESULTS_BYTES
 
 EMBED_MAX = 2 * 1024 * 1024  # one image embedded up to this size; bigger ones are linked
 EMBED_TOTAL = 48 * 1024 * 1024  # and no more than this per report

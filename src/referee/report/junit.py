@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Mapping
 from xml.etree import ElementTree as ET
 
-from referee.fsutil import atomic_write_bytes
+from referee.core.fsutil import atomic_write_bytes
+from referee.core.safetext import for_xml as x
 from referee.grader.results import RunResults, StepResult
 from referee.report.agentout import Tail
-from referee.safetext import for_xml as x
 
 
 def _time(seconds: float | None) -> str:

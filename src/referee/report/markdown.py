@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from referee.fsutil import atomic_write_text
-from referee.safetext import for_markdown as md
+from referee.core.fsutil import atomic_write_text
+from referee.core.safetext import for_markdown as md
 
 if TYPE_CHECKING:  # importing the grader package loads the plan loader: an audit's summary needs neither
     from referee.grader.results import RunResults, StepResult

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from referee.core.fsutil import atomic_write_json
 from referee.errors import RefereeError
-from referee.fsutil import atomic_write_json
 from referee.grader import RunResults, grade
 from referee.report.agentout import Tail, step_tails
 from referee.report.html import write_report
 from referee.report.junit import write_junit
-from referee.rundir import read_manifest
+from referee.rundir.schema import read_manifest
 
 
 def write_outputs(run_dir: str | Path, results: RunResults) -> None:

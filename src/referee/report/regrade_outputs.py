@@ -9,12 +9,12 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from referee.fsutil import atomic_write_bytes
+from referee.core.fsutil import atomic_write_bytes
 from referee.grader.regrade import REGRADES, SEAL_FILE, RegradeResults, sign_regrade
-from referee.keys import SigningKey
 from referee.report.html import render_report
 from referee.report.junit import junit_xml
 from referee.report.outputs import agent_outputs
+from referee.rundir.keys import SigningKey
 
 __all__ = ["plans_line", "write_regrade"]
 
@@ -45,8 +45,8 @@ def _report(run_dir: Path, results: RegradeResults) -> bytes:
 
 
 def _junit(run_dir: Path, results: RegradeResults) -> bytes:
-    from referee.rundir import read_manifest
     from referee.errors import RefereeError
+    from referee.rundir.schema import read_manifest
 
     try:
         isolation = read_manifest(run_dir).isolation

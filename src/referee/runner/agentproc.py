@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from referee.fstree import remove_tree
+from referee.core.fstree import remove_tree
 from referee.runner.isolation import Sandbox
 from referee.runner.limits import launcher_arg, limit_reached
 from referee.runner.reaper import Tracker

@@ -275,7 +275,7 @@ class BrowserSession:
         lines = ([f"blocked (not loopback): {u}" for u in self.blocked]
                  + [f"console error: {m}" for m in self.console_errors])
         if lines:
-            from referee.fsutil import atomic_write_text
+            from referee.core.fsutil import atomic_write_text
 
             atomic_write_text(path, "\n".join(scrub(line) for line in lines) + "\n")
 

@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+from referee.core.fsutil import sha256_bytes
 from referee.errors import AppError
-from referee.fsutil import sha256_bytes
 from referee.grader.outcome import tail_lines
 from referee.plan.model import AppSpec
-from referee.rundir import BuildRecord
+from referee.rundir.schema import BuildRecord
 from referee.runner.envsubst import Secrets
 from referee.runner.procs import stop_group
 from referee.runner.store import RunStore

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from referee.core.fsutil import loads_json, read_regular
 from referee.errors import RefereeError, UsageError
-from referee.fsutil import loads_json, read_regular
 from referee.grader.results import RunResults
 from referee.report.history_model import History, RunColumn, Skipped, analyse, new_and_fixed
-from referee.rundir import MAX_RESULTS_BYTES, read_manifest
+from referee.rundir.schema import MAX_RESULTS_BYTES, read_manifest
 
 __all__ = ["Comparison", "compare", "column", "incomplete_reason", "load_history", "plan_folders",
            "previous_complete", "read_results", "run_dirs"]

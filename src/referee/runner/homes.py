@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from referee.fstree import open_dir, remove_tree
+from referee.core.fstree import open_dir, remove_tree
 from referee.runner.reaper import lock_dir
 
 HOME_PREFIX = "referee-agent-home-"

@@ -26,11 +26,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from referee.core.fstree import identity as path_identity
+from referee.core.fstree import open_dir
 from referee.errors import PlanError
-from referee.fstree import identity as path_identity, open_dir
-from referee.keys import KEY_ENV, key_path
 from referee.plan.model import AgentLimits
-from referee.rundir import IsolationRecord
+from referee.rundir.keys import KEY_ENV, key_path
+from referee.rundir.schema import IsolationRecord
 from referee.runner.homes import make_home, remove_home
 from referee.runner.limits import applied
 from referee.runner.privileges import listed, seal_tree, setid_filter, strip_tree

@@ -27,10 +27,10 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
+from referee.core.executors import ExecutorOptions, ThreadPool, make_pool, map_chunks
+from referee.core.fsutil import sha256_bytes
+from referee.core.stopsignals import handling
 from referee.errors import PlanError
-from referee.executors import ExecutorOptions, ThreadPool, make_pool, map_chunks
-from referee.fsutil import sha256_bytes
-from referee.stopsignals import handling
 from referee.plan.loader import MAX_PLAN_BYTES  # a plan on stdin is bounded like a plan file
 
 EXIT_INTERRUPTED = 130

@@ -18,8 +18,8 @@ import stat
 import struct
 from pathlib import Path
 
-from referee.fstree import walk_handles
-from referee.safetext import fs_name
+from referee.core.fstree import walk_handles
+from referee.core.safetext import fs_name
 
 SETID = stat.S_ISUID | stat.S_ISGID
 CAPS = "security.capability"

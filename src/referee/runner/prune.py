@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from referee.core.fstree import identity, remove_tree
 from referee.errors import UsageError
-from referee.fstree import identity, remove_tree
-from referee.runfolders import LATEST, PREVIOUS, latest_in
+from referee.rundir.folders import LATEST, PREVIOUS, latest_in
 from referee.runner.history import incomplete_reason, plan_folders, run_dirs
 
 __all__ = ["Pruned", "plan_prune", "prune"]

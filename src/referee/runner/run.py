@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack, nullcontext
-from types import SimpleNamespace
 import os
 import shutil
 import signal
@@ -11,19 +9,24 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
+from referee.core.fsutil import loads_json, read_regular
+from referee.core.safetext import clean, fs_name
+from referee.core.stopsignals import handling
 from referee.errors import ActorError, AppError, EvidenceError, PlanError
-from referee.fsutil import loads_json, read_regular
-from referee.keys import load_key
+from referee.grader.outcome import seconds
 from referee.plan.loader import LoadedPlan, TypedCapture
 from referee.plan.model import ActorSpec
-from referee.grader.outcome import seconds
-from referee.rundir import FAILURE_SUFFIX, MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase, RunOptions
-from referee.runfolders import update_links
-from referee.runner.actors import actors, load_builtin as load_actors
+from referee.rundir.folders import update_links
+from referee.rundir.keys import load_key
+from referee.rundir.schema import FAILURE_SUFFIX, MAX_CLAIM_EVIDENCE, MAX_NOTE_CHARS, MAX_PATH_CHARS, Phase, RunOptions
+from referee.runner.actors import actors
+from referee.runner.actors import load_builtin as load_actors
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun
 from referee.runner.app import App
 from referee.runner.build import build_or_stop
@@ -32,8 +35,6 @@ from referee.runner.captures.base import CaptureContext, CaptureFailed, captures
 from referee.runner.envsubst import Secrets
 from referee.runner.schedule import StepSchedule
 from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
-from referee.safetext import clean, fs_name
-from referee.stopsignals import handling
 
 # (event, step_id, data): "isolation" | "start" | "acted" | "done" | "graded" | "retry" | "not_run"
 Event = Callable[[str, str, dict], None]
@@ -49,7 +50,7 @@ class RunOutcome:
     results: Any  # referee.grader.RunResults
     interrupted: bool = False
     error: str | None = None
-    isolation: Any = None  # referee.rundir.IsolationRecord: how the agent ran (None: no agent process)
+    isolation: Any = None  # referee.rundir.schema.IsolationRecord: how the agent ran (None: no agent process)
     incomplete: str | None = None  # why the run is not complete (runner.history): it moved no `latest`/`previous`
     previous: Path | None = None  # the plan's complete run before this one, if any
 
@@ -241,7 +242,7 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
     store.save_plan(plan.text)
     store.flush()
     interrupted = False
-    signals = ExitStack()  # SIGTERM ignored at start stays ignored, as in the CLI (referee.stopsignals)
+    signals = ExitStack()  # SIGTERM ignored at start stays ignored, as in the CLI (referee.core.stopsignals)
     signals.enter_context(handling([signal.SIGTERM], _raise_terminated))
     actor: ActorKind | None = None
     acting: Path | None = None  # the agent folder of the step in flight

@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterator
 
-from referee.fsutil import own_dir
+from referee.core.fsutil import own_dir
 from referee.grader.evidence import RunEvidence
 from referee.grader.grade import grade_step
 from referee.grader.results import StepResult
 from referee.plan.loader import LoadedPlan
 from referee.plan.model import Step
 from referee.plan.selection import selected
-from referee.rundir import AttemptRecord, RunOptions
+from referee.rundir.schema import AttemptRecord, RunOptions
 from referee.runner.store import RunStore
 
 Event = Callable[[str, str, dict], None]

@@ -17,15 +17,24 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
+from referee.core.fstree import remove_tree, walk_tree
+from referee.core.fsutil import atomic_write_bytes, hash_regular, mostly_holes, own_dir
+from referee.core.safetext import clean, fs_name
 from referee.errors import EvidenceError, HoldsSecret
-from referee.fstree import remove_tree, walk_tree
-from referee.fsutil import atomic_write_bytes, hash_regular, mostly_holes, own_dir
-from referee.keys import SigningKey, load_key
 from referee.plan.model import EvidenceBudget
-from referee.rundir import (MAX_EVIDENCE_BYTES, Claim, Claims, FileEntry, Manifest, NotTaken, Phase, StepRecord,
-                            utcnow)
-from referee.safetext import clean, fs_name
-from referee.seal import Sealer
+from referee.rundir.keys import SigningKey, load_key
+from referee.rundir.schema import (
+    MAX_EVIDENCE_BYTES,
+    Claim,
+    Claims,
+    FileEntry,
+    Manifest,
+    NotTaken,
+    Phase,
+    StepRecord,
+    utcnow,
+)
+from referee.rundir.seal import Sealer
 
 MAX_AGENT_FILES = 10_000  # files taken from one step's agent folder; the rest are refused
 MAX_AGENT_DEPTH = 32  # folders below agent/<step> looked into; deeper ones are refused
@@ -51,7 +60,7 @@ class RunStore:
     """Writer of one run directory, used by the runner only. The grader reads it back through its seal.
 
     manifest.json and claims.json are written through a `Sealer`: every write re-signs them
-    (and the plan the runner loaded) with the key from `referee.keys`, so a killed run verifies.
+    (and the plan the runner loaded) with the key from `referee.rundir.keys`, so a killed run verifies.
     """
 
     def __init__(self, run_dir: Path, plan_name: str, key: SigningKey | None = None, *,

@@ -10,9 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, TypeVar
 
-from referee.plan.validators import (BUILTIN_SPECS, POINTS_AT, CaptureRequest, ValidatorParams, ValidatorSpec,
-                                     validator_specs)
-from referee.registry import Registry
+from referee.core.registry import Registry
+from referee.plan.validators import (
+    BUILTIN_SPECS,
+    POINTS_AT,
+    CaptureRequest,
+    ValidatorParams,
+    ValidatorSpec,
+    validator_specs,
+)
 
 Status = Literal["PASS", "FAIL", "ERROR"]
 K = TypeVar("K", bound="type[ValidatorKind]")
@@ -60,7 +66,7 @@ class EvidenceView(Protocol):
     def read_json(self, ref: str) -> Any: ...
 
     def record(self, ref: str) -> Any:
-        """The runner's capture record behind `ref`, parsed (a `referee.rundir` model: HttpRecord,
+        """The runner's capture record behind `ref`, parsed (a `referee.rundir.schema` model: HttpRecord,
         CommandRecord, ...), or None when `ref` is no record (a screenshot, an agent's file)."""
         ...
 

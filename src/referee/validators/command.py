@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from referee.plan.validators import CommandExitCodeSpec
-from referee.rundir import CommandRecord
+from referee.rundir.schema import CommandRecord
 from referee.validators.base import Outcome, ValidatorKind, register
 from referee.validators.common import capture_record, short
 

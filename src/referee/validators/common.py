@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
+from referee.core.safetext import visible
 from referee.errors import EvidenceError
 from referee.plan.validators import SourceParams, http_capture, implicit_name, parse_json_path
-from referee.rundir import CommandRecord, FileRecord, HttpRecord
-from referee.safetext import visible
+from referee.rundir.schema import CommandRecord, FileRecord, HttpRecord
 
 R = TypeVar("R")
 

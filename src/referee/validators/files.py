@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from referee.plan.validators import FileExistsSpec, implicit_name
-from referee.rundir import FileRecord
+from referee.rundir.schema import FileRecord
 from referee.validators.base import Outcome, ValidatorKind, register
 from referee.validators.common import capture_record
 

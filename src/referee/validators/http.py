@@ -5,10 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from referee.plan.validators import HttpBodyContainsSpec, HttpStatusEqSpec, JsonPathEqSpec, parse_json_path
-from referee.rundir import HttpRecord
+from referee.rundir.schema import HttpRecord
 from referee.validators.base import Outcome, ValidatorKind, register
-from referee.validators.common import (NotJson, evidence_json, evidence_text, json_path_get, nearest_present,
-                                      response_excerpt, short)
+from referee.validators.common import (
+    NotJson,
+    evidence_json,
+    evidence_text,
+    json_path_get,
+    nearest_present,
+    response_excerpt,
+    short,
+)
 
 
 def _http_response(view, ref: str) -> HttpRecord:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from referee.ocr import find, get_engine, ocr_cached
 from referee.ocr.text import excerpt
 from referee.plan.validators import OcrContainsSpec, OcrNotContainsSpec, OcrParams
-from referee.validators.common import NoContent, evidence_bytes
 from referee.validators.base import Outcome, ValidatorKind, register
+from referee.validators.common import NoContent, evidence_bytes
 
 
 def _read(params: OcrParams, ev, ref: str):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from referee.plan.validators import DdbRowPresentSpec, SqlRowPresentSpec
-from referee.rundir import SQL_KEPT_ROWS, DdbRecord, SqlRecord
+from referee.rundir.schema import SQL_KEPT_ROWS, DdbRecord, SqlRecord
 from referee.validators.base import Outcome, ValidatorKind, register
 from referee.validators.common import capture_record, short
 

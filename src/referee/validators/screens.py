@@ -10,7 +10,7 @@ from referee.errors import EvidenceError, with_article
 from referee.ocr.text import excerpt, find, normalise
 from referee.plan.captures import BUILTIN_SPECS as BUILTIN_CAPTURES
 from referee.plan.validators import ARIA, DOM, AriaContainsSpec, DomContainsSpec
-from referee.rundir import AriaRecord, sniff_record
+from referee.rundir.schema import AriaRecord, sniff_record
 from referee.validators.base import Outcome, ValidatorKind, register
 
 _ARIA_LINE = re.compile(r'^\s*-\s+([A-Za-z]+)(?:\s+"((?:[^"\\]|\\.)*)")?(?:\s*\[[^\]]*\])*\s*(?::\s*(.*))?$')

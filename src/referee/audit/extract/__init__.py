@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Protocol
 
 from referee.audit.records import ALL_FIELDS, FINDING_FIELDS, Finding
-from referee.audit.view import ClaimBlindView, ViewObservation
-from referee.registry import FACTORY, Registry
+from referee.audit.view.blind import ClaimBlindView, ViewObservation
+from referee.core.registry import FACTORY, Registry
 
 
 class Extractor(Protocol):
@@ -19,7 +19,7 @@ class Extractor(Protocol):
     def extract(self, view: ClaimBlindView, sample: int) -> dict[str, Finding]: ...
 
 
-# holds factories; referee.audit.backends builds one per audit with the keyword config it declares
+# holds factories; referee.audit.run.backends builds one per audit with the keyword config it declares
 extractors: Registry[Any] = Registry("extractor backend", "referee.extractors", item=FACTORY)
 
 

@@ -2,7 +2,7 @@
 terminal answer) and whether it failed, from a user's tool map, format semantics (HTTP, shell,
 browser primitives), the action's name by verb, and tool definitions carried in the trace.
 
-Pure: the tool map comes in already loaded (referee.audit.toolmap); nothing here reads a file.
+Pure: the tool map comes in already loaded (referee.audit.extract.toolmap); nothing here reads a file.
 """
 
 from __future__ import annotations
@@ -11,12 +11,21 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from referee.audit.caseless import Cue
-from referee.audit.terminal import TERMINAL_CALLS, is_terminal, split_call  # noqa: F401 (re-exported)
 from referee.audit.extract.lexicon import (
-    COMMIT_LABEL, FORM_REFUSED, GROUPS, GUI_CLICK, GUI_TYPE, HANDOFF, READ_VERBS, SELF_SIGNAL, WRITE_VERBS,
-    ordered_words, words,
+    COMMIT_LABEL,
+    FORM_REFUSED,
+    GROUPS,
+    GUI_CLICK,
+    GUI_TYPE,
+    HANDOFF,
+    READ_VERBS,
+    SELF_SIGNAL,
+    WRITE_VERBS,
+    ordered_words,
+    words,
 )
+from referee.audit.view.terminal import TERMINAL_CALLS, is_terminal, split_call  # noqa: F401 (re-exported)
+from referee.core.caseless import Cue
 
 # kinds of action the rules reason about
 KINDS = ("write", "read", "gui_type", "gui_commit", "gui_other", "gui_unlabelled", "handoff", "other")

@@ -23,15 +23,14 @@ apply; the caller turns a finding into `final_supports_goal: no`.
 
 from __future__ import annotations
 
-from referee.audit.extract.lexicon import SENTENCE, text_cache
-from referee.audit.records import Finding
-
 import json
-
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Collection, Iterable, Iterator
+
+from referee.audit.extract.lexicon import SENTENCE, text_cache
+from referee.audit.records import Finding
 
 WORD_VALUE = re.compile(r"^[A-Za-z][A-Za-z _\-]{2,30}$")
 STOP_VALUES = frozenset("yes no true false none null all any one two other unknown default new ok the and or "
@@ -464,7 +463,7 @@ def stated_details(task: str, writes: list[tuple[int, Any]]) -> Finding:
     >>> stated_details("Schedule a visit for P-2231 on July 2", [(1, {"p": "P-2231", "date": "2024-07-02"})]).value
     'yes'
     """
-    from referee.audit.atoms import date_key, found_in, typed_atoms
+    from referee.audit.view.atoms import date_key, found_in, typed_atoms
 
     stated = [(k, v) for k, v in typed_atoms(task) if k in _STATED]
     if not stated:

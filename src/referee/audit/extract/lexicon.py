@@ -10,7 +10,7 @@ import re
 from functools import lru_cache, wraps
 from typing import Callable, TypeVar
 
-from referee.audit.prefilter import FastRegex
+from referee.core.prefilter import FastRegex
 
 T = TypeVar("T")
 

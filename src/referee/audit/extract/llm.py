@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from referee.audit.extract import extractors
 from referee.audit.records import ALL_FIELDS, FINDING_FIELDS, Finding
-from referee.audit.view import ClaimBlindView, canonical_json
-from referee.llm import LLMError
+from referee.audit.view.blind import ClaimBlindView, canonical_json
+from referee.core.llm import LLMError
 
 EXTRACT_PROMPT_VERSION = "2"  # 2: details, abstention, information and conditional tasks, tool descriptions
 MAX_VIEW_CHARS = 60_000     # long traces are cut in the middle: start and end carry the most evidence
@@ -97,10 +97,10 @@ def parse_fields(data: dict | None) -> dict[str, Finding]:
 class LLMExtractor:
     """n runs of one model over the same view; sample varies the request so caches key each run."""
 
-    needs_llm: ClassVar[bool] = True  # built with client= (referee.audit.backends)
+    needs_llm: ClassVar[bool] = True  # built with client= (referee.audit.run.backends)
     default_runs: ClassVar[int] = 5   # a model's answers vary: vote over 5 runs unless --runs says otherwise
 
-    client: Any  # referee.llm.LLMClient
+    client: Any  # referee.core.llm.LLMClient
     name: str = "llm"
     prompt_version: str = EXTRACT_PROMPT_VERSION
     temperature: float | None = None  # None: the client config decides (--temperature)

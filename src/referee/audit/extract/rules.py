@@ -16,15 +16,35 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
-from referee.audit.jsonstream import loads
-from referee.audit.extract import abstain, acting, details, extractors, finding as _fe, obs_text as _obs_text
-from referee.audit.extract.targets import numeric_ids, target_finding, task_numbers
+from referee.audit.extract import abstain, acting, details, extractors
+from referee.audit.extract import finding as _fe
+from referee.audit.extract import obs_text as _obs_text
 from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rules' vocabulary)
-    GROUPS, WRITE_VERBS, READ_VERBS, GUI_TYPE, GUI_CLICK, SELF_SIGNAL, HANDOFF, COMMIT_LABEL, FAIL_TEXT, EMPTY_TEXT,
-    ID_RE, FILE_RE, QUOTED_STRICT, QUESTION, QUOTED_RE, words, is_id, ids_in, shape, task_groups,
+    COMMIT_LABEL,
+    EMPTY_TEXT,
+    FAIL_TEXT,
+    FILE_RE,
+    GROUPS,
+    GUI_CLICK,
+    GUI_TYPE,
+    HANDOFF,
+    ID_RE,
+    QUESTION,
+    QUOTED_RE,
+    QUOTED_STRICT,
+    READ_VERBS,
+    SELF_SIGNAL,
+    WRITE_VERBS,
+    ids_in,
+    is_id,
+    shape,
+    task_groups,
+    words,
 )
+from referee.audit.extract.targets import numeric_ids, target_finding, task_numbers
 from referee.audit.records import Finding
-from referee.audit.view import ClaimBlindView, ViewObservation, ViewStep
+from referee.audit.view.blind import ClaimBlindView, ViewObservation, ViewStep
+from referee.core.jsonio.values import loads
 
 RULES_VERSION = "7"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
 # 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits;
@@ -237,7 +257,7 @@ def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_
     """Evidence fields from the claim-blind view, each with the step indices that support it.
 
     >>> from referee.audit.trace import Trace
-    >>> from referee.audit.view import build_view
+    >>> from referee.audit.view.blind import build_view
     >>> t = Trace(run_id="r", task="Delete note N42", steps=[{"action": {"name": "delete_note", "args":
     ...     {"id": "N42"}}, "observation": {"text": "deleted"}}])
     >>> ev = extract_rules(build_view(t)); ev["action"].value, ev["target_id"].value, ev["committed"].support
@@ -556,12 +576,12 @@ def rules_extractor(*, tools: Path | None = None) -> RulesExtractor:
     """
     if tools is None:
         return RulesExtractor()
-    from referee.audit.toolmap import load_tool_map
+    from referee.audit.extract.toolmap import load_tool_map
 
     catalog, digest = load_tool_map(tools)
     return RulesExtractor(catalog=catalog, prompt_version=f"{RULES_VERSION}+tools:{digest[:12]}")
 
 
-# a function attribute, read by referee.audit.backends.takes_tools; mypy has no notion of those
+# a function attribute, read by referee.audit.run.backends.takes_tools; mypy has no notion of those
 rules_extractor.takes_tools = True  # type: ignore[attr-defined]
 extractors.add("rules", rules_extractor)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from referee.audit.extract import finding as _fe, obs_text as _obs_text
 from referee.audit.extract import acting
+from referee.audit.extract import finding as _fe
+from referee.audit.extract import obs_text as _obs_text
 from referee.audit.extract.lexicon import FILE_RE, shape
 from referee.audit.records import Finding
-from referee.audit.view import ClaimBlindView
+from referee.audit.view.blind import ClaimBlindView
 
 # a number of 3 digits or more in the task, not a year: an order number, a ticket, a room
 _TASK_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w.])")

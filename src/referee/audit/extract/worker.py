@@ -2,10 +2,10 @@
 
 It sits inside `referee.audit.extract`, so the import-linter wall that keeps extractors from the
 claim reader, the report, the readers and the pipeline holds for it too. It receives only the
-packed view parts of a chunk (`referee.audit.view.ViewParts`: task, observations, actions with a
+packed view parts of a chunk (`referee.audit.view.blind.ViewParts`: task, observations, actions with a
 terminal answer's words left out, tools, copied field by field) and gives back, per view, the
 findings of each sample and the view's facts (hash, observed steps, where report atoms are looked
-for) that deciding needs. `referee.audit.parallel` calls it on a worker before anything of the
+for) that deciding needs. `referee.audit.run.parallel` calls it on a worker before anything of the
 claim channel is unpacked there.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from referee.audit.facts import ViewFacts
 from referee.audit.records import FINDING_FIELDS, Finding, findings_json
-from referee.audit.view import freeze_view, unpack_parts
+from referee.audit.view.blind import freeze_view, unpack_parts
+from referee.audit.view.facts import ViewFacts
 from referee.errors import BackendError, exc_brief, plugin_failure
 
 Extracted = tuple  # per view: (ViewFacts or None, [(findings JSON, cacheable)] per sample, errors, view error or None)
@@ -46,7 +46,7 @@ def extract_views(extractor: Any, packed: bytes, samples: int, catch: tuple[type
     audit would.
 
     `guard(n, work)` runs the extraction of view n (`work()`, True) under the record budget: False, when it went
-    over, gives that view no findings (None; referee.audit.budget: the caller writes its `review` record).
+    over, gives that view no findings (None; referee.audit.run.budget: the caller writes its `review` record).
     """
     results: list[Extracted] = []
     for n, parts in enumerate(unpack_parts(packed)):

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from referee.registry import Registry, subclass_of
+from referee.core.registry import Registry, subclass_of
 
 
 class Claim(BaseModel):

@@ -73,7 +73,7 @@ def perform_action(page, verb: str, arg: Any, app_url: str | None, cap_s: float 
 def _no_opinion(run: StepRun) -> None:
     """A scripted step has no agent and so no opinion: say so rather than leave "no claim file"."""
     if not run.claim_file.exists():
-        from referee.fsutil import atomic_write_text
+        from referee.core.fsutil import atomic_write_text
 
         atomic_write_text(run.claim_file, json.dumps({"pass": None, "note": "scripted by the browser actor; no agent",
                                                       "evidence": []}))

@@ -10,9 +10,15 @@ from pathlib import Path
 import referee
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
 from referee.runner.agentproc import AgentOutput, run_agent
-from referee.runner.isolation import (ENV_ALLOW, Sandbox, bwrap_problem, is_root, open_sandbox, user_cannot_run,
-                                      user_unfit)
-
+from referee.runner.isolation import (
+    ENV_ALLOW,
+    Sandbox,
+    bwrap_problem,
+    is_root,
+    open_sandbox,
+    user_cannot_run,
+    user_unfit,
+)
 
 
 def agent_env(run: StepRun, extra: dict[str, str] | None = None) -> dict[str, str]:

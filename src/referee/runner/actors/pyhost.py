@@ -17,8 +17,8 @@ NOT_STARTED = 125  # as referee.runner.agentproc.NOT_STARTED: nobody acted
 
 
 def main(argv: list[str]) -> int:
+    from referee.core.fsutil import atomic_write_json
     from referee.errors import PlanError
-    from referee.fsutil import atomic_write_json
     from referee.runner.actors.base import Claim
     from referee.runner.actors.python import SEARCH_ENV, StepContext, load_target
 

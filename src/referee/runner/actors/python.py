@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from referee.core.fsutil import atomic_write_bytes, safe_join
 from referee.errors import PlanError
-from referee.fsutil import atomic_write_bytes, safe_join
 from referee.runner.actors.base import ActorKind, ActorResult, Claim, StepRun, actors
 
 

@@ -1,7 +1,7 @@
 """The capture contract: a `take` that writes evidence files into one folder.
 
 A capture's parameters are plan data (`referee.plan.captures`); its records are run-directory data
-(`referee.rundir`). This package holds only the code that performs captures.
+(`referee.rundir.schema`). This package holds only the code that performs captures.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
-from referee.fsutil import atomic_write_text
+from referee.core.fsutil import atomic_write_text
+from referee.core.registry import Registry
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, capture_specs
-from referee.registry import Registry
-from referee.rundir import CaptureFailure, dump_record, record_file
+from referee.rundir.schema import CaptureFailure, dump_record, record_file
 from referee.runner.envsubst import Secrets, expand, references, shown
 
 

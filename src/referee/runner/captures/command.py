@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from referee.fsutil import atomic_write_bytes, atomic_write_text
-from referee.rundir import CommandRecord, dump_record, record_file
-from referee.runner.captures.base import CaptureKind, register, searchable
+from referee.core.fsutil import atomic_write_bytes, atomic_write_text
+from referee.rundir.schema import CommandRecord, dump_record, record_file
 from referee.runner.agentproc import launch_line
+from referee.runner.captures.base import CaptureKind, register, searchable
 from referee.runner.homes import remove_home
 from referee.runner.isolation import ENV_ALLOW
 from referee.runner.procs import run_bounded

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import stat
 
+from referee.core.fsutil import atomic_write_text, file_kind, hash_regular
 from referee.errors import EvidenceError, HoldsSecret
-from referee.fsutil import atomic_write_text, file_kind, hash_regular
-from referee.rundir import FileRecord, dump_record, record_file
+from referee.rundir.schema import FileRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.captures.sources import open_source, source_path
 

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from referee.fsutil import atomic_write_text
-from referee.rundir import HttpRecord, dump_record, record_file
+from referee.core.fsutil import atomic_write_text
+from referee.rundir.schema import HttpRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureKind, register, searchable
 
 REDACTED = "[redacted]"

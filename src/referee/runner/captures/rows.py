@@ -12,13 +12,21 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from referee.core.fsutil import atomic_write_text
 from referee.errors import require
-from referee.fsutil import atomic_write_text
-from referee.rundir import SQL_KEPT_ROWS, DdbRecord, SqlRecord, dump_record, record_file
+from referee.rundir.schema import SQL_KEPT_ROWS, DdbRecord, SqlRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 from referee.runner.captures.sources import refuse_links, source_path
-from referee.runner.captures.sqldb import (guard_connection, guard_sqlite, is_timeout, missing_table, shown_sql,
-                                          tables_note, where_clauses, write_refused)
+from referee.runner.captures.sqldb import (
+    guard_connection,
+    guard_sqlite,
+    is_timeout,
+    missing_table,
+    shown_sql,
+    tables_note,
+    where_clauses,
+    write_refused,
+)
 from referee.runner.envsubst import redact_url
 
 MAX_COUNTED = 1_000_000  # rows counted past the kept ones (for `min_rows`) before the count gives up

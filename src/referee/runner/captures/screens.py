@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from referee.fsutil import atomic_write_bytes, atomic_write_text
-from referee.rundir import AriaRecord, dump_record, record_file
+from referee.core.fsutil import atomic_write_bytes, atomic_write_text
+from referee.rundir.schema import AriaRecord, dump_record, record_file
 from referee.runner.captures.base import CaptureFailed, CaptureKind, register
 
 # what page.content() gives: the doctype, then the root element's HTML

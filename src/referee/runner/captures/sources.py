@@ -14,11 +14,11 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from referee.core.fsutil import open_regular
+from referee.core.safetext import fs_name
 from referee.errors import EvidenceError
-from referee.fsutil import open_regular
-from referee.keys import key_path
+from referee.rundir.keys import key_path
 from referee.runner.captures.base import CaptureFailed
-from referee.safetext import fs_name
 
 NO_LINKS = "the runner reads nothing through a link where the agent writes (it could lead to a file the agent " \
            "may not read); name the file itself"

@@ -1,0 +1,1 @@
+"""The claim channel: what the agent's final report claims, its cues and atoms, and which atoms the trace grounds."""
