@@ -75,9 +75,9 @@ class _Kept:
 COMMAND_VAR = "REFEREE_COMMAND"  # the environment variable that carries a command's text to its shell
 
 
-def run_bounded(cmd: str, *, timeout_s: float, keep: int, cwd=None, env=None, stdout_head: bool = False,
-                drain_s: float = 1.0, prefix: Sequence[str] = (), on_start: Callable[[int], None] | None = None
-                ) -> Ran:
+def run_bounded(cmd: str | Sequence[str], *, timeout_s: float, keep: int, cwd=None, env=None,
+                stdout_head: bool = False, drain_s: float = 1.0, prefix: Sequence[str] = (),
+                on_start: Callable[[int], None] | None = None) -> Ran:
     """Run a shell command in its own session; keep the last `keep` bytes of stdout and stderr.
 
     The shell's exit code is what counts: once it has exited, what is already written is read for at most
@@ -87,13 +87,20 @@ def run_bounded(cmd: str, *, timeout_s: float, keep: int, cwd=None, env=None, st
 
     The shell reads the command's text from its environment (`COMMAND_VAR`), never from its arguments: a
     `${SECRET}` substituted into it would be in /proc/<pid>/cmdline, which every local user may read, while
-    the environment is readable by the process's own user only.
+    the environment is readable by the process's own user only. A list is an argv, run as it is with no shell
+    (a program the runner found itself, with arguments no shell may reinterpret).
 
     >>> r = run_bounded("echo hi; sleep 30 & exit 3", timeout_s=5, keep=10); (r.exit_code, r.stdout, r.timed_out)
     (3, b'hi\\n', False)
+    >>> run_bounded(["printf", "%s", "$HOME;x"], timeout_s=5, keep=10).stdout
+    b'$HOME;x'
     """
-    env = {**(os.environ if env is None else env), COMMAND_VAR: cmd}
-    proc = subprocess.Popen([*prefix, "/bin/sh", "-c", f'eval "${COMMAND_VAR}"'], cwd=cwd, env=env,
+    if isinstance(cmd, str):
+        env = {**(os.environ if env is None else env), COMMAND_VAR: cmd}
+        argv = [*prefix, "/bin/sh", "-c", f'eval "${COMMAND_VAR}"']
+    else:
+        argv = [*prefix, *cmd]
+    proc = subprocess.Popen(argv, cwd=cwd, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     if on_start is not None:
