@@ -28,9 +28,10 @@ class ReadOptions:
 trace_readers: Registry[Reader] = Registry("trace format", "referee.readers", item=FUNCTION)
 
 
-def _load_builtin() -> None:
+def load_builtin() -> None:
+    """Register every built-in reader (importing a reader's module registers it)."""
     # importing the modules registers them; kept lazy so `import referee.audit` stays cheap
-    from referee.audit.ingest.readers import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
+    from referee.audit.ingest.readers import (  # noqa: F401
         agent_sdk,
         aider,
         anthropic_messages,
@@ -65,7 +66,7 @@ def get_reader(name: str) -> Reader:
     >>> get_reader("referee").__name__
     'read_referee'
     """
-    _load_builtin()
+    load_builtin()
     return trace_readers.get(name)
 
 
@@ -304,7 +305,7 @@ def reader_infos() -> list[ReaderInfo]:
     >>> {"browsergym", "inspect-ai", "openhands"} <= {r.name for r in reader_infos()}
     True
     """
-    _load_builtin()
+    load_builtin()
     out = []
     for name, fn in sorted(trace_readers.items()):
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()

@@ -26,7 +26,12 @@ NARRATION_TOOLS = frozenset({"think", "thought", "thinking", "reason", "reasonin
 _ERROR_RE = re.compile(r"^\s*(error|exception|traceback|failed|failure)\b", re.I)
 
 
-def _text(content: Any) -> str | None:
+def message_text(content: Any) -> str | None:
+    """A chat message's content as text: a string as it is, content parts joined, None for none.
+
+    >>> message_text([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
+    'ab'
+    """
     if content is None:
         return None
     if isinstance(content, list):  # content parts
@@ -46,7 +51,7 @@ def _with_refusal(m: dict) -> dict:
     them as its content: a refusal is the agent's own word, the report when it is the last."""
     refusal = m.get("refusal")
     if m.get("role") == "assistant" and isinstance(refusal, str) and refusal.strip() and \
-            not (_text(m.get("content")) or "").strip():
+            not (message_text(m.get("content")) or "").strip():
         return {**m, "content": refusal}
     return m
 
@@ -69,7 +74,7 @@ def _result_message(b: dict) -> dict:
     parts = content if isinstance(content, list) else []
     if content is None or isinstance(content, str) or (parts and all(
             isinstance(p, dict) and p.get("type") in ("text", "image", "document") for p in parts)):
-        text = _text(content) or ""
+        text = message_text(content) or ""
     else:
         text = json.dumps(content, ensure_ascii=False, default=str)
     failed = bool(b.get("is_error")) or (isinstance(content, dict) and (
@@ -138,7 +143,7 @@ def _parse_args(raw: Any) -> dict:
 
 
 def _tool_observation(msg: dict) -> dict:
-    text = _text(msg.get("content")) or ""
+    text = message_text(msg.get("content")) or ""
     # a shell's status written into its output (an exit code line, a test runner's failing summary) is a failure too
     obs: dict[str, Any] = {"text": text, "error": bool(_ERROR_RE.match(text)) or bool(msg.get("is_error"))
                            or output_failed(text)}
@@ -218,19 +223,19 @@ def _report_span(convo: list[dict], report_idx: int | None, last_action_idx: int
     if report_idx is None:
         return []
     start = report_idx
-    if is_courtesy(_text(convo[report_idx].get("content"))):
+    if is_courtesy(message_text(convo[report_idx].get("content"))):
         for i in range(report_idx - 1, last_action_idx, -1):
             m = convo[i]
-            if m.get("role") == "assistant" and not _tool_calls(m) and (_text(m.get("content")) or "").strip():
+            if m.get("role") == "assistant" and not _tool_calls(m) and (message_text(m.get("content")) or "").strip():
                 start = i
-                if not is_courtesy(_text(m.get("content"))):
+                if not is_courtesy(message_text(m.get("content"))):
                     break
         else:
             start = report_idx
-        if is_courtesy(_text(convo[start].get("content"))):
+        if is_courtesy(message_text(convo[start].get("content"))):
             start = report_idx
     return [i for i in range(start, report_idx + 1)
-            if convo[i].get("role") == "assistant" and (_text(convo[i].get("content")) or "").strip()]
+            if convo[i].get("role") == "assistant" and (message_text(convo[i].get("content")) or "").strip()]
 
 
 def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = None,
@@ -246,11 +251,11 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
     ('delete file a', {'name': 'rm', 'args': {'path': 'a'}}, 'Deleted a.')
     """
     msgs = _from_content_blocks([_with_refusal(m) for m in messages if isinstance(m, dict)])
-    system = [(_text(m.get("content")) or "") for m in msgs if m.get("role") in ("system", "developer")]
+    system = [(message_text(m.get("content")) or "") for m in msgs if m.get("role") in ("system", "developer")]
     convo = [m for m in msgs if m.get("role") not in ("system", "developer")]
     report_idx = None
     for i, m in enumerate(convo):
-        if m.get("role") == "assistant" and (_text(m.get("content")) or "").strip():
+        if m.get("role") == "assistant" and (message_text(m.get("content")) or "").strip():
             report_idx = i
     last_action_idx = max((i for i, m in enumerate(convo) if m.get("role") == "assistant" and _tool_calls(m)),
                           default=-1)
@@ -261,7 +266,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
     report_parts = _report_span(convo, report_idx, last_action_idx)
     cut = final_idx if last_action_idx < 0 else next(
         (i for i in range(last_action_idx + 1, len(convo)) if convo[i].get("role") == "assistant"
-         and (_text(convo[i].get("content")) or "").strip()), None)
+         and (message_text(convo[i].get("content")) or "").strip()), None)
     initial: dict[str, Any] = {}
     if system:
         initial["data"] = {"system": "\n\n".join(system)}
@@ -273,7 +278,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
     for i, m in enumerate(convo):
         role = m.get("role")
         if role == "assistant":
-            text = _text(m.get("content"))
+            text = message_text(m.get("content"))
             narration = None if i in report_parts else (text if text and text.strip() else None)
             calls = _tool_calls(m)
             last_reply = None
@@ -309,7 +314,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
                 order.remove(answered)
             answered["observation"] = _tool_observation(m)
         elif role == "user":
-            text = _text(m.get("content")) or ""
+            text = message_text(m.get("content")) or ""
             if not first_user_used and not steps:
                 first_user_used = True
                 if task is None:
@@ -325,7 +330,7 @@ def messages_to_trace(messages: list[dict], *, run_id: str, task: str | None = N
             else:
                 steps.append({"observation": obs})
             last_reply = None
-    report = "\n\n".join(_text(convo[i].get("content")) or "" for i in report_parts) if report_parts else None
+    report = "\n\n".join(message_text(convo[i].get("content")) or "" for i in report_parts) if report_parts else None
     return {"trace_version": 1, "run_id": run_id, "task": task or "",
             "initial_observation": initial or None, "steps": steps, "report": report, "meta": meta or {}}
 

@@ -84,7 +84,7 @@ def not_trace_v1(obj: dict) -> str | None:
     """Why a record that fell back to trace v1 is in no format referee reads (not even trace v1's shape: no task,
     no steps of actions and observations), naming the formats it reads; None for a record of trace v1's shape,
     whose validation says what it lacks."""
-    from referee.audit.ingest.readers import _load_builtin
+    from referee.audit.ingest.readers import load_builtin
 
     own = referee_output(obj)
     if own is not None:
@@ -95,6 +95,6 @@ def not_trace_v1(obj: dict) -> str | None:
     if isinstance(steps, list) and (not steps or any(isinstance(st, dict) and st.keys() & _STEP_FIELDS
                                                      for st in steps)):
         return None
-    _load_builtin()
+    load_builtin()
     return (f"not a format referee reads: neither trace v1 (no task, no steps of action/observation/narration) nor "
             f"one of the formats it sniffs ({', '.join(trace_readers.names())}; `referee readers` lists them)")

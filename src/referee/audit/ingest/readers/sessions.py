@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import ValidationError
 
-from referee.audit.ingest.readers.openai_chat import _text, messages_to_trace
+from referee.audit.ingest.readers.openai_chat import message_text, messages_to_trace
 from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem, record_error, shape_error, tool_defs, trace_error
 
 SessionRuns = Literal["per-prompt", "whole"]
@@ -82,7 +82,7 @@ def is_prompt(m: dict) -> bool:
     marked = m.get("_prompt")
     if marked is not None:
         return bool(marked)
-    return is_prompt_text(_text(m.get("content")))
+    return is_prompt_text(message_text(m.get("content")))
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def without_plans(messages: list[dict]) -> list[dict]:
             if plan:
                 ids.update(_key(c.get("id")) for c in plan)
                 m = {**m, "tool_calls": [c for c in calls if c not in plan]}
-                if not m["tool_calls"] and not (_text(m.get("content")) or "").strip():
+                if not m["tool_calls"] and not (message_text(m.get("content")) or "").strip():
                     continue
         content = m.get("content")
         if isinstance(content, list):
