@@ -36,7 +36,9 @@ from referee.rundir.schema import (
 from referee.runner.captures import CaptureContext, CaptureFailed, captures, load_builtin, write_failure
 from tests.runner.old_run_dir import write_old_run_dir
 
-PAGE_ARTEFACTS = {"screenshot": ".png", "dom": ".html"}  # the page itself is the evidence: no JSON record
+# the page (or the device's screen) itself is the evidence: no JSON record
+PAGE_ARTEFACTS = {"screenshot": ".png", "dom": ".html", "android_screen": ".png", "ios_screen": ".png",
+                  "x11_screen": ".png"}
 
 
 def take(kind: str, params: dict, out: Path, **ctx) -> list[Path]:
@@ -58,7 +60,8 @@ def round_trip(path: Path, kind: str, model: type):
 
 
 def test_every_builtin_capture_kind_has_a_record_model_or_is_a_page_artefact():
-    assert set(BUILTIN_SPECS) == {"http", "command", "sql", "ddb", "file", "screenshot", "aria", "dom"}
+    assert set(BUILTIN_SPECS) == {"http", "command", "sql", "ddb", "file", "screenshot", "aria", "dom",
+                                  "android_screen", "ios_screen", "x11_screen"}
     for kind in BUILTIN_SPECS:
         assert kind in RECORD_MODELS or kind in PAGE_ARTEFACTS, kind
     assert set(RECORD_MODELS) - set(BUILTIN_SPECS) == {"capture_failure"}

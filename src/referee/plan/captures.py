@@ -12,8 +12,11 @@ whenever a plan is loaded, so it should keep its own heavy imports inside `take`
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -43,6 +46,11 @@ class CaptureParams(BaseModel):
         """(module, extra): an optional dependency this capture imports, which `referee check` looks for before a
         run (a plugin kind may say so here); None when it needs none."""
         return None
+
+    def unmet(self, env: Mapping[str, str]) -> list[tuple[str, str]]:
+        """What this machine lacks to take the capture (a program, a display), each as (problem, fix), from the
+        runner's environment `env`: `referee check`, and `referee run` before anything starts, report each."""
+        return []
 
     def files(self) -> list[tuple[str, str]]:
         """The names of the files (or folders) the capture writes in its phase folder, each with what it is
@@ -242,6 +250,124 @@ class DomParams(PageParams):
         return [(f"{self.name}.html", "page"), (record_file(self.name, "capture_failure"), "failure record")]
 
 
+class DeviceScreenParams(CaptureParams):
+    """A PNG of a screen the runner takes from a device with a program of that device's tools (docs/screens.md,
+    "Device screens"); the file is named like a browser screenshot's, so screen validators read it the same way.
+
+    `program` is what the runner runs and `install` how to get it: `unmet` finds a missing one (`referee check`,
+    and `referee run` before anything starts), as the capture does when it runs.
+    """
+
+    program: ClassVar[str] = ""
+    install: ClassVar[str] = ""
+    timeout_s: Seconds = 30.0  # the device's program is killed (its whole process group) past this
+
+    def files(self) -> list[tuple[str, str]]:
+        return [(f"{self.name}.png", "screenshot"), (record_file(self.name, "capture_failure"), "failure record")]
+
+    def program_dirs(self, env: Mapping[str, str]) -> list[str]:
+        """Where the program is looked for: the absolute folders of PATH, in order. A relative entry (an empty
+        one is the working directory, where the agent writes) is never searched."""
+        return [d for d in env.get("PATH", "").split(os.pathsep) if os.path.isabs(d)]
+
+    def find_program(self, env: Mapping[str, str]) -> str | None:
+        """The program's absolute path, or None when it is not installed here.
+
+        >>> AndroidScreenParams(kind="android_screen").find_program({"PATH": "relative/bin"}) is None
+        True
+        """
+        return shutil.which(self.program, path=os.pathsep.join(self.program_dirs(env))) if self.program else None
+
+    def missing(self) -> str:
+        """The one line that says the program is not there (the fix is `install`)."""
+        return f"{self.kind} runs `{self.program}`, which is not installed here (not on PATH)"
+
+    def unmet(self, env: Mapping[str, str]) -> list[tuple[str, str]]:
+        """What this machine lacks to take the capture, each (problem, fix); none when it can be taken."""
+        return [] if self.find_program(env) else [(self.missing(), self.install)]
+
+
+def _no_option(v: str | None, what: str) -> str | None:
+    """A value the runner passes as one argument of a device's program: never one it would read as an option.
+
+    >>> _no_option("-d", "serial")
+    Traceback (most recent call last):
+    ...
+    ValueError: serial '-d' starts with '-': the program would read it as an option
+    """
+    if v is None:
+        return v
+    if not v.strip() or any(c.isspace() or ord(c) < 32 for c in v):
+        raise ValueError(f"{what} {v!r} is empty or holds spaces or control characters")
+    if v.startswith("-"):
+        raise ValueError(f"{what} {v!r} starts with '-': the program would read it as an option")
+    return v
+
+
+@spec("android_screen", "a PNG of an Android device's or emulator's screen (`adb [-s SERIAL] exec-out screencap -p`)")
+class AndroidScreenParams(DeviceScreenParams):
+    program: ClassVar[str] = "adb"
+    install: ClassVar[str] = ("install Android's platform-tools (Debian: apt-get install adb) or set ANDROID_HOME to "
+                              "an Android SDK that has them")
+    env_fields = ("serial",)
+    name: str = "android_screen"
+    serial: str | None = None  # which device (`adb devices`); default: adb's own choice (ANDROID_SERIAL, the one)
+    display_id: int | None = Field(default=None, ge=0)  # `screencap -d`: one display of a device that has several
+
+    @field_validator("serial")
+    @classmethod
+    def _serial(cls, v: str | None) -> str | None:
+        return _no_option(v, "serial")
+
+    def program_dirs(self, env: Mapping[str, str]) -> list[str]:
+        """PATH, then the platform-tools of the SDK that ANDROID_HOME (or ANDROID_SDK_ROOT) names."""
+        sdks = [env[k] for k in ("ANDROID_HOME", "ANDROID_SDK_ROOT") if os.path.isabs(env.get(k, ""))]
+        return super().program_dirs(env) + [os.path.join(d, "platform-tools") for d in sdks]
+
+
+@spec("ios_screen", "a PNG of a booted iOS simulator's screen (`xcrun simctl io DEVICE screenshot`), macOS only")
+class IosScreenParams(DeviceScreenParams):
+    program: ClassVar[str] = "xcrun"
+    install: ClassVar[str] = "the iOS simulator needs macOS with Xcode and its simulators (xcrun simctl is Xcode's)"
+    env_fields = ("device",)
+    name: str = "ios_screen"
+    device: str = "booted"  # a simulator's UDID (`xcrun simctl list devices`), or `booted`: the booted one
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str | None:
+        return _no_option(v, "device")
+
+
+# a local X display: `:N` or `:N.S`, optionally with a host (`host:N`); `${VAR}` is checked once substituted
+X_DISPLAY = re.compile(r"[A-Za-z0-9._-]{0,253}:[0-9]{1,5}(\.[0-9]{1,3})?")
+
+
+@spec("x11_screen", "a PNG of an X11 display's whole screen (the root window; `display:` or $DISPLAY)")
+class X11ScreenParams(DeviceScreenParams):
+    env_fields = ("display",)
+    name: str = "x11_screen"
+    display: str | None = None  # `:0`, `:99.0`; default: the runner's $DISPLAY
+
+    @field_validator("display")
+    @classmethod
+    def _display(cls, v: str | None) -> str | None:
+        if v is not None and "${" not in v and not X_DISPLAY.fullmatch(v):
+            raise ValueError(f"display {v!r} is not an X display name such as ':0' or ':99.0'")
+        return v
+
+    def needs(self) -> tuple[str, str] | None:
+        """The root window is read with Pillow's X11 grab (no program to install beyond the `ocr` extra)."""
+        return "PIL", "ocr"
+
+    def unmet(self, env: Mapping[str, str]) -> list[tuple[str, str]]:
+        if self.display is None and not env.get("DISPLAY"):
+            return [("x11_screen has no display: DISPLAY is not set and the capture names no `display:`",
+                     "set DISPLAY (e.g. DISPLAY=:99 for an Xvfb on :99) or give `display: ':99'`")]
+        return []
+
+
 __all__ = ["CaptureParams", "CaptureSpec", "capture_specs", "BUILTIN_SPECS", "spec", "HttpParams", "CommandParams",
            "SqlParams", "DdbParams", "FileParams", "PageParams", "PageSource", "AGENT_PAGE_NOTE", "agent_page_captures",
-           "ScreenshotParams", "AriaParams", "DomParams"]
+           "ScreenshotParams", "AriaParams", "DomParams", "DeviceScreenParams", "AndroidScreenParams",
+           "IosScreenParams", "X11ScreenParams", "X_DISPLAY"]

@@ -1,7 +1,8 @@
 """What `referee check` (and `referee run`, before it starts anything) can tell about a plan that
 loads but would fail at run time: screen captures or a `script:` without the browser actor, a
-python actor target that cannot be found, and evidence that names no capture of its step (an unset
-`${VAR}` is the loader's own error). Reads the plan and the file system; runs nothing, imports no
+device's program or display this machine lacks (`adb`, `xcrun`, DISPLAY), a python actor target
+that cannot be found, and evidence that names no capture of its step (an unset `${VAR}` is the
+loader's own error). Reads the plan and the file system; runs nothing, imports no
 agent code. `check_plan_file` loads a plan collecting every error, then adds these.
 """
 
@@ -61,11 +62,6 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
             found.errors.append(lp.error(f"a `script:` needs the browser actor, and this plan's actor is '{kind}'",
                                          ("steps", si, "script"), fix="set `actor: {kind: browser}` in the plan"))
         _script(lp, step.script, si, found)
-        if not step.do.strip() and not step.script:
-            # the agent would be handed an empty task; a warning, not an error: plans of captures and checks alone
-            # (no task, the agent a no-op) were valid and load unchanged
-            found.warnings.append(lp.error("a step without `do:`: the agent is handed an empty task",
-                                           ("steps", si), fix="add `do: <what the agent should do>` to the step"))
         for cap in lp.captures.get(step.id, ()):
             loc = locs.get(cap.params.name, ("steps", si))
             needs_page = cap.params.kind in PAGE_CAPTURES or getattr(type(cap.params), "needs_page", False)
@@ -77,7 +73,21 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
                         "CDP), or take the screen with a `command` capture (stdout_as: NAME.png)"))
         _evidence(lp, step.id, si, found, holders)
         _extras(lp, step.id, si, locs, found)
+        for cap in lp.captures.get(step.id, ()):  # a program or a display this machine lacks (`adb`, DISPLAY)
+            for why, fix in cap.params.unmet(env):
+                found.errors.append(lp.error(why, locs.get(cap.params.name, ("steps", si)), fix=fix))
+    _sent_and_checked(lp, found)
     return found
+
+
+def _sent_and_checked(lp: LoadedPlan, found: Findings) -> None:
+    """A variable the runner sends (a capture, app, actor) is secret unless public: its value is replaced by
+    `${NAME}` in the evidence, where a validator value of the same variable then cannot find it."""
+    for name in sorted((lp.env_names & lp.check_names) - set(lp.plan.public_env)):
+        found.warnings.append(lp.error(
+            f"${{{name}}} is both sent by the runner and compared by a validator: as a secret, its value is replaced "
+            f"by ${{{name}}} in the evidence, and a validator looking for the value will not find it", ("public_env",),
+            fix=f"if {name} is no secret, list it in `public_env:`; else compare with another variable"))
 
 
 def _installed(module: str) -> bool:

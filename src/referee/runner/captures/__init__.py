@@ -15,7 +15,7 @@ def load_builtin() -> None:
     """Import the built-in capture modules so their kinds register."""
     import importlib
 
-    for mod in ("http", "command", "rows", "files", "screens"):
+    for mod in ("http", "command", "rows", "files", "screens", "devices"):
         try:
             importlib.import_module(f"referee.runner.captures.{mod}")
         except ModuleNotFoundError as exc:
