@@ -42,9 +42,32 @@ def _resolve(name_or_path: str) -> Path:
     return policies.get(name_or_path)
 
 
+def _with_words(tc: object, path: Path) -> tuple[object, bytes | None]:
+    """The task-class rule with each `{class: C, words: GROUP}` entry made the pattern of that write group in the
+    auditor's vocabulary, and the vocabulary's bytes when one was used (None otherwise)."""
+    patterns = tc.get("patterns") if isinstance(tc, dict) else None
+    if not isinstance(patterns, list) or not any(isinstance(p, dict) and "words" in p for p in patterns):
+        return tc, None
+    from referee.audit.vocabulary import load_vocabulary
+
+    vocabulary = load_vocabulary()
+    out = []
+    for p in patterns:
+        if isinstance(p, dict) and "words" in p:
+            group = vocabulary.groups.get(str(p["words"]))
+            if group is None or "pattern" in p:
+                raise PolicyError(f"task_classes: `words: {p['words']}` names no write group of the vocabulary"
+                                  if group is None else "task_classes: an entry has both `words` and `pattern`",
+                                  file=str(path), fix=f"use one of {', '.join(vocabulary.groups)}, or a `pattern`")
+            p = {**{k: v for k, v in p.items() if k != "words"}, "pattern": group.task_pattern}
+        out.append(p)
+    return {**tc, "patterns": out}, vocabulary.raw
+
+
 @lru_cache(maxsize=64)
 def load_policy(name_or_path: str = "causal") -> LoadedPolicy:
-    """Load and validate a policy; `task_classes: default` pulls in the shipped frozen rule.
+    """Load and validate a policy; `task_classes: default` pulls in the shipped frozen rule, and a task-class entry
+    `{class: delete, words: delete}` takes its pattern from the auditor's vocabulary.
 
     >>> lp = load_policy("causal"); lp.policy.name, len(lp.sha256)
     ('causal', 64)
@@ -57,8 +80,12 @@ def load_policy(name_or_path: str = "causal") -> LoadedPolicy:
     tc = raw.get("task_classes", "default")
     if tc == "default" or tc is None:
         tc_path = POLICY_DIR / "task_classes.yaml"
-        raw = {**raw, "task_classes": _yaml(tc_path)}
+        tc = _yaml(tc_path)
         blob += b"\n---\n" + tc_path.read_bytes()
+    tc, vocabulary = _with_words(tc, path)
+    raw = {**raw, "task_classes": tc}
+    if vocabulary is not None:  # the rule's words are the vocabulary's: a new vocabulary is a new policy
+        blob += b"\n---\n" + vocabulary
     try:
         policy = Policy.model_validate(raw)
     except ValidationError as exc:

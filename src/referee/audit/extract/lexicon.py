@@ -1,7 +1,8 @@
 """The rules extractor's vocabulary: verb groups, GUI action words, result patterns, ids, task verbs.
 
-Generic words only: what a write, a read, a commit click, an error, an empty list and an entity id
-look like in any tool-calling or GUI trace.
+The words (verb groups, read verbs, GUI and commit words) are data in referee/audit/vocabulary.yaml, which the
+task-class rule reads too; the patterns of results, ids and sentences are here. Generic words only: what a write,
+a read, a commit click, an error, an empty list and an entity id look like in any tool-calling or GUI trace.
 """
 
 from __future__ import annotations
@@ -10,36 +11,27 @@ import re
 from functools import lru_cache, wraps
 from typing import Callable, TypeVar
 
+from referee.audit.vocabulary import load_vocabulary
 from referee.core.prefilter import FastRegex
 
 T = TypeVar("T")
 
-GROUPS: dict[str, frozenset[str]] = {
-    "delete": frozenset("delete remove cancel erase clear drop destroy uninstall discard trash unsubscribe revoke "
-                        "unlink purge".split()),
-    "send": frozenset("send reply forward share post publish email mail message sms notify tweet submit "
-                      "resend invite".split()),
-    "configure": frozenset("set enable disable toggle turn switch configure adjust activate deactivate mute "
-                           "unmute".split()),
-    "create_edit": frozenset("create add insert new book reserve make write save update edit modify change set rename "
-                             "move copy upgrade downgrade put patch upload order purchase buy pay exchange assign "
-                             "apply record register schedule issue compensate refund credit fill merge log "
-                             "attach mark commit fix repair implement refactor refer archive label tag flag pin star "
-                             "transfer approve restore".split()),
-}
-WRITE_VERBS = frozenset().union(*GROUPS.values())
-READ_VERBS = frozenset("get list search find read view show query fetch lookup look check open describe calculate "
-                       "count browse inspect retrieve load select status info details".split())
-GUI_TYPE = frozenset("type input text enter_text set_text fill keyboard".split())
-GUI_CLICK = frozenset("click tap press long_press touch select".split())
+# the words are data (referee/audit/vocabulary.yaml), shared with the task-class rule; these names are the rules' view
+_VOCABULARY = load_vocabulary()
+GROUPS: dict[str, frozenset[str]] = {name: g.verbs for name, g in _VOCABULARY.groups.items()}
+WRITE_VERBS = _VOCABULARY.write_verbs
+READ_VERBS = _VOCABULARY.read_verbs
+GUI_TYPE = _VOCABULARY.gui_type
+GUI_CLICK = _VOCABULARY.gui_click
 # the agent's own end-of-run signals (AndroidWorld `status: complete`, `finish`, `terminate`): never evidence
-SELF_SIGNAL = frozenset("status finish finished done terminate complete stop end wait".split())
+SELF_SIGNAL = _VOCABULARY.self_signals
+# the verbs of each group that, in a task's text, say which writes it asks for (no noun-like "new", "log")
+_TASK_VERBS: dict[str, frozenset[str]] = {name: g.task_verbs for name, g in _VOCABULARY.groups.items()}
+VOCABULARY_SHA256 = _VOCABULARY.sha256
+
 HANDOFF = re.compile(r"(transfer|escalat|handoff|hand_off)\w*[_ ]?(to[_ ])?(a[_ ])?"
                      r"(human|agent|operator|support)", re.I)
-COMMIT_LABEL = re.compile(r"\b(save|send|done|ok|okay|confirm|submit|apply|create|add|delete|remove|post|yes|"
-                          r"finish|update|set|publish|reply|enter|check ?mark|✓|reserve|book|buy|purchase|pay|"
-                          r"place order|check ?out|register|sign up|schedule|share|upload|accept|approve|archive)\b",
-                          re.I)
+COMMIT_LABEL = re.compile(r"\b(" + "|".join(_VOCABULARY.commit_labels) + r")\b", re.I)
 FAIL_TEXT = re.compile(r"^\s*(error|failed|failure|exception|traceback|not found|invalid|denied|forbidden|"
                        r"unauthori[sz]ed|cannot|unable)\b", re.I)
 EMPTY_TEXT = re.compile(r"^\s*(\[\s*\]|\{\s*\}|none|null|no (results?|items?|entries|records|matches)\b.*|"
@@ -201,5 +193,4 @@ def task_groups(task: str, unconditional: bool = False) -> frozenset[str]:
     """
     kept = [s for s, conditional in _asking(task) if not (unconditional and conditional)]
     tw = words(" ".join(kept))
-    found = {g for g, vs in GROUPS.items() if tw & (vs - {"new", "set", "log", "mark", "record", "check"})}
-    return frozenset(found)
+    return frozenset(g for g, vs in _TASK_VERBS.items() if tw & vs)

@@ -4,7 +4,8 @@ It reasons about generic notions, not any one benchmark: write-like action names
 that are errors, entity ids named in the task reappearing in the committed action or its result,
 ids that the agent used without the environment ever showing them, an empty list before a
 delete, typed-but-unsaved GUI input, clicks resolved to their on-screen labels, and (details.py)
-committed writes whose details contradict what the task states. The vocabulary is in lexicon.py.
+committed writes whose details contradict what the task states. The vocabulary is in lexicon.py
+(its words: referee/audit/vocabulary.yaml).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
     QUOTED_STRICT,
     READ_VERBS,
     SELF_SIGNAL,
+    VOCABULARY_SHA256,
     WRITE_VERBS,
     ids_in,
     is_id,
@@ -46,11 +48,14 @@ from referee.audit.records import Finding
 from referee.audit.view.blind import ClaimBlindView, ViewObservation, ViewStep
 from referee.core.jsonio.values import loads
 
-RULES_VERSION = "7"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
+LOGIC_VERSION = "7"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
 # 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits;
 # 6: unseen agents' signals (GraphQL errors, REST path ids, refused GUI commits, URL hosts, SWE-agent commands)
 # 7: coding agents' file tools (file_path, absolute_path, apply_patch) are file edits, and the files they make are
 #    no ungrounded ids
+# the rules are their code and their words: a new vocabulary.yaml is a new rules version, so cached evidence made
+# with other words is never reused ("7+vocabulary:<sha256[:12]>"; with a tool map "+tools:<sha256[:12]>" follows)
+RULES_VERSION = f"{LOGIC_VERSION}+vocabulary:{VOCABULARY_SHA256[:12]}"
 
 def _failed(o: ViewObservation | None, rec: acting.Recognised | None = None,
             catalog: acting.ToolCatalog = acting.NO_TOOLS) -> bool | None:
@@ -560,7 +565,7 @@ class RulesExtractor:
 
     name: str = "rules"
     model: str | None = None
-    prompt_version: str = RULES_VERSION  # with a tool map: "3+tools:<sha>", so the cache keys differ
+    prompt_version: str = RULES_VERSION  # with a tool map: "7+vocabulary:<sha>+tools:<sha>"
     catalog: acting.ToolCatalog = acting.NO_TOOLS
 
     def extract(self, view: ClaimBlindView, sample: int = 0) -> dict[str, Finding]:
