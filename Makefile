@@ -5,9 +5,10 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# the demo needs the browser, Tesseract and bubblewrap; the tests need PostgreSQL too
+# the demo needs the browser, Tesseract and bubblewrap; the tests need PostgreSQL and Xvfb (a real X display
+# for the x11_screen tests) too
 DEMO_APT := chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core bubblewrap
-APT_PKGS := postgresql $(DEMO_APT)
+APT_PKGS := postgresql xvfb $(DEMO_APT)
 DEMO_STAMP := $(VENV)/.demo-installed
 
 .PHONY: demo test setup sysdeps demo-sysdeps bench clean check redos-check
