@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from referee.core.lazy import lazy_exports
+
 __all__ = ["Confusion", "rates", "load_gold", "sign_test", "BootstrapSpec", "bootstrap_rates", "check_splits",
            "EvalOptions", "run_eval", "at_equal_load"]
 
@@ -10,10 +12,5 @@ _WHERE = {"Confusion": "metrics", "rates": "metrics", "load_gold": "gold", "sign
           "EvalOptions": "run", "run_eval": "run", "at_equal_load": "equal_load"}
 
 
-def __getattr__(name: str):
-    # lazy, so `import referee.evaluation` stays cheap (no numpy, no pydantic models until used)
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f"referee.evaluation.{_WHERE[name]}"), name)
-    raise AttributeError(name)
+# lazy, so `import referee.evaluation` stays cheap (no numpy, no pydantic models until used)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
