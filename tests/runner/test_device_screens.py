@@ -165,6 +165,16 @@ def test_a_missing_adb_names_the_package_and_a_relative_path_entry_is_never_sear
     assert adb.calls() == []
 
 
+def test_an_adb_that_cannot_start_is_a_failed_capture_not_a_crash(tmp_path):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "adb").write_text("#!/nonexistent/interpreter\n")
+    (tools / "adb").chmod(0o755)
+    with pytest.raises(CaptureFailed) as exc:
+        take("android_screen", {}, tmp_path, {"PATH": str(tools)})
+    assert exc.value.why == "`adb exec-out screencap -p` could not start: No such file or directory"
+
+
 def test_adb_is_found_in_the_platform_tools_of_android_home(tmp_path, app_png):
     sdk = tmp_path / "sdk"
     adb = Device(tmp_path, "adb", app_png)

@@ -49,7 +49,11 @@ class CaptureParams(BaseModel):
 
     def unmet(self, env: Mapping[str, str]) -> list[tuple[str, str]]:
         """What this machine lacks to take the capture (a program, a display), each as (problem, fix), from the
-        runner's environment `env`: `referee check`, and `referee run` before anything starts, report each."""
+        runner's environment `env`: `referee check`, and `referee run` before anything starts, report each.
+
+        >>> HttpParams(kind="http", name="h", url="/x").unmet({}), X11ScreenParams(kind="x11_screen").unmet({})[0][0]
+        ([], 'x11_screen has no display: DISPLAY is not set and the capture names no `display:`')
+        """
         return []
 
     def files(self) -> list[tuple[str, str]]:

@@ -135,8 +135,11 @@ class DeviceScreen(CaptureKind):
         out = work / "screen.png"
         what = self.describe(program, self.argv(params, ctx.shown, out, env))
         try:
-            ran = run_bounded([program, *self.argv(params, ctx.expand, out, env)], timeout_s=params.timeout_s,
-                              keep=MAX_PNG + 1, cwd=work, env=env, stdout_head=True)
+            try:
+                ran = run_bounded([program, *self.argv(params, ctx.expand, out, env)], timeout_s=params.timeout_s,
+                                  keep=MAX_PNG + 1, cwd=work, env=env, stdout_head=True)
+            except OSError as exc:  # not executable, a script without its interpreter
+                raise CaptureFailed(f"{what} could not start: {exc.strerror or exc}", {"program": program}) from None
             tail = _tail(ran.stderr, ctx.scrub)
             detail = {"program": program, "exit_code": ran.exit_code, "stderr_tail": tail}
             stderr = f"; stderr: {tail}" if tail else ""
