@@ -14,12 +14,19 @@ from referee.errors import RefereeError  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["RefereeError", "Registry", "__version__", "Actor", "StepContext", "Claim", "grade", "load_plan",
-           "Trace", "AuditRecord", "Auditor", "audit_trace", "audit_files", "read_traces", "load_policy",
-           "replay", "replay_file"]
+__all__ = ["RefereeError", "Registry", "__version__", "Actor", "StepContext", "Claim", "run", "RunOptions", "grade",
+           "load_plan", "audit_runs", "AuditOptions", "LLMOptions", "AuditEvents", "NoEvents", "AuditResult", "Trace",
+           "AuditRecord", "Auditor", "audit_trace", "audit_files", "read_traces", "load_policy", "replay",
+           "replay_file"]
 
 # the auditor's public names: name -> (module, attribute), imported on first use
 _AUDIT = {
+    "audit_runs": ("referee.audit.run.session", "audit_runs"),
+    "AuditOptions": ("referee.audit.run.options", "AuditOptions"),
+    "LLMOptions": ("referee.audit.run.options", "LLMOptions"),
+    "AuditEvents": ("referee.audit.run.options", "AuditEvents"),
+    "NoEvents": ("referee.audit.run.options", "NoEvents"),
+    "AuditResult": ("referee.audit.run.options", "AuditResult"),
     "Trace": ("referee.audit.trace", "Trace"),
     "AuditRecord": ("referee.audit.records", "AuditRecord"),
     "Auditor": ("referee.audit.run.pipeline", "Auditor"),
@@ -42,6 +49,14 @@ def __getattr__(name: str):
         from referee.grader import grade
 
         return grade
+    if name == "run":
+        from referee.api import run
+
+        return run
+    if name == "RunOptions":
+        from referee.rundir.schema import RunOptions
+
+        return RunOptions
     if name == "load_plan":
         from referee.plan import load_plan
 

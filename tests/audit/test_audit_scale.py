@@ -22,6 +22,7 @@ from referee.audit.decide.taskclass import ClassPattern, TaskClassRule, classify
 from referee.audit.extract.rules import RulesExtractor
 from referee.audit.records import Finding
 from referee.audit.run.cache import EvidenceCache
+from referee.audit.run.options import CallbackEvents
 from referee.audit.run.parallel import ParallelAudit, executor_for
 from referee.audit.run.pipeline import Auditor, Intake, audit_files, iter_items
 from referee.audit.view.blind import pack_parts, view_parts
@@ -392,7 +393,7 @@ def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_writ
                     killed[addr] = busy[addr]
 
             ex = ParallelAudit(ExecutorOptions("dask", 2, cluster.scheduler_address, 16))
-            stats, _ = run_audit(traces, tmp_path / "dask.jsonl", executor=ex, on_record=on_record)
+            stats, _ = run_audit(traces, tmp_path / "dask.jsonl", executor=ex, events=CallbackEvents(written=on_record))
     assert killed and all(killed.values())  # a worker that had chunks in hand was killed
     assert ex.lost >= 1                      # and at least one chunk came back through resubmission
     assert ex.decided == 15                  # each chunk decided once, on this machine's processes
@@ -638,7 +639,8 @@ def test_with_workers_the_parent_holds_the_lock_on_out_for_the_whole_audit(tmp_p
 
     ex = ParallelAudit(ExecutorOptions("local", 2, None, 5))
     box: dict = {}
-    t = threading.Thread(target=lambda: box.update(stats=run_audit(traces, out, executor=ex, on_record=on_record)[0]))
+    events = CallbackEvents(written=on_record)
+    t = threading.Thread(target=lambda: box.update(stats=run_audit(traces, out, executor=ex, events=events)[0]))
     t.start()
     try:
         assert first_written.wait(60)

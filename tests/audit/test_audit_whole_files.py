@@ -10,6 +10,7 @@ import pytest
 
 import referee.audit.ingest.chunks as filechunks
 from referee.audit.ingest.chunks import FileBatch, Irregular, audit_batch
+from referee.audit.run.options import CallbackEvents
 from referee.audit.run.parallel import ParallelAudit
 from referee.core.executors import ExecutorOptions
 from tests.audit.test_audit_scale import auditor, run_audit
@@ -19,9 +20,9 @@ from tests.support.scale_work import write_corpus
 def _said(traces: Path, out: Path, executor=None) -> tuple[object, list[tuple[str, str]]]:
     """The audit's stats and everything it said (errors, notes, duplicates), in order."""
     said: list[tuple[str, str]] = []
-    stats, _ = run_audit(traces, out, executor=executor, on_error_cb=lambda e: said.append(("error", str(e))),
-                         on_note=lambda n: said.append(("note", n)),
-                         on_duplicate=lambda e: said.append(("duplicate", str(e))))
+    stats, _ = run_audit(traces, out, executor=executor, events=CallbackEvents(
+        skipped=lambda e: said.append(("error", str(e))), note=lambda n: said.append(("note", n)),
+        duplicate=lambda e: said.append(("duplicate", str(e)))))
     return stats, said
 
 

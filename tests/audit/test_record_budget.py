@@ -17,6 +17,7 @@ import pytest
 from referee.audit.claim.reader import RulesClaimReader
 from referee.audit.decide.policyfile import load_policy
 from referee.audit.run.budget import RecordBudget
+from referee.audit.run.options import CallbackEvents
 from referee.audit.run.parallel import ParallelAudit
 from referee.audit.run.pipeline import Auditor, audit_files
 from referee.core.executors import ExecutorOptions, LocalPool
@@ -161,7 +162,7 @@ def test_a_resume_leaves_the_record_over_budget_until_the_budget_is_raised(tmp_p
     audit_files(paths, auditor(tmp_path, BUDGETS["cpu"]), out)
     lines = out.read_text().splitlines()
     notes: list[str] = []
-    again = audit_files(paths, auditor(tmp_path, BUDGETS["cpu"]), out, on_note=notes.append)
+    again = audit_files(paths, auditor(tmp_path, BUDGETS["cpu"]), out, events=CallbackEvents(note=notes.append))
     assert again.written == 0 and again.skipped_done == N and again.retried == 0
     assert out.read_text().splitlines() == lines
     [note] = notes  # not left in silence: the note names the run and how to audit it again

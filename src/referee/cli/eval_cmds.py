@@ -254,7 +254,7 @@ def gold_cmd(traces, fmt, output, gold_scorer, gold_threshold, on_error) -> None
     TRACES are what `referee audit` takes: trace files, run folders, folders walked for them, quoted globs.
     """
     from referee.audit.ingest.inputs import expand_args, own_outputs
-    from referee.cli.audit_cmds import _warn
+    from referee.cli.audit_console import warn as _warn
     from referee.evaluation.gold import gold_from_traces, write_gold
 
     paths = expand_args(traces)

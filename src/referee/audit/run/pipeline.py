@@ -7,7 +7,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from referee.audit.claim.grounding import ground_in
 from referee.audit.decide.decision import decide
@@ -21,6 +21,7 @@ from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyR
 from referee.audit.run.auditfile import cut_partial_line, iter_records  # noqa: F401 (re-export)
 from referee.audit.run.budget import budgeted, over_budget_record
 from referee.audit.run.cache import EvidenceCache
+from referee.audit.run.options import AuditEvents, NoEvents
 from referee.audit.run.resume import Done, Settings, action, budget_setting, changed_error, scan, settings_of
 from referee.audit.trace import SHAPE_ERRORS, GoldScorer, Trace, TraceItem
 from referee.audit.view.blind import VIEW_VERSION, ClaimBlindView, build_view
@@ -239,6 +240,23 @@ class Intake:
     settings: Settings = ()
 
 
+class Executor(Protocol):
+    """Where `audit_files` has traces audited other than one at a time here (`ParallelAudit`, in
+    referee.audit.run.parallel): it hears of the input, names the files its own workers read, and gives back
+    what `audit_one` would have, in input order."""
+
+    admits: bool  # True: the records read here are handed out unadmitted, and admitted at their turn (`Intake`)
+
+    def expect(self, paths: list[Path]) -> None: ...
+
+    def reading(self, path: Path) -> None: ...
+
+    def raw_file(self, path: Path, fmt: str | None, allow_pickle: bool = False) -> Any: ...
+
+    def run(self, auditor: Auditor, units: Iterable[Any], audit_one: Callable[[tuple], Any],
+            intake: Intake) -> Iterator[Any]: ...
+
+
 @dataclass
 class AuditStats:
     written: int = 0
@@ -313,15 +331,9 @@ def duplicate_error(item: TraceItem, first: str, first_file: str | None = None) 
 
 
 def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None = None,
-                on_error: str = "skip", concurrency: int = 1,
-                on_record: Callable[[AuditRecord | RecordLine], None] | None = None,
-                on_error_cb: Callable[[TraceError], None] | None = None,
-                on_gold: Callable[[TraceItem], None] | None = None,
-                on_duplicate: Callable[[TraceError], None] | None = None,
-                on_ignored: Callable[[str, tuple[str, ...]], None] | None = None,
-                on_note: Callable[[str], None] | None = None,
+                on_error: str = "skip", concurrency: int = 1, events: AuditEvents | None = None,
                 inputs: InputOptions | None = None, gold_scorer: GoldScorer | None = None,
-                reaudit_changed: bool = False, executor: Any = None) -> AuditStats:
+                reaudit_changed: bool = False, executor: Executor | None = None) -> AuditStats:
     """Audit every trace in `paths`, appending one record per run to `out`; runs whose record stands are skipped.
 
     Only one process writes `out` at a time (a lock on `out.lock`; a second gets BusyError at once).
@@ -332,38 +344,37 @@ def audit_files(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str 
     ResumeError, after what is in flight is written, unless `reaudit_changed` (`stats.reaudited`).
 
     `gold_scorer` takes gold from a score the runs carry (an Inspect AI scorer); a run whose scores lack it
-    raises GoldError naming the scorers there. Gold only reaches `on_gold`, never the audit.
+    raises GoldError naming the scorers there. Gold only reaches `events.gold`, never the audit.
 
     A run_id that comes twice in the input is audited once (the first); each repeat is counted in
-    `stats.duplicates` and reported through `on_duplicate`, never dropped silently. What a reader found
-    beside a run and could not use (a gold report that does not read) goes to `on_note`.
+    `stats.duplicates` and reported through `events.duplicate`, never dropped silently. What a reader found
+    beside a run and could not use (a gold report that does not read) goes to `events.note`; `events`
+    (referee.audit.run.options.AuditEvents) hears of each record written, each bad record skipped, gold.
 
     Records are written in input order even when `concurrency` > 1 (a bounded window of traces is in
     flight), so an interrupted audit leaves a clean prefix and resumes where it stopped. With
     `executor` (referee.audit.run.parallel.ParallelAudit) traces are audited in chunks on other processes
     or a Dask cluster; this process still writes every record, in the same order, under the same lock
-    and resume rules, and `on_record` gets each as the `RecordLine` written.
+    and resume rules, and `events.written` gets each as the `RecordLine` written.
     """
     out = Path(out)
     with exclusive(out, by="referee audit", fix="wait for it to finish, or give another --out"):
         return _audit_locked(paths, auditor, out, fmt=fmt, on_error=on_error, concurrency=concurrency,
-                             on_record=on_record, on_error_cb=on_error_cb, on_gold=on_gold,
-                             on_duplicate=on_duplicate, on_ignored=on_ignored, on_note=on_note, inputs=inputs,
+                             events=events if events is not None else NoEvents(), inputs=inputs,
                              gold_scorer=gold_scorer, reaudit_changed=reaudit_changed, executor=executor)
 
 
 def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: str | None, on_error: str,
-                  concurrency: int, on_record, on_error_cb, on_gold, on_duplicate, on_ignored, on_note,
-                  inputs: InputOptions | None, gold_scorer: GoldScorer | None,
-                  reaudit_changed: bool, executor: Any) -> AuditStats:
+                  concurrency: int, events: AuditEvents, inputs: InputOptions | None, gold_scorer: GoldScorer | None,
+                  reaudit_changed: bool, executor: Executor | None) -> AuditStats:
     cut_partial_line(out)  # under the lock: a half line can only be a dead writer's
     paths = list(paths)
-    if (expect := getattr(executor, "expect", None)) is not None:
-        expect(paths)  # what the executor weighs the work left by (ParallelAudit.adaptive)
+    if executor is not None:
+        executor.expect(paths)  # what the executor weighs the work left by (ParallelAudit.adaptive)
     damaged: list[int] = []
     done = scan(out, damaged)
-    if damaged and on_note:
-        on_note(f"{out}: line{'s' if len(damaged) > 1 else ''} {', '.join(map(str, damaged[:10]))}"
+    if damaged:
+        events.note(f"{out}: line{'s' if len(damaged) > 1 else ''} {', '.join(map(str, damaged[:10]))}"
                 f"{' ...' if len(damaged) > 10 else ''}: no audit record (damaged?); left as it is, and the run it "
                 "held is audited again")
     settings = auditor.settings()
@@ -382,8 +393,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         if on_error == "stop":
             raise err
         stats.errors.append(str(err))
-        if on_error_cb:
-            on_error_cb(err)
+        events.skipped(err)
 
     def admit(item: TraceItem, hashes: Callable[[], tuple[str, str] | None]) -> str:
         """What becomes of one record read: "audit" (audit it, or write the record a worker made of it),
@@ -402,23 +412,21 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             item = gold_scorer.pick(item)
         elif item.scores:
             stats.scorers.update(item.scores)
-        if item.ignored and on_ignored:
+        if item.ignored:
             new = tuple(f for f in item.ignored if (item.file, f) not in ignored_seen)
             ignored_seen.update((item.file, f) for f in new)
             if new:
-                on_ignored(item.file, new)
+                events.ignored_fields(item.file, new)
         rid = item.trace.run_id if item.trace is not None else str(item.run_id)
         if rid in seen:
             stats.duplicates += 1
-            if on_duplicate:
-                on_duplicate(duplicate_error(item, *seen[rid]))
+            events.duplicate(duplicate_error(item, *seen[rid]))
             return "skip"
         seen[rid] = (item.file if item.line is None else f"{item.file}:{item.line}", item.file)
-        if on_gold and item.gold is not None:  # the run audited (or standing) is the first: so is its label
-            on_gold(item)
-        if on_note:
-            for note in item.notes:
-                on_note(note)
+        if item.gold is not None:  # the run audited (or standing) is the first: so is its label
+            events.gold(item)
+        for note in item.notes:
+            events.note(note)
         prev = done.get(rid)
         if prev is None:
             return "audit"
@@ -428,8 +436,8 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         what = action(prev, got[0], got[1], settings)
         if what == "skip":
             stats.skipped_done += 1
-            if prev.over is not None and on_note:  # said each time: a resume never leaves it in silence
-                on_note(f"{out}: line {prev.line}: run_id {rid}: its audit went over the record budget "
+            if prev.over is not None:  # said each time: a resume never leaves it in silence
+                events.note(f"{out}: line {prev.line}: run_id {rid}: its audit went over the record budget "
                         f"({prev.over[0]}) and its review record stands; raise --record-{_FLAG[prev.over[0]]} to "
                         "audit it again")
             return "skip"
@@ -467,19 +475,18 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
         that `admits` gets the records read here as they were read, and admits each at its turn (`Intake`):
         admitted here as they are read, a record of a later file would come before those of an earlier file
         the workers still read (the first of two runs with one run_id is the one audited)."""
-        workers_read = getattr(executor, "raw_file", None)  # the executor says which files its workers read
-        later = getattr(executor, "admits", False)
+        later = executor is not None and executor.admits
         for inp in walk(paths, fmt, inputs):
             if stop:
                 return
             if isinstance(inp, TraceItem):  # a folder that could not be walked
                 admit(inp, lambda: None)
-            elif workers_read is not None and session_runs == "per-prompt" and \
-                    (raw := workers_read(inp.path, inp.fmt, allow)) is not None:
-                yield raw
+            elif executor is not None and session_runs == "per-prompt" and \
+                    (raw := executor.raw_file(inp.path, inp.fmt, allow)) is not None:
+                yield raw  # a file the executor's workers read themselves
             else:
-                if (reading := getattr(executor, "reading", None)) is not None:
-                    reading(inp.path)  # read here: what the executor counts as work begun
+                if executor is not None:
+                    executor.reading(inp.path)  # read here: what the executor counts as work begun
                 items = read_traces(inp.path, inp.fmt, allow_pickle=allow, session_runs=session_runs)
                 yield from (items if later else jobs_of(items))
 
@@ -496,8 +503,7 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor, out: Path, *, fmt: st
             fh.write((rec.json if isinstance(rec, RecordLine) else rec.model_dump_json()) + "\n")
             fh.flush()  # each record is on disk before the next one starts: resume needs no more
             stats.written += 1
-            if on_record:
-                on_record(rec)
+            events.written(rec)
 
         def audit_one(job: tuple[Trace, ClaimBlindView | None]) -> AuditRecord | TraceError:
             trace, view = job
