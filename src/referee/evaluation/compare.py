@@ -1,10 +1,8 @@
 """Policy comparison from cached evidence: each policy is a method that replays a record, no backend, no model call.
 
-Replaying a record under a policy re-derives the task class with the policy's rule, re-checks
-each cached extraction run, re-votes and re-disposes, reading only the record: the pieces of
-`referee.audit.decide.decision` (the one place that decides), memoised here so that several policies share
-one classification and one set of run states per record (about twice as fast as copying the record
-per policy).
+Replaying a record under a policy is `referee.audit.decide.decision.decide` (the one place that decides, which
+`referee audit` and `referee replay` call too) on the record's task, claim, cached extraction runs and grounding.
+A memo keeps each record's decision per policy file while the record is in hand, for methods asked twice.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ def shipped_policies() -> tuple[str, ...]:
 
 
 class _RecordMemo:
-    """Per-record memo shared by the policy methods: policies with the same task-class rule or the same
-    checker settings re-use one classification and one set of run states for the record in hand."""
+    """Per-record memo shared by the policy methods: the decision of the record in hand under each policy file."""
 
     def __init__(self) -> None:
         self.rec = None
@@ -45,7 +42,7 @@ class _RecordMemo:
 
 
 def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
-    """The disposition of one audit record under another policy, from its cached evidence only.
+    """The disposition of one audit record under another policy, from its cached evidence only (`decide`).
 
     >>> from referee.audit.decide.policyfile import load_policy
     >>> from referee.audit.records import AuditRecord
@@ -56,29 +53,11 @@ def replay_disposition(rec, loaded, memo: _RecordMemo | None = None) -> str:
     >>> replay_disposition(rec, load_policy("causal")), replay_disposition(rec, load_policy("low-load"))
     ('review', 'pass')
     """
-    from referee.audit.decide.decision import disposition_of, run_states
-    from referee.audit.decide.taskclass import classify_task
-    from referee.audit.decide.votes import vote
+    from referee.audit.decide.decision import decide
 
     memo = memo or _RecordMemo()
-    policy = loaded.policy
-    rule = _rule(loaded)
-    task_class = memo.get(rec, ("class", rule), lambda: classify_task(rec.task, rule)[0])
-    required = tuple(sorted(policy.required.get(task_class, policy.required["other"])))
-    states = memo.get(rec, ("states", task_class, required, policy.checker.unknown_as),
-                      lambda: run_states(rec.evidence, task_class, policy))
-    return disposition_of(rec.claim.label, vote(states, policy.votes.threshold), rec.grounding, policy)
-
-
-_RULES: dict[str, object] = {}
-
-
-def _rule(loaded):
-    """The compiled task-class rule of a loaded policy, built once per policy file."""
-    key = loaded.sha256
-    if key not in _RULES:
-        _RULES[key] = loaded.policy.task_classes.rule()
-    return _RULES[key]
+    return memo.get(rec, loaded.sha256, lambda: decide(rec.task, rec.claim.label, rec.evidence, rec.grounding,
+                                                       loaded.policy).disposition)
 
 
 def policy_method(name_or_path: str, memo: _RecordMemo | None = None) -> Method:

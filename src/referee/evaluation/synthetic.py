@@ -25,22 +25,16 @@ def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tupl
     >>> len(recs), len(gold), recs[0]["run_id"] == gold[0]["run_id"]
     (20, 20, True)
     """
-    from referee.audit.decide.disposition import dispose
-    from referee.audit.decide.policy import check_run
+    from referee.audit.decide.decision import decide
     from referee.audit.decide.policyfile import load_policy
-    from referee.audit.decide.taskclass import classify_task
-    from referee.audit.decide.votes import vote
     from referee.audit.records import Finding
 
     loaded = load_policy("causal")
-    policy = loaded.policy
-    rule = policy.task_classes.rule()
     rng = random.Random(seed)
     classes = list(TASKS)
     records, gold = [], []
     for i in range(n):
         task = TASKS[classes[i % len(classes)]].format(i=i)
-        task_class, _ = classify_task(task, rule)
         completed = rng.random() < 0.55
         claim = rng.choices(["success", "failure_or_incomplete", "unclear"], [0.75, 0.2, 0.05])[0]
         evidence = []
@@ -51,15 +45,14 @@ def synthetic(n: int, seed: int = 0, *, groups: int = 4, votes: int = 1) -> tupl
                 v = rng.choices(["yes", "no", "unknown"], [good, (1 - good) * 0.7, (1 - good) * 0.3])[0]
                 ev[f] = {"value": v, "support": [rng.randrange(10)] if v != "unknown" else []}
             evidence.append(ev)
-        states = [check_run({k: Finding.model_validate(v) for k, v in ev.items()}, task_class, policy)
-                  for ev in evidence]
-        state = vote(states, policy.votes.threshold)
+        findings = [{k: Finding.model_validate(v) for k, v in ev.items()} for ev in evidence]
+        d = decide(task, claim, findings, None, loaded.policy)  # as the auditor decides, with no report to ground
         rid = f"syn-{i:06d}"
         group = f"g{i % groups}"
         split = "dev" if (i // len(classes)) % 4 else "test"
-        records.append({"record_version": 1, "run_id": rid, "task": task, "task_class": task_class,
+        records.append({"record_version": 1, "run_id": rid, "task": task, "task_class": d.task_class,
                         "claim": {"label": claim, "votes": [claim], "backend": "rules"}, "evidence": evidence,
-                        "run_states": states, "trace_state": state, "disposition": dispose(claim, state, policy),
+                        "run_states": list(d.run_states), "trace_state": d.trace_state, "disposition": d.disposition,
                         "policy": {"name": "causal", "sha256": loaded.sha256},
                         "backend": {"name": "synthetic", "runs": votes}, "view_sha256": f"{i:064x}",
                         "group": group, "split": split, "source": "synthetic"})
