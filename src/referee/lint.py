@@ -12,6 +12,7 @@ from referee.errors import EvidenceError, MissingExtraError, UsageError
 from referee.plan.script import parse_script
 from referee.rundir.schema import CaptureFailure, CaptureRecord, sniff_record
 from referee.validators import checker
+from referee.validators.variables import check_with_values
 
 Status = Literal["loose", "specific", "not_applicable", "negative"]
 MAX_CONTROL_BYTES = 256 << 20  # one control file, or one lint cache file
@@ -227,10 +228,12 @@ def lint_plan(plan, controls: Sequence[str | Path] = (), *, cache_dir: Path | No
     """Check every validator of `plan` (a LoadedPlan) against each negative control; PASS there = too loose.
 
     Controls are the plan's `controls:` plus `controls`. Negative kinds (`ocr_not_contains`) are reported
-    as such, not as loose. `cache_dir` keeps OCR of controls between calls (`<cache_dir>/lint-<ns>.json`).
-    Iterate the report for the too-loose findings; `report.ok` is False when any exist.
+    as such, not as loose. The lint performs no capture: `plan` may be loaded with `needs="checks"`, so only
+    the variables of validator values must be set, which it fills as the grader does. `cache_dir` keeps OCR
+    of controls between calls (`<cache_dir>/lint-<ns>.json`). Iterate the report for the too-loose findings;
+    `report.ok` is False when any exist.
 
-    >>> report = lint_plan(load_plan("plan.yaml"), ["controls/home.png"])  # doctest: +SKIP
+    >>> report = lint_plan(load_plan("plan.yaml", needs="checks"), ["controls/home.png"])  # doctest: +SKIP
     >>> [str(f) for f in report]  # doctest: +SKIP
     ["step 'open': ocr_contains#0 holds on control controls/home.png (matched 'shop'); ..."]
     """
@@ -261,8 +264,8 @@ def lint_plan(plan, controls: Sequence[str | Path] = (), *, cache_dir: Path | No
 
 def _check_one(tv, view: ControlView, step: str, control: str) -> Finding:
     label = tv.label
-    try:
-        out = checker(tv.params.kind).check(tv.params, view, tv.index)
+    try:  # `${NAME}` values filled from the environment, as the grader fills them (validators.variables)
+        out = check_with_values(tv, lambda params: checker(tv.params.kind).check(params, view, tv.index))
     except EvidenceError as exc:
         return Finding(step, label, tv.params.kind, control, "not_applicable",
                        f"cannot read the control this way: {exc}")

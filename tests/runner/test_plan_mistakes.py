@@ -1,5 +1,5 @@
 """Issue 34 items 6 and 7: mistakes that went unsaid. An unknown claim key (`{"passed": true}`) is a warning with the
-nearest known key; a step without `do:` is named by `check` and `run` before anything starts; a missing agent
+nearest known key; a step without `do:` is a plan error of `check` and `run` before anything starts; a missing agent
 program is an error before the app starts."""
 
 from __future__ import annotations
@@ -71,19 +71,28 @@ steps:
 """
 
 
-def test_check_names_a_step_without_do(tmp_path):
+def test_check_names_a_step_without_do_as_a_plan_error(tmp_path):
     plan = write_plan(tmp_path / "nodo.yaml", NO_DO)
     code, out, err = referee(tmp_path, "check", plan)
     line = next((ln for ln in (out + err).splitlines() if "without `do:`" in ln), "")
-    assert f"{plan}:6:5: warning:" in line and "step 'empty'" in line and "add `do:" in line, out + err
+    assert code == 2 and f"{plan}:6:5:" in line and "warning" not in line, out + err
+    assert "step 'empty'" in line and "add `do:" in line, out + err
 
 
-def test_run_names_a_step_without_do_before_it_starts(tmp_path):
+def test_run_refuses_a_step_without_do_before_it_starts(tmp_path):
     plan = write_plan(tmp_path / "nodo.yaml", NO_DO)
     agent = f"{shlex.quote(sys.executable)} -c pass"
     ran = run_in_process(tmp_path, plan, tmp_path / "runs", "--agent", agent)
-    before_table = ran.out.split("first")[0]
-    assert "without `do:`" in before_table and "step 'empty'" in before_table, ran.out
+    assert ran.code == 2 and ran.run_dir is None, ran.out + ran.err
+    assert "without `do:`" in ran.err and "step 'empty'" in ran.err, ran.out + ran.err
+
+
+def test_a_frozen_plan_without_do_still_grades():
+    """A run directory written before `do:` was required keeps its plan: grading loads it as it is."""
+    from referee.plan.loader import load_plan_text
+
+    lp = load_plan_text(NO_DO, "plan.yaml", frozen=True)
+    assert [s.id for s in lp.plan.steps] == ["first", "empty"]
 
 
 def test_a_missing_agent_program_is_an_error_before_the_app_starts(tmp_path):

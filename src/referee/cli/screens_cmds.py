@@ -21,7 +21,7 @@ def lint(plan, controls, cache_dir, json_mode):
     from referee.lint import lint_plan
     from referee.plan import load_plan
 
-    loaded = load_plan(plan)
+    loaded = load_plan(plan, needs="checks")  # what the lint evaluates: no capture, so no capture's variable
     report = lint_plan(loaded, controls, cache_dir=Path(cache_dir) if cache_dir else None)
     if json_mode:
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))

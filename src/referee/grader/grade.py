@@ -15,11 +15,17 @@ from referee.plan.loader import LoadedPlan, TypedValidator
 from referee.rundir.schema import Claim, Manifest
 from referee.validators import Outcome, checker
 from referee.validators.common import NoContent
+from referee.validators.variables import check_with_values
 
 
 def _run_check(tv: TypedValidator, view) -> Outcome:
+    # `${NAME}` values filled from this environment; what the check says shows the names (validators.variables)
+    return check_with_values(tv, lambda params: _checked(tv, params, view))
+
+
+def _checked(tv: TypedValidator, params, view) -> Outcome:
     try:
-        return checker(tv.params.kind).check(tv.params, view, tv.index)
+        return checker(tv.params.kind).check(params, view, tv.index)
     except EvidenceError as exc:
         return Outcome.error(str(exc))
     except NoContent as exc:  # a file capture with nothing to read (no such file): whatever the check, no PASS

@@ -7,12 +7,17 @@ writes the value nowhere: what a run directory, a report or the console shows is
 
 `${NAME:-default}` takes `default` when NAME is unset or empty (as in the shell). A `${NAME}` with
 no default whose variable is unset is a plan error at load time (`referee.plan.loader`).
+
+A validator's values (`text`, `expected`, `pattern`) are filled at grade time (`fill_fields`), and what the
+validator says is shown with `${NAME}` back in place of each value (`conceal`). Where each place of a plan
+takes variables is in docs/runner.md, "Environment variables".
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -132,3 +137,100 @@ def unset(value: Any, env: Mapping[str, str]) -> list[str]:
     ['NOPE_DB']
     """
     return [name for name, default in references(value) if default is None and name not in env]
+
+
+def fill(value: Any, env: Mapping[str, str]) -> Any:
+    """`expand` on every string inside a value (lists and mapping values too); other values as they are.
+
+    >>> fill({"title": "${T}", "n": [1, "${T:-x}"]}, {"T": "Milk"})
+    {'title': 'Milk', 'n': [1, 'Milk']}
+    """
+    if isinstance(value, str):
+        return expand(value, env)
+    if isinstance(value, dict):
+        return {k: fill(v, env) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [fill(v, env) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Filled:
+    """A validator's values with their variables substituted (`fill_fields`).
+
+    `values`: each field that names a variable, filled; `unset`: the names without a default that `env` lacks;
+    `hidden`: each secret text (a variable's value, a whole filled value) with what is shown in its place.
+    """
+
+    values: dict[str, Any]
+    unset: tuple[str, ...] = ()
+    hidden: tuple[tuple[str, str], ...] = ()
+
+
+def fill_fields(params: Any, fields: Iterable[str], env: Mapping[str, str],
+                public: Iterable[str] = ()) -> Filled:
+    """The `fields` of `params` (a validator's parameters) filled from `env`, and what to hide of them.
+
+    >>> f = fill_fields(type("P", (), {"text": "Title: ${T}"})(), ["text"], {"T": "Milk"})
+    >>> f.values, f.unset, f.hidden
+    ({'text': 'Title: Milk'}, (), (('Title: Milk', 'Title: ${T}'), ('Milk', '${T}')))
+    """
+    public = frozenset(public)
+    values: dict[str, Any] = {}
+    unset_names: list[str] = []
+    hidden: dict[str, str] = {}
+    for field in fields:
+        template = getattr(params, field, None)
+        refs = list(references(template))
+        if not refs:
+            continue
+        unset_names += [n for n in unset(template, env) if n not in unset_names]
+        values[field] = filled = fill(template, env)
+        secret = [name for name, default in refs if name not in public and env.get(name)]
+        if not secret:
+            continue
+        for got, shown_as in _pairs(filled, template):
+            hidden.setdefault(got, shown_as)
+        for name in secret:
+            hidden.setdefault(env[name], "${" + name + "}")
+    order = sorted(hidden.items(), key=lambda kv: len(kv[0]), reverse=True)
+    return Filled(values, tuple(unset_names), tuple((v, s) for v, s in order if v and v != s))
+
+
+def _pairs(filled: Any, template: Any) -> Iterator[tuple[str, str]]:
+    """Each filled string inside a value, with the template it was made from."""
+    if isinstance(template, str) and isinstance(filled, str):
+        yield filled, template
+    elif isinstance(template, dict) and isinstance(filled, dict):
+        for k, v in template.items():
+            yield from _pairs(filled.get(k), v)
+    elif isinstance(template, (list, tuple)) and isinstance(filled, list):
+        for f, t in zip(filled, template):
+            yield from _pairs(f, t)
+
+
+WHOLE_WORD_BELOW = 8  # as the runner's scrubbing of free text (`referee.runner.envsubst.MIN_SCRUB`)
+
+
+def conceal(text: str | None, hidden: Iterable[tuple[str, str]]) -> str | None:
+    """`text` (what a validator says) with each hidden value shown as its variable, longest first; a value shorter
+    than WHOLE_WORD_BELOW only as a whole word (not inside a longer word or number, where it occurs by chance).
+
+    >>> conceal("body does not contain 'Milk' (Buy Milky Milk)", [("Milk", "${T}")])
+    "body does not contain '${T}' (Buy Milky ${T})"
+    >>> conceal("row 13 of 3", [("3", "${N}")])
+    'row 13 of ${N}'
+    """
+    pairs = [(v, s) for v, s in hidden if v]
+    if not text or not pairs:
+        return text
+    shown = dict(pairs)
+
+    def bounded(v: str) -> str:
+        if len(v) >= WHOLE_WORD_BELOW:
+            return re.escape(v)
+        return ("(?<!\\w)" if v[0].isalnum() or v[0] == "_" else "") + re.escape(v) + \
+            ("(?!\\w)" if v[-1].isalnum() or v[-1] == "_" else "")
+
+    pattern = re.compile("|".join(bounded(v) for v, _ in pairs))
+    return pattern.sub(lambda m: shown[m.group(0)], text)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -35,7 +35,8 @@ class TypedValidator:
 
     index: int
     spec: ValidatorSpec
-    params: ValidatorParams  # the kind's own subclass
+    params: ValidatorParams  # the kind's own subclass, its `${NAME}` values as written (filled when checked)
+    public: frozenset[str] = frozenset()  # the plan's `public_env`: shown with their values in what it says
 
     @property
     def label(self) -> str:
@@ -59,7 +60,8 @@ class LoadedPlan:
     plan: Plan
     validators: dict[str, tuple[TypedValidator, ...]]
     captures: dict[str, tuple[TypedCapture, ...]]
-    env_names: frozenset[str] = frozenset()  # `${NAME}` variables the captures substitute
+    env_names: frozenset[str] = frozenset()  # `${NAME}` variables the runner substitutes (captures, app, actor)
+    check_names: frozenset[str] = frozenset()  # `${NAME}` variables of validator values (filled when graded)
     where: "_Where | None" = dc_field(default=None, repr=False, compare=False)  # YAML positions, for later checks
 
     @property
@@ -257,8 +259,14 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
     return [n for n in current.model_fields if n != "kind"] if current else []
 
 
+Needs = Literal["all", "checks"]
+"""The variables a plan's loader requires set: "all" (`check`, `run`), or "checks", those of validator values
+only (`lint`, which performs no capture and starts nothing)."""
+
+
 def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
-                   env: Mapping[str, str] | None = None, errors: list[PlanError] | None = None) -> LoadedPlan:
+                   env: Mapping[str, str] | None = None, errors: list[PlanError] | None = None,
+                   needs: Needs = "all") -> LoadedPlan:
     """Parse and validate plan text. Capture and validator kinds are plan data (`referee.plan.captures`,
     `referee.plan.validators`): loading a plan imports neither the runner nor the validators' checks,
     so the grader loads the frozen plan like any other.
@@ -267,9 +275,11 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
     capture kind from a plugin is kept as written (the grader needs only its name): grading imports
     no capture plugin, and a run stays gradeable after the plugin that captured it is gone.
 
-    `env` (default: the process's environment): a `${NAME}` without default in a capture parameter
-    the runner substitutes (`referee.plan.envvars`) must be set in it; a frozen plan is not checked
-    (grading substitutes nothing).
+    `env` (default: the process's environment): a `${NAME}` without default where the plan takes
+    variables (capture parameters, validator values, app.start/build/env, actor.command/env; docs/runner.md,
+    "Environment variables") must be set in it, or with `needs="checks"` only those of validator values;
+    each unset one is one error, at its first use. A frozen plan is not checked: grading fills validator
+    values from its own environment, and a value it lacks makes that validator ERROR.
 
     `errors`: collect-all mode (`referee check`). Each error found is added to this list and
     loading goes on past it (the step, capture or validator at fault is left out), so one pass
@@ -304,7 +314,9 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
             where.report(err)
         plan, indexed = _salvage(data)
 
-    env_check = EnvCheck(where, None if frozen else (os.environ if env is None else env))
+    env_check = EnvCheck(where, None if frozen else (os.environ if env is None else env), needs)
+    env_check.specs(plan)
+    public = frozenset(plan.public_env)
     seen: dict[str, int] = {}
     typed_v: dict[str, tuple[TypedValidator, ...]] = {}
     typed_c: dict[str, tuple[TypedCapture, ...]] = {}
@@ -314,6 +326,9 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
                                      ("steps", si, "id"), fix="give every step its own id"))
             continue
         seen[step.id] = si
+        if not frozen and not step.do.strip() and not step.script:  # a frozen plan ran already: it still grades
+            where.report(where.error("a step without `do:`: the agent would be handed an empty task",
+                                     ("steps", si), fix="add `do: <what the agent should do>`"))
         caps: list[TypedCapture] = []
         names: set[str] = set()
         files = StepFiles(where, check=not frozen)
@@ -357,7 +372,8 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
             except PlanError as exc:
                 where.report(exc)
                 continue
-            tv = TypedValidator(vi, vs, params)
+            tv = TypedValidator(vi, vs, params, public)
+            env_check(params, loc, sent=False)
             try:
                 for req in _requests(vs, params, vi):
                     if req.name in names:
@@ -388,7 +404,9 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
             vals.append(tv)
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
-    return LoadedPlan(Path(file), text, plan, typed_v, typed_c, frozenset(env_check.names), where=where)
+    env_check.finish()
+    return LoadedPlan(Path(file), text, plan, typed_v, typed_c, frozenset(env_check.names),
+                      frozenset(env_check.check_names), where=where)
 
 
 RUNNER_SCREENS = {SCREEN: "screenshot", ARIA: "aria", DOM: "dom"}  # the runner's own after-step captures, by name
@@ -424,26 +442,60 @@ def _salvage(data: dict[str, Any]) -> tuple[Plan, list[tuple[int, Step]]]:
     return plan, indexed
 
 
+_RUNNER_SETS = {"app": frozenset({"PORT"}),  # what the runner puts in the app's and the agent's environment
+                "actor": frozenset({"REFEREE_STEP_ID", "REFEREE_STEP_DO", "REFEREE_PLAN", "REFEREE_APP_URL",
+                                    "REFEREE_AGENT_DIR", "REFEREE_CLAIM_FILE", "REFEREE_CDP_URL"})}
+
+
 class EnvCheck:
-    """Collects the `${NAME}` variables of typed captures; with an `env`, an unset one is a PlanError."""
+    """Collects the `${NAME}` variables a plan uses where it takes them; with an `env`, each one unset there is one
+    PlanError at its first use (naming how many other places use it), reported by `finish`.
 
-    def __init__(self, where: _Where, env: Mapping[str, str] | None) -> None:
-        self.where, self.env = where, env
+    `names`: what the runner substitutes and so keeps secret (captures, app, actor); `check_names`: what
+    validator values compare with (filled at grade time).
+    """
+
+    def __init__(self, where: _Where, env: Mapping[str, str] | None, needs: Needs = "all") -> None:
+        self.where, self.env, self.needs = where, env, needs
         self.names: set[str] = set()
+        self.check_names: set[str] = set()
+        self._unset: dict[str, list[tuple[tuple, str]]] = {}  # name -> each (loc, field) using it, in plan order
 
-    def __call__(self, params: CaptureParams, loc: tuple) -> None:
+    def __call__(self, params: CaptureParams | ValidatorParams, loc: tuple, sent: bool = True) -> None:
         for field in getattr(type(params), "env_fields", ()):
-            value = getattr(params, field, None)
-            self.names.update(name for name, _ in references(value))
-            if self.env is None:
+            self.use(getattr(params, field, None), loc + (field,), field, sent=sent)
+
+    def specs(self, plan: Plan) -> None:
+        """The app's and the actor's: a command may also name what its own `env:` and the runner set (its shell
+        expands it: `PORT` for the app, the REFEREE_* protocol for the agent)."""
+        for part, spec, command_fields in (("app", plan.app, ("start", "build")), ("actor", plan.actor, ("command",))):
+            if spec is None:
                 continue
-            at = loc + (field,)
-            for key, item in (value.items() if isinstance(value, dict) else [(None, value)]):
-                for name in dict.fromkeys(unset(item, self.env)):  # raised, or in collect-all mode each noted
-                    self.where.report(self.where.error(
-                        f"environment variable '{name}' is not set (used in `{field}`)",
-                        at if key is None else at + (key,),
-                        fix=f"set {name} before running, or give a default: ${{{name}:-value}}"))
+            own = frozenset(spec.env) | _RUNNER_SETS[part]
+            for field in command_fields:
+                self.use(getattr(spec, field, None), (part, field), f"{part}.{field}", local=own)
+            self.use(spec.env, (part, "env"), f"{part}.env")
+
+    def use(self, value: Any, at: tuple, field: str, *, sent: bool = True, local: frozenset[str] = frozenset()) -> None:
+        """Note the variables of `value` (at plan place `at`, shown as `field`); those of a mapping by key."""
+        for key, item in (value.items() if isinstance(value, dict) else [(None, value)]):
+            names = [name for name, _ in references(item)]
+            (self.names if sent else self.check_names).update(names)
+            if self.env is None or (sent and self.needs == "checks"):
+                continue
+            for name in dict.fromkeys(unset(item, self.env)):
+                if name not in local:
+                    self._unset.setdefault(name, []).append((at if key is None else at + (key,), field))
+
+    def finish(self) -> None:
+        """One error per unset variable, at its first use (raised, or in collect-all mode each noted)."""
+        for name, uses in self._unset.items():
+            loc, field = uses[0]
+            more = len(uses) - 1
+            also = f", and {more} more place{'s' if more > 1 else ''}" if more else ""
+            self.where.report(self.where.error(
+                f"environment variable '{name}' is not set (used in `{field}`{also})", loc,
+                fix=f"set {name} before running, or give a default: ${{{name}:-value}}"))
 
 
 class StepFiles:
@@ -552,6 +604,9 @@ def read_plan_file(path: str | Path) -> str:
                         fix="check that the file is readable") from None
 
 
-def load_plan(path: str | Path) -> LoadedPlan:
-    """Read a plan file from disk and validate it (PlanError on any problem; a FIFO is refused, not waited on)."""
-    return load_plan_text(read_plan_file(path), str(path))
+def load_plan(path: str | Path, *, needs: Needs = "all") -> LoadedPlan:
+    """Read a plan file from disk and validate it (PlanError on any problem; a FIFO is refused, not waited on).
+
+    `needs="checks"`: only the variables of validator values must be set (what `referee lint` evaluates).
+    """
+    return load_plan_text(read_plan_file(path), str(path), needs=needs)

@@ -32,6 +32,10 @@ class ValidatorParams(BaseModel):
     """Parameters every validator takes; kinds subclass this and add their own."""
 
     model_config = ConfigDict(extra="forbid")
+    # the values in which the grader substitutes `${NAME}` from its environment before the check (`expected`,
+    # `text`, `pattern`): the loader refuses a plan whose variables there are unset, and what the validator says
+    # shows `${NAME}`, never the value (`referee.plan.envvars.fill_fields`)
+    env_fields: ClassVar[tuple[str, ...]] = ()
 
     kind: str
     name: str | None = None
@@ -209,6 +213,7 @@ class HttpBodyContainsSpec(HttpSourceSpec):
     summary = "the body of a runner-captured response contains `text`"
 
     class Params(SourceParams):
+        env_fields = ("text",)
         text: str
         ignore_case: bool = False
 
@@ -218,6 +223,7 @@ class JsonPathEqSpec(HttpSourceSpec):
     summary = "the value at a JSON path (`$.a.b[0]`) of a response or JSON file equals `expected`"
 
     class Params(SourceParams):
+        env_fields = ("expected",)
         path: str
         expected: Any
 
@@ -244,6 +250,7 @@ class TextContainsSpec(ValidatorSpec):
     summary = "every evidence file (capture name or agent path) contains `text`"
 
     class Params(TextParams):
+        env_fields = ("text",)
         text: str
 
 
@@ -252,6 +259,7 @@ class RegexMatchSpec(ValidatorSpec):
     summary = "every evidence file matches the regular expression `pattern` (re.search)"
 
     class Params(TextParams):
+        env_fields = ("pattern",)  # substituted as written: the value is part of the expression (a `.` matches all)
         pattern: str
 
         @field_validator("pattern")
@@ -388,6 +396,7 @@ ARIA, DOM = "_aria", "_dom"  # the runner's own aria and DOM captures, likewise
 class OcrParams(ValidatorParams):
     """`evidence`: one or more PNGs (capture names or agent-saved paths); none = the runner's own screenshot."""
 
+    env_fields = ("text",)
     evidence: str | list[str] | None = None
     text: str
     engine: str = DEFAULT_ENGINE
@@ -447,6 +456,7 @@ class OcrNotContainsSpec(OcrSpec):
 
 
 class ScreenParams(ValidatorParams):
+    env_fields = ("text",)
     evidence: str | list[str] | None = None
     text: str
     ignore_case: bool = False

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from referee.errors import AppError
 from referee.plan.model import AppSpec
 from referee.runner.agentproc import LAUNCHER
-from referee.runner.envsubst import Secrets
+from referee.runner.envsubst import Secrets, expand
 from referee.runner.procs import stop_group
 from referee.runner.reaper import Tracker, new_tracker
 
@@ -81,7 +81,9 @@ class App:
         self.check_port_free()
         cmd = fill(self.spec.start, self.port)
         env = dict(os.environ)
-        env.update({k: fill(v, self.port) for k, v in self.spec.env.items()})
+        # `${NAME}` in app.env: filled from the runner's environment; in app.start the shell expands it from this
+        # environment, so a value is never pasted into the command line (the loader checked every one is set)
+        env.update({k: fill(expand(v, os.environ), self.port) for k, v in self.spec.env.items()})
         env["PORT"] = str(self.port)
         cwd = Path(self.spec.cwd) if self.spec.cwd else Path.cwd()
         # no name while the run goes on (O_TMPFILE, or made and unlinked at once): not in the run directory,

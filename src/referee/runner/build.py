@@ -23,7 +23,7 @@ from referee.errors import AppError
 from referee.grader.outcome import tail_lines
 from referee.plan.model import AppSpec
 from referee.rundir.schema import BuildRecord
-from referee.runner.envsubst import Secrets
+from referee.runner.envsubst import Secrets, expand
 from referee.runner.procs import stop_group
 from referee.runner.store import RunStore
 
@@ -80,7 +80,8 @@ def run_build(spec: AppSpec, run_dir: Path, secrets: Secrets, cwd: Path | None =
     assert spec.build, "run_build needs app.build"
     cmd = spec.build.replace("{python}", sys.executable)
     env = dict(os.environ)
-    env.update({k: v.replace("{python}", sys.executable) for k, v in spec.env.items()})
+    # as for app.start: app.env's `${NAME}` filled here, the command's expanded by the shell from this environment
+    env.update({k: expand(v, os.environ).replace("{python}", sys.executable) for k, v in spec.env.items()})
     where = Path(spec.cwd) if spec.cwd else (cwd or Path.cwd())
     rec = BuildRecord(command=secrets.scrub(cmd), timeout_s=spec.build_timeout_s)
     began = time.monotonic()

@@ -10,6 +10,7 @@ from pathlib import Path
 import referee
 from referee.runner.actors.base import ActorKind, ActorResult, StepRun, actors
 from referee.runner.agentproc import AgentOutput, run_agent
+from referee.runner.envsubst import expand, references
 from referee.runner.isolation import (
     ENV_ALLOW,
     Sandbox,
@@ -22,7 +23,8 @@ from referee.runner.isolation import (
 
 
 def agent_env(run: StepRun, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The agent's environment: an allow-list of the runner's, the REFEREE_* protocol, and the plan's `env`.
+    """The agent's environment: an allow-list of the runner's, the REFEREE_* protocol, and the plan's `env` (its
+    `${NAME}` filled from the runner's environment).
 
     >>> from referee.plan.model import Step
     >>> e = agent_env(StepRun(Step(id="s"), "p", None, Path("/a"), Path("/a/c.json"), 5))
@@ -30,7 +32,7 @@ def agent_env(run: StepRun, extra: dict[str, str] | None = None) -> dict[str, st
     ('s', False)
     """
     env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
-    env.update(run.env)
+    env.update({k: expand(v, os.environ) for k, v in run.env.items()})
     env.update(extra or {})
     env.update({
         "REFEREE_STEP_ID": run.step.id,
@@ -67,10 +69,14 @@ def run_agent_command(command: str, run: StepRun, *, sandbox: Sandbox, cwd: Path
                       extra_env: dict[str, str] | None = None) -> ActorResult:
     """Run one step of an agent command in `sandbox`; every process it starts ends with the step.
 
-    The step goes to stdin as JSON. Exit code and output are recorded; none of it decides a verdict.
+    The step goes to stdin as JSON. Exit code and output are recorded; none of it decides a verdict. A `${NAME}`
+    the command names is given to it in its environment, where its shell expands it: the value is never pasted
+    into the command line.
     """
+    named = {n: os.environ[n] for n, _ in references(command) if n in os.environ and n not in run.env}
+    env = agent_env(run, {**named, **(extra_env or {})})
     out = run_agent(["/bin/sh", "-c", command], sandbox=sandbox, agent_dir=run.agent_dir, cwd=cwd or Path.cwd(),
-                    env=agent_env(run, extra_env), stdin=step_payload(run), timeout_s=run.timeout_s)
+                    env=env, stdin=step_payload(run), timeout_s=run.timeout_s)
     return as_result(out)
 
 
