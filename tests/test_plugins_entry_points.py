@@ -269,7 +269,7 @@ def test_plugin_capture_validator_and_ocr_engine_run_and_regrade(tmp_path, site)
 
 def test_without_the_plugins_the_kinds_are_unknown_with_a_hint(tmp_path):
     (tmp_path / "plan.yaml").write_text(
-        "steps:\n  - id: a\n    capture: [{kind: state_fil, name: s, path: x}]\n    validators: []\n")
+        "steps:\n  - id: a\n    do: x\n    capture: [{kind: state_fil, name: s, path: x}]\n    validators: []\n")
     rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path)
     assert rc == 2 and "unknown capture kind 'state_fil'" in err and "known capture kinds:" in err
     assert "state_file" not in err
@@ -277,7 +277,7 @@ def test_without_the_plugins_the_kinds_are_unknown_with_a_hint(tmp_path):
 
 def test_a_misspelled_plugin_capture_gets_did_you_mean(tmp_path, site):
     (tmp_path / "plan.yaml").write_text(
-        "steps:\n  - id: a\n    capture: [{kind: state_fil, name: s, path: x}]\n    validators: []\n")
+        "steps:\n  - id: a\n    do: x\n    capture: [{kind: state_fil, name: s, path: x}]\n    validators: []\n")
     rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path, env=env_with(site))
     assert rc == 2 and "did you mean 'state_file'?" in err, err
 

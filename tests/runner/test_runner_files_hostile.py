@@ -207,15 +207,18 @@ LONG = "a" * 300
 
 
 @pytest.mark.parametrize("plan, where", [
-    ({"name": "a/b", "steps": [{"id": "s"}]}, "name"),
-    ({"name": "../../escaped", "steps": [{"id": "s"}]}, "name"),
+    ({"name": "a/b", "steps": [{"id": "s", "do": "x"}]}, "name"),
+    ({"name": "../../escaped", "steps": [{"id": "s", "do": "x"}]}, "name"),
     ({"steps": [{"id": LONG}]}, "id"),
-    ({"steps": [{"id": "s", "capture": [{"kind": "command", "name": "../up", "command": "true"}]}]}, "name"),
-    ({"steps": [{"id": "s", "capture": [{"kind": "command", "name": "sub/dir", "command": "true"}]}]}, "name"),
-    ({"steps": [{"id": "s", "capture": [{"kind": "command", "name": "c" * 101, "command": "true"}]}]}, "name"),
-    ({"steps": [{"id": "s", "capture": [{"kind": "command", "name": "c", "command": "true",
+    ({"steps": [{"id": "s", "do": "nothing",
+                 "capture": [{"kind": "command", "name": "../up", "command": "true"}]}]}, "name"),
+    ({"steps": [{"id": "s", "do": "nothing",
+                 "capture": [{"kind": "command", "name": "sub/dir", "command": "true"}]}]}, "name"),
+    ({"steps": [{"id": "s", "do": "nothing",
+                 "capture": [{"kind": "command", "name": "c" * 101, "command": "true"}]}]}, "name"),
+    ({"steps": [{"id": "s", "do": "nothing", "capture": [{"kind": "command", "name": "c", "command": "true",
                                           "stdout_as": "../../../up.png"}]}]}, "stdout_as"),
-    ({"steps": [{"id": "s", "capture": [{"kind": "command", "name": "c", "command": "true",
+    ({"steps": [{"id": "s", "do": "nothing", "capture": [{"kind": "command", "name": "c", "command": "true",
                                           "stdout_as": "sub/shot.png"}]}]}, "stdout_as"),
 ])
 def test_names_that_are_paths_or_too_long_are_plan_errors(tmp_path, plan, where):

@@ -29,7 +29,7 @@ def irun(tmp_path_factory):
             {"id": "good", "do": 'POST /api/notes {"title": "alpha", "body": "hello"}',
              "capture": [{"kind": "http", "name": "reply", "url": "/api/notes/by-title/alpha"}],
              "validators": [{"kind": "http_status_eq", "evidence": "reply", "expected": 200}]},
-            {"id": "good2", "capture": [{"kind": "http", "name": "listing", "url": "/api/notes"}],
+            {"id": "good2", "do": "nothing", "capture": [{"kind": "http", "name": "listing", "url": "/api/notes"}],
              "validators": [{"kind": "http_body_contains", "evidence": "listing", "text": "alpha"}]},
             {"id": "skip", "do": "Think about it. Nothing to check."},
             {"id": "missing", "do": "SAVE other.txt hi",
@@ -348,12 +348,14 @@ def test_regrade_refuses_a_symlink_planted_in_the_run_dir_after_the_run(irun, tm
 def test_captures_that_cannot_be_taken_are_error_not_fail(tmp_path, cli_env, pg_url, moto_endpoint, free_port):
     dead_pg = pg_url.rsplit(":", 1)[0] + f":{free_port()}/postgres"
     plan = {"name": "couldnotlook", "steps": [
-        {"id": "bad_sql", "validators": [{"kind": "sql_row_present", "url": pg_url,
+        {"id": "bad_sql", "do": "nothing", "validators": [{"kind": "sql_row_present", "url": pg_url,
                                           "query": "select * from no_such_table_anywhere"}]},
-        {"id": "dead_db", "validators": [{"kind": "sql_row_present", "url": dead_pg, "table": "t", "where": {"a": 1}}]},
-        {"id": "no_table", "validators": [{"kind": "ddb_row_present", "table": "no_such_table", "key": {"pk": "a"},
+        {"id": "dead_db", "do": "nothing",
+         "validators": [{"kind": "sql_row_present", "url": dead_pg, "table": "t", "where": {"a": 1}}]},
+        {"id": "no_table", "do": "nothing",
+         "validators": [{"kind": "ddb_row_present", "table": "no_such_table", "key": {"pk": "a"},
                                            "endpoint_url": moto_endpoint, "region": "us-east-1"}]},
-        {"id": "dead_http", "validators": [{"kind": "http_status_eq", "url": f"http://127.0.0.1:{free_port()}/x",
+        {"id": "dead_http", "do": "nothing", "validators": [{"kind": "http_status_eq", "url": f"http://127.0.0.1:{free_port()}/x",
                                             "expected": 200}]},
         {"id": "not_json", "do": "SAVE data.json {this is not json",
          "validators": [{"kind": "json_path_eq", "evidence": "data.json", "path": "$.a", "expected": 1}]},

@@ -58,6 +58,7 @@ def test_ordinary_anchors_aliases_and_merge_keys_still_work(tmp_path, referee_cl
 app: {url: "http://127.0.0.1:9"}
 steps:
   - id: first
+    do: x
     validators:
       - &status {kind: http_status_eq, url: /a, expected: 200, name: status}
       - &body
@@ -66,6 +67,7 @@ steps:
         text: hello
       - &other {kind: http_status_eq, url: /c, expected: 404, require_change: true}
   - id: second
+    do: x
     validators:
       - *status
       - <<: *body
@@ -182,7 +184,7 @@ def test_a_default_or_a_set_variable_loads(tmp_path, cli_env):
 def test_an_unset_variable_in_a_header_points_at_that_header(tmp_path, cli_env):
     cli_env.pop("NOPE_TOKEN", None)
     text = ('steps:\n  - id: a\n    capture:\n      - kind: http\n        name: h\n        url: "http://127.0.0.1:9/"\n'
-            '        headers:\n          Accept: "*/*"\n          X-Token: "Bearer ${NOPE_TOKEN}"\n')
+            '        headers:\n          Accept: "*/*"\n          X-Token: "Bearer ${NOPE_TOKEN}"\n    do: x\n')
     path = write_plan(tmp_path / "h.yaml", text)
     line = assert_one_line_error(*run_cli(["check", path], cwd=tmp_path, env=cli_env))
     assert "h.yaml:9:20:" in line and "'NOPE_TOKEN'" in line, line

@@ -119,26 +119,27 @@ BAD_PLANS = {
     "step-without-id": ("steps:\n  - do: something\n    validators: []\n", ["plan.yaml:2:", "id"]),
     "unknown-step-key": ("steps:\n  - id: a\n    vaildators: []\n", ["plan.yaml:3:", "vaildators", "'a'"]),
     "bad-step-id": ("steps:\n  - id: ../escape\n", ["plan.yaml:2:", "id"]),
-    "duplicate-step-id": ("steps:\n  - id: a\n  - id: b\n  - id: a\n", ["plan.yaml:4:", "duplicate", "'a'"]),
-    "version-2": ("version: 2\nsteps:\n  - id: a\n", ["plan.yaml:1:", "version"]),
-    "unknown-actor-kind": ("actor: {kind: robot}\nsteps:\n  - id: a\n", ["plan.yaml:1:", "kind", "command"]),
+    "duplicate-step-id": ("steps:\n  - {id: a, do: x}\n  - {id: b, do: x}\n  - {id: a, do: x}\n",
+                          ["plan.yaml:4:", "duplicate", "'a'"]),
+    "version-2": ("version: 2\nsteps:\n  - id: a\n    do: x\n", ["plan.yaml:1:", "version"]),
+    "unknown-actor-kind": ("actor: {kind: robot}\nsteps:\n  - id: a\n    do: x\n", ["plan.yaml:1:", "kind", "command"]),
     "validator-missing-param": (
-        "steps:\n  - id: a\n    validators:\n      - kind: text_contains\n        evidence: x.txt\n",
+        "steps:\n  - id: a\n    validators:\n      - kind: text_contains\n        evidence: x.txt\n    do: x\n",
         ["plan.yaml:4:", "'a'", "text"]),
     "validator-bad-type": (
         "steps:\n  - id: a\n    validators:\n      - kind: http_status_eq\n        url: http://127.0.0.1:9/\n"
-        "        expected: two hundred\n",
+        "        expected: two hundred\n    do: x\n",
         ["plan.yaml:", "'a'", "expected"]),
     "validator-unknown-param": (
         "steps:\n  - id: a\n    validators:\n      - kind: text_contains\n        evidence: x.txt\n        text: hi\n"
-        "        colour: red\n",
+        "        colour: red\n    do: x\n",
         ["plan.yaml:", "'a'", "colour"]),
     "validator-without-kind": (
-        "steps:\n  - id: a\n    validators:\n      - text: hi\n", ["plan.yaml:4:", "'a'", "kind"]),
+        "steps:\n  - id: a\n    validators:\n      - text: hi\n    do: x\n", ["plan.yaml:4:", "'a'", "kind"]),
     "validators-not-a-list": (
         "steps:\n  - id: a\n    validators: {kind: file_exists, path: x}\n", ["plan.yaml:3:", "'a'"]),
     "unknown-capture-kind": (
-        "steps:\n  - id: a\n    capture:\n      - {kind: htp, name: c, url: 'http://127.0.0.1:9/'}\n",
+        "steps:\n  - id: a\n    capture:\n      - {kind: htp, name: c, url: 'http://127.0.0.1:9/'}\n    do: x\n",
         ["plan.yaml:4:", "'a'", "htp", "did you mean 'http'"]),
 }
 
@@ -178,12 +179,13 @@ def test_error_column_points_into_the_right_step(tmp_path, referee_cli):
     text = textwrap.dedent("""\
         steps:
           - id: alpha
-            validators:
-              - {kind: file_exists, path: a.txt}
+            validators: [{kind: file_exists, path: a.txt}]
+            do: x
           - id: beta
             validators:
               - {kind: file_exists, path: b.txt}
               - {kind: regex_mach, evidence: x.txt, pattern: "a+"}
+            do: x
         """)
     write_plan(tmp_path / "plan.yaml", text)
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
@@ -197,7 +199,7 @@ def test_relative_url_without_an_app_url_is_a_plan_error(tmp_path, referee_cli):
     """Assumption (not spelled out in the contract): a relative `url:` can only be joined to
     `app.url`; with no app it can never be captured, so `check` should say so rather than let
     every run of the plan end in ERROR."""
-    text = ("steps:\n  - id: a\n    validators:\n"
+    text = ("steps:\n  - id: a\n    do: x\n    validators:\n"
             "      - kind: http_status_eq\n        url: /health\n        expected: 200\n")
     write_plan(tmp_path / "plan.yaml", text)
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
@@ -206,7 +208,7 @@ def test_relative_url_without_an_app_url_is_a_plan_error(tmp_path, referee_cli):
 
 
 def test_invalid_regex_is_caught_by_check(tmp_path, referee_cli):
-    text = ("steps:\n  - id: a\n    validators:\n"
+    text = ("steps:\n  - id: a\n    do: x\n    validators:\n"
             "      - kind: regex_match\n        evidence: x.txt\n        pattern: '(unclosed'\n")
     write_plan(tmp_path / "plan.yaml", text)
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)
@@ -215,7 +217,7 @@ def test_invalid_regex_is_caught_by_check(tmp_path, referee_cli):
 
 
 def test_json_path_syntax_is_caught_by_check(tmp_path, referee_cli):
-    text = ("steps:\n  - id: a\n    validators:\n      - kind: json_path_eq\n        evidence: x.json\n"
+    text = ("steps:\n  - id: a\n    do: x\n    validators:\n      - kind: json_path_eq\n        evidence: x.json\n"
             "        path: '$.a[[b'\n        expected: 1\n")
     write_plan(tmp_path / "plan.yaml", text)
     rc, out, err = referee_cli("check", "plan.yaml", cwd=tmp_path)

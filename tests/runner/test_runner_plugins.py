@@ -51,8 +51,8 @@ def test_an_entry_point_validator_is_listed_and_grades(tmp_path):
     """))
     (tmp_path / "plan.yaml").write_text(
         "steps:\n"
-        "  - id: four\n    validators: [{kind: number_is_even, evidence: n.txt}]\n"
-        "  - id: three\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
+        "  - id: four\n    do: x\n    validators: [{kind: number_is_even, evidence: n.txt}]\n"
+        "  - id: three\n    do: x\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
     rc, out, err = run_cli(["run", "plan.yaml", "--agent", f"{sys.executable} agent.py", "--out", "runs", "--json"],
                            cwd=tmp_path, env=env)
     verdicts = {s["id"]: (s["verdict"], s["reason"]) for s in json.loads(out)["runs"][0]["steps"]}
@@ -63,6 +63,6 @@ def test_an_entry_point_validator_is_listed_and_grades(tmp_path):
 
 def test_without_the_plugin_the_kind_is_unknown_with_a_hint(tmp_path):
     (tmp_path / "plan.yaml").write_text(
-        "steps:\n  - id: a\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
+        "steps:\n  - id: a\n    do: x\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
     rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path)
     assert rc == 2 and "unknown validator kind 'number_is_even'" in err and "known validator kinds:" in err

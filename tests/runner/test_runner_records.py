@@ -367,7 +367,7 @@ def test_a_capture_kind_from_an_entry_point_is_plan_data_too(tmp_path):
     assert json.loads(out)["captures"]["echo"] == {"summary": "writes its `text` into <name>.txt",
                                                    "params": ["name", "text"]}
     (tmp_path / "plan.yaml").write_text(
-        "steps:\n  - id: a\n    capture: [{kind: echo, name: said, text: hello there}]\n"
+        "steps:\n  - id: a\n    do: x\n    capture: [{kind: echo, name: said, text: hello there}]\n"
         "    validators: [{kind: text_contains, evidence: said, text: hello}]\n")
     rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path, env=env)
     assert rc == 0, err

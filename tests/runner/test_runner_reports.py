@@ -22,7 +22,8 @@ def _plan(W) -> dict:
             {"id": "bad", "do": "Make b.txt (this agent will not).",
              "validators": [{"kind": "file_exists", "path": "b-never.txt"}]},
             {"id": "skip", "do": "Nothing to check."},
-            {"id": "err", "validators": [{"kind": "regex_match", "evidence": "never.txt", "pattern": "x"}]},
+            {"id": "err", "do": "nothing",
+             "validators": [{"kind": "regex_match", "evidence": "never.txt", "pattern": "x"}]},
         ],
     }
 

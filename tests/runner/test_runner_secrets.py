@@ -180,7 +180,7 @@ def test_a_public_variable_is_shown_with_its_value(tmp_path, cli_env, token_serv
 
 def test_a_public_env_entry_must_be_a_variable_name(tmp_path, referee_cli):
     path = tmp_path / "p.yaml"
-    path.write_text("public_env: [API-TOKEN]\nsteps:\n  - id: a\n")
+    path.write_text("public_env: [API-TOKEN]\nsteps:\n  - id: a\n    do: x\n")
     rc, out, err = referee_cli("check", path)
     assert rc == 2 and "p.yaml:1:" in err and "not a variable name" in err, err
 

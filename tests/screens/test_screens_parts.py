@@ -19,7 +19,7 @@ from referee.validators import checker
 
 def _validator(yaml_text: str):
     """The first validator of a one-step plan, typed as the loader types it."""
-    plan = load_plan_text(f"- id: s\n  validators:\n    - {yaml_text}\n", "p.yaml")
+    plan = load_plan_text(f"- id: s\n  do: x\n  validators:\n    - {yaml_text}\n", "p.yaml")
     return plan.validators["s"][0]
 
 
@@ -145,9 +145,10 @@ def test_plan_level_mistakes_in_screen_validators_are_one_line():
     from referee.errors import PlanError
 
     with pytest.raises(PlanError, match="did you mean 'tesseract'"):
-        load_plan_text("- id: s\n  validators:\n    - {kind: ocr_contains, text: x, engine: tesseact}\n", "p.yaml")
+        load_plan_text("- id: s\n  do: x\n  validators:\n    - {kind: ocr_contains, text: x, engine: tesseact}\n",
+                       "p.yaml")
     with pytest.raises(PlanError, match="blank needle matches every screen"):
-        load_plan_text("- id: s\n  validators:\n    - {kind: ocr_contains, text: '  '}\n", "p.yaml")
+        load_plan_text("- id: s\n  do: x\n  validators:\n    - {kind: ocr_contains, text: '  '}\n", "p.yaml")
 
 
 def test_network_is_loopback_only(browser, ds_server):

@@ -132,6 +132,7 @@ EVERY_VALIDATOR = """
 app: {url: "http://127.0.0.1:1"}
 steps:
   - id: a
+    do: x
     validators:
       - {kind: http_status_eq, url: /x, expected: 200}
       - {kind: http_body_contains, evidence: reply, text: hi}

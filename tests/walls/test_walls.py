@@ -77,7 +77,7 @@ def test_grading_a_real_run_loads_no_runner_and_no_network_module(tmp_path):
                      "open(os.path.join(os.environ['REFEREE_AGENT_DIR'], 'out.txt'), 'w').write('hello')\n"
                      "json.dump({'pass': True}, open(os.environ['REFEREE_CLAIM_FILE'], 'w'))\n")
     (tmp_path / "plan.yaml").write_text(
-        "steps:\n  - id: a\n    capture:\n      - {kind: command, name: echo, command: 'echo hi'}\n"
+        "steps:\n  - id: a\n    do: x\n    capture:\n      - {kind: command, name: echo, command: 'echo hi'}\n"
         "    validators:\n      - {kind: text_contains, evidence: out.txt, text: hello}\n"
         "      - {kind: command_exit_code, evidence: echo}\n")
     rc = subprocess.run([sys.executable, "-m", "referee.cli.main", "run", "plan.yaml", "--agent",
