@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -40,11 +41,16 @@ class RunEvidence:
     served, at every read).
     Capture records are parsed once, into `referee.rundir.schema` models. `key` signs and checks the
     entries of the on-disk caches (OCR): without it nothing cached on disk is read or written.
+    `progress(kind, step_id, data)` hears of each slow computation a cache misses (kind "ocr"): once as it
+    starts (`data["seconds"]` None), once when done, naming the file, so a console can say what it waits on.
     """
 
     def __init__(self, run_dir: Path, manifest: Manifest, key: SigningKey | None = None,
-                 signed: bool = False, scrub: Callable[[Any], Any] | None = None) -> None:
+                 signed: bool = False, scrub: Callable[[Any], Any] | None = None,
+                 progress: Callable[[str, str, dict], None] | None = None) -> None:
         self.run_dir = Path(run_dir)
+        self.progress = progress
+        self.last_read: str | None = None  # the run-relative path of the file a validator read last
         self._scrub = scrub  # applied to what is computed for a cache (OCR text): the runner's secret values out
         self.manifest = manifest
         self.key = key
@@ -224,7 +230,9 @@ class StepView:
         return self._ev.verified_path(self.entry(ref))
 
     def read_bytes(self, ref: str) -> bytes:
-        return self._ev.verified_bytes(self.entry(ref))
+        entry = self.entry(ref)
+        self._ev.last_read = entry.path  # what a cache miss right after is computed from (progress names it)
+        return self._ev.verified_bytes(entry)
 
     def read_text(self, ref: str) -> str:
         return self.read_bytes(ref).decode("utf-8", errors="replace")
@@ -243,4 +251,18 @@ class StepView:
         return rec
 
     def cached(self, namespace: str, key: str, compute: Callable[[], Any]) -> Any:
-        return self._ev.cached(namespace, key, compute)
+        ev = self._ev
+        if ev.progress is None or key in ev.cache(namespace):
+            return ev.cached(namespace, key, compute)
+        # a key is `<engine cache id>:<sha256>` (referee.ocr.cache_key): the engine's name leads its cache id
+        said = {"file": ev.last_read or "an evidence file", "engine": key.split(":", 1)[0].split("-", 1)[0]}
+        report = ev.progress
+
+        def reported() -> Any:
+            report(namespace, self.step_id, {**said, "seconds": None})
+            began = time.monotonic()
+            value = compute()
+            report(namespace, self.step_id, {**said, "seconds": time.monotonic() - began})
+            return value
+
+        return ev.cached(namespace, key, reported)

@@ -122,22 +122,24 @@ def refused(run: OpenedRun) -> RunResults:
     return RunResults(plan=plan, steps=steps, summary=summarize(steps), integrity=run.integrity)
 
 
-def grade(run_dir: str | Path, *, allow_unsigned: bool = False,
-          scrub: Callable[[Any], Any] | None = None) -> RunResults:
+def grade(run_dir: str | Path, *, allow_unsigned: bool = False, scrub: Callable[[Any], Any] | None = None,
+          progress: Callable[[str, str, dict], None] | None = None) -> RunResults:
     """Grade a run directory from its files alone (no app, no network, no actor), after checking its seal.
 
     A seal that does not hold makes every step ERROR (`results.integrity` says which file and why);
     an unsigned run directory is refused that way too unless `allow_unsigned`, which grades it and
     marks the results unverified. `scrub`: what the runner passes to replace its secret values in what grading
-    computes from the evidence and caches (OCR text of a screen that shows one).
+    computes from the evidence and caches (OCR text of a screen that shows one). `progress`: told of each OCR
+    as it starts and ends (`RunEvidence`).
 
     >>> grade("runs/demo/20260101T000000Z").summary  # doctest: +SKIP
     {'PASS': 3, 'FAIL': 2, 'SKIPPED': 1, 'ERROR': 0, 'overclaims': 3}
     """
-    return grade_opened(open_run(run_dir, allow_unsigned=allow_unsigned), scrub=scrub)
+    return grade_opened(open_run(run_dir, allow_unsigned=allow_unsigned), scrub=scrub, progress=progress)
 
 
-def grade_opened(run: OpenedRun, *, save_caches: bool = True, scrub: Callable[[Any], Any] | None = None) -> RunResults:
+def grade_opened(run: OpenedRun, *, save_caches: bool = True, scrub: Callable[[Any], Any] | None = None,
+                 progress: Callable[[str, str, dict], None] | None = None) -> RunResults:
     """Grade a run directory `open_run` has checked (the auditor reads the same checked files beside it).
 
     `save_caches=False` leaves the run directory byte for byte as it was.
@@ -145,7 +147,8 @@ def grade_opened(run: OpenedRun, *, save_caches: bool = True, scrub: Callable[[A
     if run.integrity.status == "failed" or run.manifest is None or run.plan is None:
         return refused(run)
     manifest, plan = run.manifest, run.plan
-    ev = RunEvidence(run.run_dir, manifest, key=run.key, signed=run.integrity.status == "verified", scrub=scrub)
+    ev = RunEvidence(run.run_dir, manifest, key=run.key, signed=run.integrity.status == "verified", scrub=scrub,
+                     progress=progress)
     steps = [grade_step(plan, s.id, manifest, ev, run.claims.get(s.id)) for s in plan.plan.steps]
     changed = ev.changed()
     steps = [tampered(s, changed[s.id]) if s.id in changed else s for s in steps]

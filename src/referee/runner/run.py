@@ -36,7 +36,8 @@ from referee.runner.envsubst import Secrets
 from referee.runner.schedule import StepSchedule
 from referee.runner.store import OUTPUT_FILES, RunStore, new_run_dir
 
-# (event, step_id, data): "isolation" | "start" | "acted" | "done" | "graded" | "retry" | "not_run"
+# (event, step_id, data): "isolation" | "start" | "acted" | "done" | "ocr" (as it starts and ends) | "graded" |
+# "retry" | "not_run" (data["why"]: "deselected" | "fail_fast")
 Event = Callable[[str, str, dict], None]
 CLAIM_NAME = "claim.json"  # REFEREE_CLAIM_FILE: agent/<step>/claim.json
 
@@ -263,7 +264,8 @@ def run_plan(plan: LoadedPlan, *, out: Path, agent: str | None = None, on_event:
             base_ctx = {"app_url": app_url, "cwd": Path.cwd(), "env": env, "public": public, "secrets": secrets,
                         "sandbox": actor.sandbox, "pages": getattr(actor, "pages", None),
                         "admit": store.admit_copy}
-            schedule = StepSchedule(plan, store, options, on_event)
+            # the same scrub as the final grading: what a step's grading OCRs is cached with secret values out
+            schedule = StepSchedule(plan, store, options, on_event, scrub=secrets.scrub_all if secrets else None)
             for step in schedule:  # the steps --only/-k keep, each again for a retry
                 if plan.plan.app:
                     app.check_alive()  # a crashed app's URL may be answered by something else

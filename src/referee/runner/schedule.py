@@ -1,9 +1,10 @@
 """The order in which a run performs its steps: `--only`/`-k`, `--retries` and `--fail-fast`.
 
 `StepSchedule` yields the steps to perform, the same step again for a retry; the runner tells it
-when each is done. Deciding a retry or a stop needs a verdict, so a step is then graded right
-after its captures with the grader itself, over the evidence already on disk: the verdict that
-decides is the one `referee grade` would give. Steps left out are recorded as not run.
+when each is done. Each step is graded right after its captures with the grader itself, over the
+evidence already on disk: the verdict that decides a retry or a stop, and that the console shows
+as the step ends, is the one `referee grade` would give (what it OCR'd is cached, signed, for the
+final grading). Steps left out are recorded as not run.
 
 A retried step's earlier attempt keeps its files: `evidence/<step>/` and `agent/<step>/` move to
 `attempts/<step>/<n>/` (under the same relative paths), and the manifest lists them there, in
@@ -13,7 +14,7 @@ that step's record with the attempt number, the claim and the verdict of that at
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from referee.core.fsutil import own_dir
 from referee.grader.evidence import RunEvidence
@@ -29,11 +30,14 @@ Event = Callable[[str, str, dict], None]
 DESELECTED_NOTE = "deselected by --only/-k"
 
 
-def grade_now(plan: LoadedPlan, store: RunStore, step_id: str) -> StepResult:
-    """The step's verdict from what is on disk now (the same pure grading `referee grade` does)."""
-    ev = RunEvidence(store.run_dir, store.manifest)
+def grade_now(plan: LoadedPlan, store: RunStore, step_id: str, scrub: Callable[[Any], Any] | None = None,
+              progress: Event | None = None) -> StepResult:
+    """The step's verdict from what is on disk now (the same pure grading `referee grade` does).
+
+    `scrub`: the run's secret values out of what is cached; `progress`: told of each OCR (`RunEvidence`)."""
+    ev = RunEvidence(store.run_dir, store.manifest, key=store.sealer.key, scrub=scrub, progress=progress)
     res = grade_step(plan, step_id, store.manifest, ev, store.claims.get(step_id))
-    ev.save_caches()  # the final grading reuses what this one OCR'd
+    ev.save_caches()  # signed with the run's key: the final grading reuses what this one OCR'd
     return res
 
 
@@ -67,8 +71,9 @@ class StepSchedule:
     >>> # for step in (sched := StepSchedule(plan, store, options, on_event)): ...; sched.done(step.id)
     """
 
-    def __init__(self, plan: LoadedPlan, store: RunStore, options: RunOptions | None, on_event: Event) -> None:
-        self.plan, self.store, self.on_event = plan, store, on_event
+    def __init__(self, plan: LoadedPlan, store: RunStore, options: RunOptions | None, on_event: Event,
+                 scrub: Callable[[Any], Any] | None = None) -> None:
+        self.plan, self.store, self.on_event, self.scrub = plan, store, on_event, scrub
         self.options = options or RunOptions()
         ids = [s.id for s in plan.plan.steps]
         self.kept = set(selected(ids, self.options.only, self.options.keyword))
@@ -79,19 +84,19 @@ class StepSchedule:
                 store.step_not_run(sid, "deselected", DESELECTED_NOTE)
 
     @property
-    def grading(self) -> bool:
-        """Whether steps are graded as they end (only what a retry or a stop needs)."""
+    def deciding(self) -> bool:
+        """Whether a verdict decides what comes next (a retry or a stop), not only what the console shows."""
         return self.options.retries > 0 or self.options.fail_fast
 
     def __iter__(self) -> Iterator[Step]:
         for step in self.plan.plan.steps:
             if step.id not in self.kept:
-                self.on_event("not_run", step.id, {"note": DESELECTED_NOTE})
+                self.on_event("not_run", step.id, {"note": DESELECTED_NOTE, "why": "deselected"})
                 continue
             if self.stopped_after is not None:
                 note = f"--fail-fast: stopped after {self.stopped_after} failed"
                 self.store.step_not_run(step.id, "fail_fast", note)
-                self.on_event("not_run", step.id, {"note": note})
+                self.on_event("not_run", step.id, {"note": note, "why": "fail_fast"})
                 continue
             attempt = 1
             while True:
@@ -110,6 +115,12 @@ class StepSchedule:
                                                  "verdict": res.verdict, "reason": res.reason})
 
     def done(self, step_id: str) -> None:
-        """The step's attempt has ended and its evidence is on disk: grade it if a retry or a stop may follow."""
-        if self.grading:
-            self._last = grade_now(self.plan, self.store, step_id)
+        """The step's attempt has ended and its evidence is on disk: grade it, for a retry or a stop that may
+        follow and for the line that says its verdict now rather than in the final table."""
+        try:
+            self._last = grade_now(self.plan, self.store, step_id, self.scrub, self.on_event)
+        except Exception:
+            if self.deciding:
+                raise
+            # only the progress line wanted it: the run goes on, and the final grading says what went wrong
+            self._last = None
