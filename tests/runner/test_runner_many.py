@@ -64,7 +64,7 @@ def test_plans_run_at_once_each_with_its_own_run_directory_app_and_port(tmp_path
     assert max(a0, a1, a2) < min(b0, b1, b2)          # all three agents were acting at the same moment
     assert [r["summary"]["PASS"] for r in runs] == [1, 0, 1] and runs[1]["summary"]["FAIL"] == 1
     assert "plans: 3; PASS 2 FAIL 1" in err and "exit 1" in err
-    assert err.count("== ") == 3                      # each plan's own output, once, as one block
+    assert err.count("] finished: exit ") == 3        # each plan's own output, prefixed, then its end once
 
 
 def test_minus_j_one_is_the_plain_sequential_run(tmp_path, cli_env):

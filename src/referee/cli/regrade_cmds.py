@@ -44,7 +44,7 @@ def grade_with_plan(run_dirs, fixed_plan: str, strict: bool, json_mode: bool, al
     from referee.grader.regrade import regrade
     from referee.grader.verify import open_run
     from referee.plan.loader import MAX_PLAN_BYTES
-    from referee.report.console import integrity_line, summary_line, verdict_table
+    from referee.report.console import integrity_line, print_verdicts, summary_line
     from referee.report.regrade_outputs import plans_line, write_regrade
     from referee.rundir.folders import resolve_run_dir
     from referee.rundir.keys import load_key
@@ -60,7 +60,7 @@ def grade_with_plan(run_dirs, fixed_plan: str, strict: bool, json_mode: bool, al
     results = regrade(run, fixed, plan_bytes, str(fixed_plan))
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = write_regrade(Path(run_dir), results, plan_bytes, load_key(), stamp)
-    console.print(verdict_table(results, title=f"referee grade --plan: {run_dir}"))
+    print_verdicts(console, results, title=f"referee grade --plan: {run_dir}")
     console.print(summary_line(results))
     console.print(integrity_line(results), highlight=False)
     console.print(for_console(plans_line(results)), highlight=False, soft_wrap=True)

@@ -15,10 +15,11 @@ EXIT_INTERRUPTED = 130
 
 
 def _console(json_mode: bool):
-    from rich.console import Console
+    from referee.report.console import make_console
 
-    # with --json, stdout carries only the JSON object; humans read stderr
-    return Console(stderr=json_mode, highlight=False)
+    # with --json, stdout carries only the JSON object; humans read stderr. Without a terminal (a CI log, a
+    # pipe), lines are never cut or wrapped (report/console.py)
+    return make_console(stderr=json_mode)
 
 
 def _lint_warnings(loaded, console, cache_dir: Path) -> None:
@@ -71,7 +72,7 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
     from referee.core.executors import check_options
     from referee.errors import UsageError
     from referee.plan.selection import check_selection, selected, split_ids
-    from referee.report.console import LiveSteps, integrity_line, isolation_line, summary_line, verdict_table
+    from referee.report.console import LiveSteps, integrity_line, isolation_line, print_verdicts, summary_line
     from referee.rundir.schema import RunOptions
     from referee.runner.run import actor_spec, run_plan
 
@@ -109,7 +110,8 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
             extra = [*(("--only", ",".join(i for i in ids if i in mine)) if ids else ()),
                      *(("-k", keyword) if keyword else ()), *(("--fail-fast",) if fail_fast else ()),
                      *(("--retries", str(retries)) if retries else ())]
-            chosen.append((p, lp.text, tuple(extra), agent_of(lp)))  # the text validated here is the text it runs
+            # the text validated here is the text it runs; its name prefixes its lines
+            chosen.append((p, lp.text, tuple(extra), agent_of(lp), lp.name))
         browsers = [lp.path for lp in loaded if lp.plan.actor is not None and lp.plan.actor.kind == "browser"]
         if len(browsers) > 1 and jobs > 1 and executor_kind == "local":
             # Chromium's DevTools port takes any local client: one plan's agent can drive another's page
@@ -123,11 +125,13 @@ def run(plans, agent, out, strict, json_mode, only, keyword, fail_fast, retries,
             console.print(Text(f"{lp.path}: no step matches --only/-k; not run", style="yellow"), highlight=False)
             continue
         _lint_warnings(lp, console, Path(out) / ".lint-cache")
-        with LiveSteps(console, lp.name, [s.id for s in lp.plan.steps]) as live:
+        every = [s.id for s in lp.plan.steps]
+        kept = selected(every, ids, keyword) if ids or keyword else every
+        with LiveSteps(console, lp.name, kept, deselected=len(every) - len(kept)) as live:
             outcome = run_plan(lp, out=Path(out), agent=agent_of(lp), on_event=live.event, options=options)
         res = outcome.results
         run_dirs.append(outcome.run_dir)
-        console.print(verdict_table(res))
+        print_verdicts(console, res)
         console.print(summary_line(res))
         console.print(integrity_line(res), highlight=False)
         if (line := isolation_line(outcome.isolation)) is not None:
@@ -225,7 +229,11 @@ def _write_summaries(run_dirs: list[Path], summary_md: Path | None, console, job
 def _run_many(plans, out, strict, json_mode, jobs, executor_kind, scheduler, summary_md=None) -> int:
     """`referee run -j N` / `--executor dask`: each plan in its own `referee run`, one combined summary.
 
-    `plans`: (plan path, its validated text, its --only/-k/--fail-fast/--retries arguments, its --agent)."""
+    `plans`: (plan path, its validated text, its --only/-k/--fail-fast/--retries arguments, its --agent, its name).
+    Every line a plan's runner prints is shown prefixed `[name]`: here as it comes (its progress, while it runs),
+    from a Dask worker when the plan is done."""
+    import threading
+
     from referee.core.executors import check_options
     from referee.errors import UsageError
     from referee.runner.many import job_for, run_plans
@@ -233,15 +241,29 @@ def _run_many(plans, out, strict, json_mode, jobs, executor_kind, scheduler, sum
     if jobs < 1:
         raise UsageError("-j must be at least 1", fix="give how many plans may run at once")
     options = check_options(executor_kind, jobs, scheduler, 1)
+    names = [name for *_, name in plans]
+    label = {p: f"[{visible(name, keep_newlines=False)}] " if names.count(name) == 1 else f"[{for_console(p)}] "
+             for p, *_, name in plans}  # two plans of one name are told apart by their files
+    echo_lock = threading.Lock()  # the plans' threads print whole lines, one at a time
+    streamed = executor_kind == "local"
 
-    def shown(r) -> None:  # each plan's own output as one block, when it is done
-        click.echo(f"== {r.plan} (exit {r.code}) ==\n{r.output.rstrip() or r.note}", err=True)
+    def said(job, line: str) -> None:
+        prefix = label.get(job.label, f"[{for_console(job.label)}] ")
+        with echo_lock:  # its progress lines carry the prefix already
+            click.echo(line if line.startswith(prefix) else prefix + line, err=True)
+
+    def shown(r) -> None:  # when a plan is done: its output, unless it came line by line already
+        prefix = label.get(r.plan, f"[{for_console(r.plan)}] ")
+        with echo_lock:
+            for line in ([] if streamed else r.output.rstrip().splitlines()):
+                click.echo(line if line.startswith(prefix) else prefix + line, err=True)
+            click.echo(f"{prefix}finished: exit {r.code}" + (f" ({r.note})" if r.note else ""), err=True)
 
     where = (f"dask ({scheduler or f'a LocalCluster of {jobs} workers on 127.0.0.1'})" if executor_kind == "dask"
              else f"{jobs} at a time, each in its own process")
     click.echo(f"referee: running {len(plans)} plan(s), {where}", err=True)
-    combined = run_plans([job_for(p, out, agent, strict, extra, text=text) for p, text, extra, agent in plans], options,
-                         on_done=shown)
+    combined = run_plans([job_for(p, out, agent, strict, extra, text=text) for p, text, extra, agent, _ in plans],
+                         options, on_done=shown, on_line=said if streamed else None)
     click.echo("\n".join(combined.summary_lines()), err=json_mode)
     _write_summaries([Path(run["run_dir"]) for r in combined.runs for run in r.runs if run.get("run_dir")], summary_md,
                      _console(json_mode))
@@ -275,8 +297,9 @@ def grade(run_dirs, strict, json_mode, allow_unsigned, fixed_plan):
     checked against its seal."""
     from referee.cli.regrade_cmds import check_regrade_folders, grade_with_plan
     from referee.grader import grade as grade_run
-    from referee.report.console import integrity_line, isolation_line, summary_line, verdict_table
+    from referee.report.console import integrity_line, isolation_line, print_verdicts, summary_line
     from referee.report.outputs import write_outputs
+    from referee.report.steplines import ocr_line
     from referee.rundir.folders import resolve_run_dir
 
     console = _console(json_mode)
@@ -287,14 +310,15 @@ def grade(run_dirs, strict, json_mode, allow_unsigned, fixed_plan):
     exit_code, payload = 0, []
     for given in run_dirs:
         d = resolve_run_dir(given)  # a plan's runs folder: its latest run
-        res = grade_run(Path(d), allow_unsigned=allow_unsigned)
+        res = grade_run(Path(d), allow_unsigned=allow_unsigned,  # OCR is what a re-grade can wait on: said
+                        progress=lambda kind, sid, data: console.print(Text(ocr_line(sid, data)), highlight=False))
         try:
             write_outputs(Path(d), res)
         except OSError as exc:  # a read-only copy still grades; it just keeps its old files
             why = for_console(exc.strerror or exc)
             console.print(f"[yellow]warning: {for_console(d)}: results not written ({why}); "
                           "verdicts shown here only[/]", highlight=False)
-        console.print(verdict_table(res, title=f"referee grade: {d}"))
+        print_verdicts(console, res, title=f"referee grade: {d}")
         console.print(summary_line(res))
         console.print(integrity_line(res), highlight=False)
         if (line := isolation_line(_isolation_of(Path(d)))) is not None:

@@ -128,7 +128,9 @@ class RunResults(_Model):
         bad = self.summary.get("FAIL", 0) + self.summary.get("ERROR", 0)
         if strict:  # an agent that crashed, timed out or never started is a broken nightly job, whatever it left
             bad += self.summary.get("agent_failures", 0)
-            deselected = sum(1 for s in self.steps if s.verdict == "SKIPPED" and s.not_run == "deselected")
+            # a summary with `deselected` counts them apart already; an older one counted them as SKIPPED
+            deselected = 0 if "deselected" in self.summary else sum(
+                1 for s in self.steps if s.verdict == "SKIPPED" and s.not_run == "deselected")
             bad += self.summary.get("SKIPPED", 0) - deselected + self.summary.get("FLAKY", 0)
         return 1 if bad else 0
 
@@ -142,7 +144,8 @@ def plan_errors(step: StepResult) -> int:
 def summarize(steps: list[StepResult]) -> dict[str, int]:
     """Steps by verdict; `overclaims` in every attempt (a retried step's earlier false pass too); `plan_errors`:
     ERROR validators inside FAIL steps; `agent_failures`: steps whose agent exited non-zero, timed out or never
-    started (whatever the validators saw).
+    started (whatever the validators saw); `deselected` (only when there are any): steps --only/-k left out,
+    which are not counted as SKIPPED (their verdict in `steps` stays SKIPPED, with `not_run: deselected`).
 
     >>> s = StepResult(id="a", verdict="FAIL", validators=[ValidatorResult(name="v", kind="k", status="ERROR",
     ...                reason="no such table")], agent=AgentOutcome(exit_code=1))
@@ -150,9 +153,15 @@ def summarize(steps: list[StepResult]) -> dict[str, int]:
     {'FAIL': 1, 'plan_errors': 1, 'agent_failures': 1}
     """
     counts = {v: 0 for v in VERDICTS}
+    deselected = 0
     for s in steps:
-        counts[s.verdict] += 1
+        if s.not_run == "deselected":  # left out on purpose: no verdict of the run, so in no verdict's count
+            deselected += 1
+        else:
+            counts[s.verdict] += 1
     counts["overclaims"] = sum(int(s.overclaim) + sum(1 for a in s.attempts if a.overclaim) for s in steps)
     counts["plan_errors"] = sum(plan_errors(s) for s in steps)
     counts["agent_failures"] = sum(1 for s in steps if s.agent is not None and s.agent.failed)
+    if deselected:
+        counts["deselected"] = deselected
     return counts

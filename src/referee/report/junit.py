@@ -1,6 +1,7 @@
 """junit.xml for CI systems: FAIL -> failure, ERROR -> error, SKIPPED -> skipped, FLAKY -> a pass with
 `flakyFailure`/`flakyError` (Maven Surefire's reruns); `time` per step; the agent's output in
-`system-out`/`system-err`.
+`system-out`/`system-err`. A step --only/-k left out is no testcase (as pytest writes deselected tests):
+the property `referee.deselected` counts them.
 
 Every string passes through `safetext.for_xml` first: ElementTree escapes markup but writes a NUL or
 a lone surrogate as it is, which no XML parser accepts.
@@ -42,9 +43,11 @@ def junit_xml(results: RunResults, isolation: Any = None,
     True
     """
     s = results.summary
-    suite = ET.Element("testsuite", name=x(f"referee.{results.plan}"), tests=str(len(results.steps)),
-                       failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(s.get("SKIPPED", 0)))
-    suite.set("time", _time(sum(st.duration_s or 0 for st in results.steps)))
+    steps = [st for st in results.steps if st.not_run != "deselected"]
+    skipped = sum(1 for st in steps if st.verdict == "SKIPPED")
+    suite = ET.Element("testsuite", name=x(f"referee.{results.plan}"), tests=str(len(steps)),
+                       failures=str(s.get("FAIL", 0)), errors=str(s.get("ERROR", 0)), skipped=str(skipped))
+    suite.set("time", _time(sum(st.duration_s or 0 for st in steps)))
     # whether the evidence was the runner's (sealed and verified), unverified, or refused: CI shows it
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="referee.integrity", value=results.integrity.status)
@@ -52,12 +55,14 @@ def junit_xml(results: RunResults, isolation: Any = None,
         ET.SubElement(props, "property", name="referee.integrity.reason", value=x(results.integrity.reason))
     for key in ("overclaims", "plan_errors", "agent_failures"):  # what a job watching totals reads
         ET.SubElement(props, "property", name=f"referee.{key}", value=str(s.get(key, 0)))
+    if deselected := len(results.steps) - len(steps):
+        ET.SubElement(props, "property", name="referee.deselected", value=str(deselected))
     if isolation is not None:  # the manifest's: `none` means the agent ran unisolated
         ET.SubElement(props, "property", name="referee.isolation",
                       value="unisolated" if isolation.mode == "none" else isolation.mode)
         if isolation.note:
             ET.SubElement(props, "property", name="referee.isolation.note", value=x(isolation.note))
-    for step in results.steps:
+    for step in steps:
         case = ET.SubElement(suite, "testcase", classname=x(f"referee.{results.plan}"), name=x(step.id),
                              time=_time(step.duration_s))
         reason = x(step.reason)

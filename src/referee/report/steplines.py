@@ -94,14 +94,32 @@ def done_line(step_id: str, data: dict[str, Any], claim: str) -> str:
     return printable(f"{step_id}: {what}; claimed: {claim}")
 
 
+def ocr_line(step_id: str, data: dict[str, Any]) -> str:
+    """The line as OCR of an evidence file starts (`seconds` None) and as it ends: what a slow grading waits on.
+
+    >>> ocr_line("s", {"file": "agent/s/shot.png", "engine": "tesseract", "seconds": None})
+    's: OCR of agent/s/shot.png (tesseract)'
+    >>> ocr_line("s", {"file": "agent/s/shot.png", "engine": "tesseract", "seconds": 1.25})
+    's: OCR of agent/s/shot.png read in 1.25s'
+    """
+    what = f"{step_id}: OCR of {data.get('file')}"
+    if data.get("seconds") is None:
+        return printable(f"{what} ({data.get('engine')})")
+    return printable(f"{what} read in {seconds_text(data['seconds'])}")
+
+
 def event_line(kind: str, step_id: str, data: dict[str, Any]) -> str | None:
-    """The line for a graded step, a retry, or a step not run; None for other events.
+    """The line for a graded step (with the reason when it did not pass), a retry, or a step not run; None for
+    other events.
 
     >>> event_line("retry", "s", {"attempt": 2, "of": 3, "verdict": "FAIL", "reason": "x"})
     's: FAIL; performing it again (attempt 2 of 3)'
+    >>> event_line("graded", "s", {"verdict": "FAIL", "reason": "v#0: exit code 1, expected 0"})
+    's: FAIL: v#0: exit code 1, expected 0'
     """
     if kind == "graded":
-        return printable(f"{step_id}: {data.get('verdict')}")
+        verdict, reason = data.get("verdict"), data.get("reason")
+        return printable(f"{step_id}: {verdict}" + (f": {reason}" if reason and verdict != "PASS" else ""))
     if kind == "retry":
         return printable(f"{step_id}: {data.get('verdict')}; performing it again (attempt {data.get('attempt')} "
                          f"of {data.get('of')})")

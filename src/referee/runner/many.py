@@ -6,9 +6,10 @@ parent validated (sent on its stdin with its SHA-256), never the file again: a p
 rewrites a later plan's file changes nothing. Children import referee from where this process did
 and nothing from the working directory (the agent's workspace). A stop signal (SIGINT, SIGTERM,
 SIGHUP) to this process reaches every running plan once, as SIGTERM, so each stops its app and
-agent and leaves a gradeable run directory; plans not started are not run. Each plan's output (its
-table, warnings, run directory) comes back as one block, shown when the plan is done; the caller
-prints one combined summary and exits with the worst plan's code (130 when interrupted).
+agent and leaves a gradeable run directory; plans not started are not run. Each plan's output for
+people (its progress, verdicts, warnings, run directory) comes up line by line as the plan runs when it
+runs here (`on_line`), as one block when it is done on a Dask worker; the caller prints one combined
+summary and exits with the worst plan's code (130 when interrupted).
 """
 
 from __future__ import annotations
@@ -195,12 +196,14 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def run_plan_process(job: PlanJob, children: Children | None = None) -> PlanRun:
+def run_plan_process(job: PlanJob, children: Children | None = None,
+                     on_line: Callable[[str], None] | None = None) -> PlanRun:
     """Run one plan as `referee run PLAN --json` in a process of its own (here, or on a Dask worker).
 
     Its own process means its own app on its own free port, its own run directory, its own signal
     handling: a crash in one plan leaves the others as they are. `children`: where this process keeps
     its running plans, so a stop reaches them (None: a registry of this call alone, as on a Dask worker).
+    `on_line`: hears each line of its output for people (stderr) as it is written.
     """
     children = children if children is not None else Children()
     host = socket.gethostname()
@@ -220,7 +223,7 @@ def run_plan_process(job: PlanJob, children: Children | None = None) -> PlanRun:
     if proc is None:
         return PlanRun(job.label or job.plan, EXIT_INTERRUPTED, [], "", host, note="not run: interrupted")
     try:
-        out, err = proc.communicate(input=data)
+        out, err = proc.communicate(input=data) if on_line is None else _streamed(proc, data, on_line)
     finally:
         children.done(proc)
     try:
@@ -229,6 +232,47 @@ def run_plan_process(job: PlanJob, children: Children | None = None) -> PlanRun:
         runs = []
     note = f"stopped by signal {-proc.returncode}" if proc.returncode < 0 else ""
     return PlanRun(job.label or job.plan, proc.returncode, runs, err.decode("utf-8", "replace"), host, note)
+
+
+def _streamed(proc: subprocess.Popen, data: bytes | None, on_line: Callable[[str], None]) -> tuple[bytes, bytes]:
+    """`proc.communicate(data)`, with each line of its stderr handed to `on_line` as it comes (its stdout is the
+    JSON object, read whole). Its stdin is written and its stdout read on threads of their own, so no pipe fills
+    while another is waited on."""
+    out: list[bytes] = []
+    err: list[bytes] = []
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(data or b"")
+        except (BrokenPipeError, OSError):  # it stopped before reading its plan: its stderr says why
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    def drain() -> None:
+        assert proc.stdout is not None
+        out.append(proc.stdout.read())
+
+    threads = [threading.Thread(target=drain, daemon=True)]
+    if proc.stdin is not None:
+        threads.append(threading.Thread(target=feed, daemon=True))
+    for t in threads:
+        t.start()
+    assert proc.stderr is not None
+    for raw in proc.stderr:
+        err.append(raw)
+        try:
+            on_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        except Exception:  # a line that cannot be shown is kept in the output all the same
+            pass
+    for t in threads:
+        t.join()
+    proc.wait()
+    return b"".join(out), b"".join(err)
 
 
 @dataclass
@@ -274,11 +318,14 @@ class Combined:
 
 
 def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
-              on_done: Callable[[PlanRun], None] | None = None) -> Combined:
+              on_done: Callable[[PlanRun], None] | None = None,
+              on_line: Callable[[PlanJob, str], None] | None = None) -> Combined:
     """Run every plan, at most `options.n_workers` at once (threads here) or on Dask; results in plan order.
 
     Here, a stop signal is passed on to the running plans (see `Children.stop`) and waited for; on Dask,
-    an interrupt cancels what has not finished (a worker's processes cannot be signalled from here)."""
+    an interrupt cancels what has not finished (a worker's processes cannot be signalled from here).
+    `on_line(job, line)`: each line of a plan's output for people as it comes, from the thread that runs
+    it (here only: a Dask worker's plan comes back whole, in `PlanRun.output`)."""
     done: dict[int, PlanRun] = {}
     combined = Combined(remote=options.kind == "dask" and bool(options.scheduler))
 
@@ -308,7 +355,7 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
         local = ThreadPool(options.n_workers)
         try:
             with _stop_on_signals(children.stop):
-                collect(local, partial(run_plan_process, children=children))
+                collect(local, partial(_run_here, children=children, on_line=on_line))
         finally:
             local.close()
             children.close()
@@ -316,6 +363,11 @@ def run_plans(jobs: list[PlanJob], options: ExecutorOptions, *,
     note = "no result: interrupted"
     combined.runs = [done.get(i) or PlanRun(j.label or j.plan, EXIT_INTERRUPTED, note=note) for i, j in enumerate(jobs)]
     return combined
+
+
+def _run_here(job: PlanJob, *, children: Children, on_line: Callable[[PlanJob, str], None] | None) -> PlanRun:
+    """`run_plan_process` on a thread of this process, its lines handed up with the job they come from."""
+    return run_plan_process(job, children, on_line=None if on_line is None else partial(on_line, job))
 
 
 def _stop_on_signals(stop: Callable[[str], None]) -> AbstractContextManager[None]:
