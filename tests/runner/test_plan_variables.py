@@ -189,14 +189,15 @@ def test_lint_names_an_unset_variable_it_uses(tmp_path):
     assert code == 1 and "TOO LOOSE" in out, out + err
 
 
-def test_check_warns_when_a_validator_compares_with_a_secret_the_runner_sends(tmp_path):
-    plan = {"name": "both", "actor": {"kind": "command", "command": "true", "env": {"TITLE": "${EXPECTED_TITLE}"}},
-            "steps": [{"id": "a", "do": "add the note titled as $TITLE says",
-                       "validators": [{"kind": "text_contains", "evidence": "out.txt", "text": "${EXPECTED_TITLE}"}]}]}
-    path = write_plan(tmp_path / "both.yaml", plan)
-    code, out, err = referee(tmp_path, "check", path, env={"EXPECTED_TITLE": TITLE})
-    warning = next((ln for ln in out.splitlines() if "warning:" in ln and "${EXPECTED_TITLE}" in ln), "")
-    assert code == 0 and "public_env" in warning, out + err
-    path = write_plan(tmp_path / "public.yaml", {**plan, "public_env": ["EXPECTED_TITLE"]})
-    code, out, err = referee(tmp_path, "check", path, env={"EXPECTED_TITLE": TITLE})
-    assert code == 0 and "${EXPECTED_TITLE}" not in out, out + err
+
+def test_a_validator_comparing_with_a_secret_the_runner_sends_finds_it_where_the_evidence_hides_it(tmp_path):
+    token = "s3cr3t-token-4d1c"  # the capture's record holds ${API_TOKEN} in its place
+    plan = write_plan(tmp_path / "both.yaml", {
+        "name": "both", "actor": {"kind": "command", "command": AGENT},
+        "steps": [{"id": "a", "do": "nothing",
+                   "capture": [{"kind": "command", "name": "page", "command": "echo token=${API_TOKEN}",
+                                "run_as": "runner"}],
+                   "validators": [{"kind": "text_contains", "evidence": "page", "text": "token=${API_TOKEN}"}]}]})
+    ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"API_TOKEN": token})
+    assert ran.step("a")["verdict"] == "PASS", ran.out + ran.err
+    assert _files_holding(ran.run_dir, token) == []

@@ -19,6 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+MIN_SCRUB = 8
+"""Secret values this long or longer are searched for in free text and replaced by `${NAME}` (`referee.runner.
+envsubst.Secrets`); shorter ones (a port, an id) occur there by chance, and are only shown as `${NAME}` where
+referee writes a value it substituted."""
+
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -168,14 +173,22 @@ class Filled:
 
 
 def fill_fields(params: Any, fields: Iterable[str], env: Mapping[str, str],
-                public: Iterable[str] = ()) -> Filled:
+                public: Iterable[str] = (), sent: Iterable[str] = ()) -> Filled:
     """The `fields` of `params` (a validator's parameters) filled from `env`, and what to hide of them.
+
+    `sent`: the variables the runner substitutes (captures, app, actor). One of them that is secret (not in
+    `public`) has its value replaced by `${NAME}` in the evidence (at least MIN_SCRUB characters), so the
+    validator is filled with that same `${NAME}`, which is what the evidence holds in the value's place.
 
     >>> f = fill_fields(type("P", (), {"text": "Title: ${T}"})(), ["text"], {"T": "Milk"})
     >>> f.values, f.unset, f.hidden
     ({'text': 'Title: Milk'}, (), (('Title: Milk', 'Title: ${T}'), ('Milk', '${T}')))
+    >>> fill_fields(type("P", (), {"text": "t=${TOKEN}"})(), ["text"], {"TOKEN": "s3cr3t-long"}, sent=["TOKEN"]).values
+    {'text': 't=${TOKEN}'}
     """
     public = frozenset(public)
+    scrubbed = {n: "${" + n + "}" for n in frozenset(sent) - public if len(env.get(n) or "") >= MIN_SCRUB}
+    env = {**env, **scrubbed} if scrubbed else env
     values: dict[str, Any] = {}
     unset_names: list[str] = []
     hidden: dict[str, str] = {}
@@ -186,7 +199,7 @@ def fill_fields(params: Any, fields: Iterable[str], env: Mapping[str, str],
             continue
         unset_names += [n for n in unset(template, env) if n not in unset_names]
         values[field] = filled = fill(template, env)
-        secret = [name for name, default in refs if name not in public and env.get(name)]
+        secret = [name for name, default in refs if name not in public and name not in scrubbed and env.get(name)]
         if not secret:
             continue
         for got, shown_as in _pairs(filled, template):
@@ -209,7 +222,7 @@ def _pairs(filled: Any, template: Any) -> Iterator[tuple[str, str]]:
             yield from _pairs(f, t)
 
 
-WHOLE_WORD_BELOW = 8  # as the runner's scrubbing of free text (`referee.runner.envsubst.MIN_SCRUB`)
+WHOLE_WORD_BELOW = MIN_SCRUB  # in what a validator says, a shorter value is replaced as a whole word only
 
 
 def conceal(text: str | None, hidden: Iterable[tuple[str, str]]) -> str | None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from referee.errors import PlanError, PluginError, RefereeError
 from referee.plan.captures import BUILTIN_SPECS, CaptureParams, CaptureSpec, capture_specs
-from referee.plan.envvars import references, unset
+from referee.plan.envcheck import EnvCheck, Needs
 from referee.plan.model import Plan, Step, name_from
 from referee.plan.validators import (
     ARIA,
@@ -37,6 +37,7 @@ class TypedValidator:
     spec: ValidatorSpec
     params: ValidatorParams  # the kind's own subclass, its `${NAME}` values as written (filled when checked)
     public: frozenset[str] = frozenset()  # the plan's `public_env`: shown with their values in what it says
+    sent: frozenset[str] = frozenset()  # what the runner substitutes: a secret one is `${NAME}` in the evidence
 
     @property
     def label(self) -> str:
@@ -259,11 +260,6 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
     return [n for n in current.model_fields if n != "kind"] if current else []
 
 
-Needs = Literal["all", "checks"]
-"""The variables a plan's loader requires set: "all" (`check`, `run`), or "checks", those of validator values
-only (`lint`, which performs no capture and starts nothing)."""
-
-
 def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
                    env: Mapping[str, str] | None = None, errors: list[PlanError] | None = None,
                    needs: Needs = "all") -> LoadedPlan:
@@ -405,6 +401,9 @@ def load_plan_text(text: str, file: str = "<plan>", *, frozen: bool = False,
         typed_v[step.id] = tuple(vals)
         typed_c[step.id] = tuple(caps)
     env_check.finish()
+    sent = frozenset(env_check.names)
+    if sent & env_check.check_names:  # a validator compares with a variable the runner also sends
+        typed_v = {sid: tuple(replace(tv, sent=sent) for tv in tvs) for sid, tvs in typed_v.items()}
     return LoadedPlan(Path(file), text, plan, typed_v, typed_c, frozenset(env_check.names),
                       frozenset(env_check.check_names), where=where)
 
@@ -440,62 +439,6 @@ def _salvage(data: dict[str, Any]) -> tuple[Plan, list[tuple[int, Step]]]:
                                 app=valid(AppSpec, data.get("app")), actor=valid(ActorSpec, data.get("actor")),
                                 controls=[], steps=[st for _, st in indexed], public_env=public)
     return plan, indexed
-
-
-_RUNNER_SETS = {"app": frozenset({"PORT"}),  # what the runner puts in the app's and the agent's environment
-                "actor": frozenset({"REFEREE_STEP_ID", "REFEREE_STEP_DO", "REFEREE_PLAN", "REFEREE_APP_URL",
-                                    "REFEREE_AGENT_DIR", "REFEREE_CLAIM_FILE", "REFEREE_CDP_URL"})}
-
-
-class EnvCheck:
-    """Collects the `${NAME}` variables a plan uses where it takes them; with an `env`, each one unset there is one
-    PlanError at its first use (naming how many other places use it), reported by `finish`.
-
-    `names`: what the runner substitutes and so keeps secret (captures, app, actor); `check_names`: what
-    validator values compare with (filled at grade time).
-    """
-
-    def __init__(self, where: _Where, env: Mapping[str, str] | None, needs: Needs = "all") -> None:
-        self.where, self.env, self.needs = where, env, needs
-        self.names: set[str] = set()
-        self.check_names: set[str] = set()
-        self._unset: dict[str, list[tuple[tuple, str]]] = {}  # name -> each (loc, field) using it, in plan order
-
-    def __call__(self, params: CaptureParams | ValidatorParams, loc: tuple, sent: bool = True) -> None:
-        for field in getattr(type(params), "env_fields", ()):
-            self.use(getattr(params, field, None), loc + (field,), field, sent=sent)
-
-    def specs(self, plan: Plan) -> None:
-        """The app's and the actor's: a command may also name what its own `env:` and the runner set (its shell
-        expands it: `PORT` for the app, the REFEREE_* protocol for the agent)."""
-        for part, spec, command_fields in (("app", plan.app, ("start", "build")), ("actor", plan.actor, ("command",))):
-            if spec is None:
-                continue
-            own = frozenset(spec.env) | _RUNNER_SETS[part]
-            for field in command_fields:
-                self.use(getattr(spec, field, None), (part, field), f"{part}.{field}", local=own)
-            self.use(spec.env, (part, "env"), f"{part}.env")
-
-    def use(self, value: Any, at: tuple, field: str, *, sent: bool = True, local: frozenset[str] = frozenset()) -> None:
-        """Note the variables of `value` (at plan place `at`, shown as `field`); those of a mapping by key."""
-        for key, item in (value.items() if isinstance(value, dict) else [(None, value)]):
-            names = [name for name, _ in references(item)]
-            (self.names if sent else self.check_names).update(names)
-            if self.env is None or (sent and self.needs == "checks"):
-                continue
-            for name in dict.fromkeys(unset(item, self.env)):
-                if name not in local:
-                    self._unset.setdefault(name, []).append((at if key is None else at + (key,), field))
-
-    def finish(self) -> None:
-        """One error per unset variable, at its first use (raised, or in collect-all mode each noted)."""
-        for name, uses in self._unset.items():
-            loc, field = uses[0]
-            more = len(uses) - 1
-            also = f", and {more} more place{'s' if more > 1 else ''}" if more else ""
-            self.where.report(self.where.error(
-                f"environment variable '{name}' is not set (used in `{field}`{also})", loc,
-                fix=f"set {name} before running, or give a default: ${{{name}:-value}}"))
 
 
 class StepFiles:

@@ -76,18 +76,7 @@ def preflight(lp: LoadedPlan, *, env: Mapping[str, str] | None = None, cwd: Path
         for cap in lp.captures.get(step.id, ()):  # a program or a display this machine lacks (`adb`, DISPLAY)
             for why, fix in cap.params.unmet(env):
                 found.errors.append(lp.error(why, locs.get(cap.params.name, ("steps", si)), fix=fix))
-    _sent_and_checked(lp, found)
     return found
-
-
-def _sent_and_checked(lp: LoadedPlan, found: Findings) -> None:
-    """A variable the runner sends (a capture, app, actor) is secret unless public: its value is replaced by
-    `${NAME}` in the evidence, where a validator value of the same variable then cannot find it."""
-    for name in sorted((lp.env_names & lp.check_names) - set(lp.plan.public_env)):
-        found.warnings.append(lp.error(
-            f"${{{name}}} is both sent by the runner and compared by a validator: as a secret, its value is replaced "
-            f"by ${{{name}}} in the evidence, and a validator looking for the value will not find it", ("public_env",),
-            fix=f"if {name} is no secret, list it in `public_env:`; else compare with another variable"))
 
 
 def _installed(module: str) -> bool:

@@ -13,7 +13,7 @@ import shutil
 from typing import Any, BinaryIO, Iterable, Mapping
 from urllib.parse import quote, quote_plus, unquote
 
-from referee.plan.envvars import expand, references, shown, url_part  # noqa: F401 (re-exported for captures and plugins)
+from referee.plan.envvars import MIN_SCRUB, expand, references, shown, url_part  # noqa: F401 (re-exported for captures and plugins)
 
 
 def redact_url(url: str) -> str:
@@ -35,9 +35,6 @@ def redact_url(url: str) -> str:
         return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
     # the rendering percent-encodes a `${VAR}` left in the URL: show it as the plan wrote it
     return re.sub(r"%24%7B(.*?)%7D", lambda m: "${" + unquote(m.group(1)) + "}", shown)
-
-
-MIN_SCRUB = 8  # shorter values (a port, an id) occur by chance in output: shown as `${NAME}`, not searched for
 
 
 class Secrets:

@@ -5,7 +5,8 @@ is not the plan's to hold. The grader (and `referee lint`) fills `expected`, `te
 own environment just before the check, and shows `${NAME}` again in place of each secret value in what
 the check says (its reason and what it matched), so results.json, the report, JUnit and the console hold
 the variable, never the value. A variable the grading environment lacks makes the validator ERROR: the
-grader could not look. A variable in `public_env` is shown with its value.
+grader could not look. A variable in `public_env` is shown with its value. A secret the runner also sends
+(a capture's, the app's, the actor's) is compared as `${NAME}`: the evidence holds that in its place.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def check_with_values(tv: Any, check: Callable[[Any], Outcome], env: Mapping[str
     fields = getattr(type(tv.params), "env_fields", ())
     if not fields:
         return check(tv.params)
-    filled = fill_fields(tv.params, fields, os.environ if env is None else env, tv.public)
+    filled = fill_fields(tv.params, fields, os.environ if env is None else env, tv.public, getattr(tv, "sent", ()))
     if not filled.values:
         return check(tv.params)
     if filled.unset:
