@@ -194,6 +194,8 @@ def test_deselected_steps_are_one_line_and_no_skipped_count_anywhere(home):
     assert [c.get("name") for c in suite.iter("testcase")] == ["step_2"]
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["referee.deselected"] == "3"
+    page = (ran.run_dir / "report.html").read_text()
+    assert ">SKIPPED 0<" in page and ">deselected 3<" in page
 
 
 def test_a_step_without_validator_is_still_skipped_beside_deselected_ones(home):

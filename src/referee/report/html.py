@@ -301,8 +301,9 @@ def render_report(run_dir: str | Path, results_model: RunResults | None = None) 
             f'<td>{agent_block(step, step_tails(run_dir, shown, sid))}{_claim_html(step)}</td>'
             f'<td><div class="shots">{shots or "<span class=meta>none</span>"}</div></td></tr>')
     sums = "".join(f'<span class="s-{_e(k)}">{_e(k)} {_e(summary.get(k, 0))}</span>'
-                   for k in ("PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY", "overclaims", "plan_errors", "agent_failures")
-                   if k not in ("FLAKY", "plan_errors", "agent_failures") or summary.get(k))
+                   for k in ("PASS", "FAIL", "SKIPPED", "ERROR", "FLAKY", "deselected", "overclaims", "plan_errors",
+                             "agent_failures")
+                   if k not in ("FLAKY", "deselected", "plan_errors", "agent_failures") or summary.get(k))
     plan = results.get("plan", "")
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
     csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'"

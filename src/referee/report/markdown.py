@@ -61,6 +61,8 @@ def _counts(summary: Mapping[str, int]) -> str:
     from referee.grader.results import VERDICTS
 
     parts = [f"{summary.get(v, 0)} {v}" for v in VERDICTS if summary.get(v, 0) or v in ("PASS", "FAIL", "ERROR")]
+    if n := summary.get("deselected", 0):  # left out by --only/-k: in no verdict's count
+        parts.append(f"{n} deselected")
     over = summary.get("overclaims", 0)
     parts.append(f"{over} overclaim{'s' if over != 1 else ''}")
     for key, word in (("plan_errors", "plan error"), ("agent_failures", "agent failure")):  # as the console says
