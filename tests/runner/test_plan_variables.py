@@ -201,3 +201,29 @@ def test_a_validator_comparing_with_a_secret_the_runner_sends_finds_it_where_the
     ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"API_TOKEN": token})
     assert ran.step("a")["verdict"] == "PASS", ran.out + ran.err
     assert _files_holding(ran.run_dir, token) == []
+
+
+def _notes_db(path: Path) -> Path:
+    with sqlite3.connect(path) as conn:
+        conn.execute("create table notes (id integer primary key, title text)")
+        conn.execute("insert into notes (title) values (?)", (TITLE,))
+    return path
+
+
+def test_a_where_value_from_a_variable_finds_the_row_and_the_record_shows_the_variable(tmp_path):
+    db = _notes_db(tmp_path / "notes.db")
+    plan = write_plan(tmp_path / "rows.yaml", {
+        "name": "rows", "actor": {"kind": "command", "command": AGENT},
+        "steps": [{"id": "saved", "do": "save the note",
+                   "validators": [{"kind": "sql_row_present", "url": f"sqlite:///{db}", "table": "notes",
+                                   "where": {"title": "${EXPECTED_TITLE}"}},
+                                  {"kind": "sql_row_present", "url": f"sqlite:///{db}",
+                                   "query": "select * from notes where title = :t", "params": {"t": "${OTHER}"}}]}]})
+    ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"EXPECTED_TITLE": TITLE, "OTHER": "Buy tea"})
+    step = ran.step("saved")
+    assert step["verdict"] == "FAIL", ran.out + ran.err  # the first holds; no note is titled "Buy tea"
+    assert [v["status"] for v in step["validators"]] == ["PASS", "FAIL"], step
+    assert "${OTHER}" in step["reason"] and "Buy tea" not in step["reason"], step["reason"]
+    record = next(ran.run_dir.rglob("_v0_sql_row_present.json")).read_text()
+    assert "${EXPECTED_TITLE}" in record, record
+    assert _files_holding(ran.run_dir, TITLE) == []

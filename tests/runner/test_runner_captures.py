@@ -37,7 +37,7 @@ def crun(tmp_path_factory, pg_url, moto_endpoint):
                          {"kind": "http", "name": "note", "url": "/api/notes/by-title/alpha"}],
              "validators": [{"kind": "http_status_eq", "evidence": "session", "expected": 200},
                             {"kind": "json_path_eq", "evidence": "note", "path": "$.title", "expected": "alpha"}]},
-            {"id": "cmd", "do": "",
+            {"id": "cmd", "do": "nothing",
              "capture": [{"kind": "command", "name": "listing", "command": "echo out-line; echo err-line >&2; exit 3"}],
              "validators": [{"kind": "command_exit_code", "evidence": "listing", "expected": 3}]},
             {"id": "db", "do": f"SQL {pg_url} insert into cap_items (name) values ('pg-row')\n"

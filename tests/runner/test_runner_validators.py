@@ -25,7 +25,7 @@ def _steps(W, pg, ddb):
         return f"POST /api/notes {json.dumps({'title': title, 'body': body, 'tags': list(tags)})}"
 
     def step(sid, do="", validators=(), capture=()):
-        s = {"id": sid, "do": do, "validators": list(validators)}
+        s = {"id": sid, "do": do or "nothing to do", "validators": list(validators)}  # a do: is required
         if capture:
             s["capture"] = list(capture)
         return s

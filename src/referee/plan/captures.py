@@ -134,7 +134,7 @@ class CommandParams(CaptureParams):
 
 @spec("sql", "rows of a SQL query (any SQLAlchemy URL; `${VAR}` reads the runner's environment)")
 class SqlParams(CaptureParams):
-    env_fields = ("url",)
+    env_fields = ("url", "where", "params")  # a text value of `where`/`params` may be a `${VAR}` too
     url: str
     query: str | None = None  # before params and where: their check reads it (`rowshape.goes_with`)
     table: str | None = None

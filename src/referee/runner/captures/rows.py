@@ -57,6 +57,11 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _filled(values: dict[str, Any], fill: Any) -> dict[str, Any]:
+    """`where` or `params` with `fill` (the capture's `expand` or `shown`) applied to each text value."""
+    return {k: fill(v) if isinstance(v, str) else v for k, v in values.items()}
+
+
 @register("sql")
 class SqlCapture(CaptureKind):
     def take(self, params, ctx):
@@ -74,11 +79,16 @@ class SqlCapture(CaptureKind):
                     guard_connection(conn, engine.dialect.name, params.timeout_s)
                     if params.table is not None:
                         table = sa.Table(params.table, sa.MetaData(), autoload_with=conn)
-                        stmt = sa.select(table).where(*where_clauses(sa, table, params.where, engine.dialect.name))
-                        record.query = ctx.scrub(shown_sql(stmt, engine.dialect))
+
+                        def select(where: dict[str, Any]) -> Any:
+                            return sa.select(table).where(*where_clauses(sa, table, where, engine.dialect.name))
+
+                        stmt = select(_filled(params.where, ctx.expand))
+                        # the record shows the plan's `${VAR}` where a secret value was filled in
+                        record.query = ctx.scrub(shown_sql(select(_filled(params.where, ctx.shown)), engine.dialect))
                         result = conn.execute(stmt)
                     else:
-                        result = conn.execute(sa.text(params.query), params.params)
+                        result = conn.execute(sa.text(params.query), _filled(params.params, ctx.expand))
                     if result.returns_rows:
                         # a row may hold what the agent wrote, a secret value it learned included: scrubbed
                         record.columns = [ctx.scrub(str(c)) for c in result.keys()]
