@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli.main import main
+from referee.grader.results import RunResults, StepResult, summarize
 from tests.runner.inprocess import Ran
 from tests.runner.inprocess import home as _home
 from tests.runner.runner_helpers import write_plan
@@ -136,6 +137,11 @@ def test_an_ocr_validator_says_which_screenshot_it_reads_before_the_verdict_and_
     assert reading < read < index_of(lines, "[ocr] look: FAIL"), ran.out
     # graded as the step ended, then again for results.json: the second grading reused the first one's OCR
     assert len(trace.read_text().splitlines()) == 1
+    # `referee grade` with nothing cached says what it reads too
+    (ran.run_dir / "cache" / "ocr.json").unlink()
+    graded = run_narrow(home, "grade", ran.run_dir)
+    assert "look: OCR of agent/look/shot.png (tesseract)" in graded.out, graded.out
+    assert len(trace.read_text().splitlines()) == 2
 
 
 # ============================================================== without a terminal: nothing cut, nothing wrapped
@@ -240,3 +246,38 @@ def test_parallel_plans_stream_their_lines_prefixed_by_the_plan_while_they_run(h
     # every line a plan's runner printed carries its plan: its verdicts, its run directory
     assert any(line.startswith("[a] run directory: ") for line in seen), "\n".join(seen)
     assert "claimed: pass: saw go" in "\n".join(seen)
+
+
+# ============================================================== on a terminal: the table stays, complete
+
+
+def _results() -> RunResults:
+    steps = [StepResult(id="kept", verdict="FAIL", reason=f"{LONG_NAME}: exit code 1"),
+             StepResult(id="later", verdict="SKIPPED", reason="not run: --fail-fast", not_run="fail_fast"),
+             StepResult(id="left_out", verdict="SKIPPED", reason="not run: deselected", not_run="deselected")]
+    return RunResults(plan="p", steps=steps, summary=summarize(steps))
+
+
+def test_a_terminal_keeps_the_verdict_table_without_deselected_rows():
+    from rich.console import Console
+
+    from referee.report.console import print_verdicts, summary_line
+
+    buf = io.StringIO()
+    print_verdicts(Console(file=buf, force_terminal=True, width=120, color_system=None), _results())
+    table = buf.getvalue()
+    assert "┃ step" in table and "kept" in table and "later" in table and "left_out" not in table, table
+    said = summary_line(_results()).plain
+    assert "1 SKIPPED (1 not run: --fail-fast)" in said and "1 deselected" in said, said
+
+
+def test_an_older_summary_that_counted_deselected_steps_as_skipped_reads_the_same():
+    from referee.report.console import summary_line
+
+    old = _results().model_copy(update={"summary": {"PASS": 0, "FAIL": 1, "SKIPPED": 2, "ERROR": 0}})
+    assert "1 SKIPPED (1 not run: --fail-fast)" in summary_line(old).plain
+    steps = [StepResult(id="a", verdict="PASS"), StepResult(id="b", verdict="SKIPPED", not_run="deselected")]
+    new = RunResults(plan="p", steps=steps, summary=summarize(steps))
+    assert new.summary["SKIPPED"] == 0 and new.summary["deselected"] == 1
+    before = new.model_copy(update={"summary": {"PASS": 1, "FAIL": 0, "SKIPPED": 1, "ERROR": 0}})
+    assert new.exit_code(strict=True) == 0 and before.exit_code(strict=True) == 0  # left out on purpose, either way
