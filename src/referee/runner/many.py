@@ -66,7 +66,7 @@ class PlanJob:
     agent: str | None = None
     strict: bool = False
     cwd: str | None = None
-    columns: int = 100  # the width the plan's table is drawn at
+    columns: int = 100  # its runner's COLUMNS (its output is no terminal: plain lines, never cut at this width)
     label: str = ""     # the plan as the user named it
     extra: tuple[str, ...] = ()  # more `referee run` arguments: --only/-k/--fail-fast/--retries
     text: str | None = None
