@@ -227,3 +227,25 @@ def test_a_where_value_from_a_variable_finds_the_row_and_the_record_shows_the_va
     record = next(ran.run_dir.rglob("_v0_sql_row_present.json")).read_text()
     assert "${EXPECTED_TITLE}" in record, record
     assert _files_holding(ran.run_dir, TITLE) == []
+
+
+def test_actor_command_gets_a_variable_it_names_through_its_shell(tmp_path):
+    command = """sh -c 'echo "$1" > "$REFEREE_AGENT_DIR/arg.txt"' _ "${GREETING}" """
+    plan = write_plan(tmp_path / "cmd.yaml", {
+        "name": "cmd", "public_env": ["GREETING"], "actor": {"kind": "command", "command": command},
+        "steps": [{"id": "a", "do": "say hello",
+                   "validators": [{"kind": "text_contains", "evidence": "arg.txt", "text": "hello there; $x"}]}]})
+    ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"GREETING": "hello there; $x"})
+    assert ran.step("a")["verdict"] == "PASS", ran.out + ran.err  # one word, as the shell quoted it, never re-parsed
+
+
+def test_app_env_takes_a_variable_and_app_start_names_what_app_env_sets(tmp_path):
+    db = tmp_path / "env-notes.db"
+    plan = _app_db_plan(tmp_path)
+    text = plan.read_text().replace("${APP_DB}", "${NOTES_DB}")
+    plan.write_text(text.replace("  url:", "  env: {NOTES_DB: '${APP_DB}'}\n  url:", 1))
+    code, out, err = referee(tmp_path, "check", plan)
+    assert code == 2 and "'APP_DB'" in out + err and "app.env" in out + err and "NOTES_DB" not in out + err, out + err
+    ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"APP_DB": str(db)})
+    assert ran.step("health")["verdict"] == "PASS", ran.out + ran.err
+    assert db.exists()  # the app made its database where app.env's NOTES_DB, filled from APP_DB, said
