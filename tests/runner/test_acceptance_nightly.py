@@ -39,6 +39,7 @@ STAMP = re.compile(r"\d{8}T\d{6}Z")
 # and stable takes 3 s longer on night 4 (a duration trend).
 HONEST = {"claim": {"pass": True, "note": "did it"}}
 LIE = {"claim": {"pass": True, "note": "did it (not really)"}}
+WEAK = "      - {kind: http_status_eq, url: /health, expected: 200}\n"  # holds whatever the agent did
 
 
 def honest_add(title: str) -> dict[str, Any]:
@@ -272,6 +273,16 @@ def test_history_lists_the_partial_only_run_as_skipped_with_why(nights: Nights) 
     assert any(nights.partial.name in ln and "--only" in ln for ln in skipped), result.output
 
 
+def test_history_last_n_compares_only_the_newest_n_complete_nights(nights: Nights) -> None:
+    result = invoke("history", nights.plan_dir, "--last", "2")
+    assert result.exit_code == 0, said(result)
+    doc = json.loads(invoke("history", nights.plan_dir, "--last", "2", "--json").output)
+    grid = {s.get("id", s.get("step")): s for s in doc["steps"]}
+    assert grid["fixed_step"]["verdicts"] == ["FAIL", "PASS"]
+    assert nights.runs[1].name not in result.output.split("skipped")[0]
+    assert "2 complete runs" in result.output
+
+
 def test_history_json_gives_each_steps_verdicts_night_by_night(nights: Nights) -> None:
     result = invoke("history", nights.plan_dir, "--json")
     assert result.exit_code == 0, said(result)
@@ -317,6 +328,10 @@ def test_prune_keeps_the_newest_complete_nights_and_what_the_links_name(nights: 
     copy = tmp_path / "runs"
     shutil.copytree(nights.out, copy, symlinks=True)
     plan_dir = copy / "nightly"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not a run of this plan")
+    (plan_dir / "20200101T000000Z").symlink_to(outside)  # a link named like an old run
     dry = invoke("prune", plan_dir, "--keep", "2", "--dry-run")
     assert dry.exit_code == 0, said(dry)
     assert len(only_runs(plan_dir)) == 5
@@ -326,6 +341,13 @@ def test_prune_keeps_the_newest_complete_nights_and_what_the_links_name(nights: 
     assert kept == [nights.runs[2].name, nights.runs[3].name]
     assert (plan_dir / "latest").is_symlink() and (plan_dir / "previous").is_symlink()
     assert nights.runs[0].name not in (plan_dir / "index.html").read_text()
+    assert (plan_dir / "20200101T000000Z").is_symlink() and (outside / "keep.txt").exists()
+
+
+def test_history_of_the_folder_above_the_plans_names_the_folders_to_pass(nights: Nights) -> None:
+    result = invoke("history", nights.out)
+    assert result.exit_code == 2, said(result)
+    assert "nightly" in result.output
 
 
 # --- Item 2: reasons quote the data --------------------------------------------------------
@@ -388,7 +410,7 @@ def test_a_missing_table_lists_the_tables_and_a_missing_column_the_columns(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="FINDING 4: an http_status_eq FAIL gives the status and URL but not the start of the body"
+    reason="FINDING 1: an http_status_eq FAIL gives the status and URL but not the start of the body"
     " that docs/runner.md promises for an http capture's reasons",
 )
 def test_a_wrong_status_quotes_the_start_of_the_body_too(reasons_run: tuple[Ran, Path]) -> None:
@@ -445,22 +467,12 @@ def run_vars(kit: Kit, mp: pytest.MonkeyPatch, name: str, top: str = "") -> tupl
     return result, only_runs(kit.root / "runs" / name)[-1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='FINDING 1: the user\'s `text: "${EXPECTED_TITLE}"` still FAILs an honest agent (OVERCLAIM):'
-    " the value is scrubbed from the evidence it is compared with, unless listed in public_env",
-)
 def test_a_validator_text_from_a_variable_is_compared_with_its_value(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
     result, run = run_vars(kit, monkeypatch, "vars")
     assert result.exit_code == 0, said(result)
     assert "OVERCLAIM" not in result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING 2: ${VAR} in a sql_row_present `where` value is compared literally"
-    " (the query runs title = '${EXPECTED_TITLE}'), even with public_env",
-)
 def test_a_public_variable_reaches_every_validator_value(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
     result, run = run_vars(kit, monkeypatch, "vars_public", top="public_env: [EXPECTED_TITLE]\n")
     assert result.exit_code == 0, said(result)
@@ -482,20 +494,48 @@ def test_app_start_and_actor_env_get_the_values_that_outputs_never_show(
 def test_an_unset_variable_in_app_start_is_a_plan_error_before_anything_starts(
     kit: Kit, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("EXPECTED_TITLE", "Zebra-Ledger-7731")
+    # The user's case: APP_DB is used in app.start alone, and is not set.
     monkeypatch.delenv("APP_DB", raising=False)
-    plan = var_plan(kit)
+    marker = kit.root / "unset-app-started.mark"
+    steps = "  - id: look\n    do: Look at the health page.\n    validators:\n" + WEAK
+    plan = kit.plan("unset_start", steps, app=f"touch {marker} && " + kit.app("${APP_DB}"))
     checked = invoke("check", plan)
-    assert checked.exit_code == 2 and "APP_DB" in checked.output, said(checked)
+    assert checked.exit_code == 2, said(checked)
+    assert "APP_DB" in checked.output and "unset_start.yaml:" in checked.output
     out = kit.root / "unset-runs"
-    result = invoke("run", plan, "--out", out)
+    result = invoke("run", plan, "--agent", kit.agent("unset", {}), "--out", out)
     assert result.exit_code == 2 and "APP_DB" in result.output, said(result)
+    assert not marker.exists()
     assert not out.exists() or not any(out.rglob("results.json"))
 
 
-# --- Item 5: a retry does not hide an overclaim --------------------------------------------
+@pytest.mark.parametrize(
+    ("where", "steps", "top"),
+    [
+        (
+            "a validator's text",
+            "  - id: look\n    do: Look at the page.\n    validators:\n"
+            '      - {kind: http_body_contains, url: /, text: "${UNSET_TITLE_9731}"}\n',
+            "",
+        ),
+        (
+            "actor.env",
+            "  - id: look\n    do: Look at the health page.\n    validators:\n" + WEAK,
+            "actor:\n  kind: command\n  env: {NOTE_TITLE: '${UNSET_TITLE_9731}'}\n",
+        ),
+    ],
+)
+def test_check_names_an_unset_variable_wherever_the_plan_uses_it(
+    kit: Kit, monkeypatch: pytest.MonkeyPatch, where: str, steps: str, top: str
+) -> None:
+    monkeypatch.delenv("UNSET_TITLE_9731", raising=False)
+    plan = kit.plan("unset_elsewhere", steps, top=top)
+    checked = invoke("check", plan)
+    assert checked.exit_code == 2, f"{where}: {said(checked)}"
+    assert "UNSET_TITLE_9731" in checked.output
 
-WEAK = "      - {kind: http_status_eq, url: /health, expected: 200}\n"
+
+# --- Item 5: a retry does not hide an overclaim --------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -536,7 +576,7 @@ def test_an_earlier_attempts_overclaim_is_kept_and_counted(agents_run: tuple[Ran
 
 @pytest.mark.xfail(
     strict=True,
-    reason="FINDING 3: report.html shows an earlier attempt's claim as 'claimed pass' without its note"
+    reason="FINDING 2: report.html shows an earlier attempt's claim as 'claimed pass' without its note"
     " (results.json keeps it)",
 )
 def test_the_report_shows_an_earlier_attempts_claim_note(agents_run: tuple[Ran, Path]) -> None:
@@ -762,6 +802,20 @@ def test_a_defaults_file_gives_out_agent_and_retries(kit: Kit, monkeypatch: pyte
     assert len(bad.output.strip().splitlines()) == 1
 
 
+def test_tool_referee_in_pyproject_gives_defaults_past_a_pyproject_without_it(
+    kit: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = "  - id: a\n    do: Look at the health page.\n    validators:\n" + WEAK
+    plan = kit.plan("py_defaults", steps)
+    agent = kit.agent("py_defaults", {"a": HONEST})
+    kit.write("pyproj/pyproject.toml", f"[project]\nname = 'x'\n\n[tool.referee]\nout = 'py-out'\nagent = '{agent}'\n")
+    kit.write("pyproj/sub/pyproject.toml", "[project]\nname = 'sub'\n")
+    monkeypatch.chdir(kit.root / "pyproj" / "sub")
+    result = invoke("run", plan)
+    assert result.exit_code == 0, said(result)
+    assert len(only_runs(kit.root / "pyproj" / "py-out" / "py_defaults")) == 1
+
+
 def test_lint_needs_only_the_variables_it_uses(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("APP_DB", raising=False)
     page = kit.write("page.html", "<html><body><h1>Notes</h1><p>Welcome</p></body></html>")
@@ -798,6 +852,23 @@ def test_a_failed_build_makes_every_step_error_and_history_shows_a_build_failure
     assert not marker.exists() and not (out / "build" / "latest").exists()
     history = invoke("history", out / "build", "--json")
     assert run.name in json.dumps(json.loads(history.output).get("build_failures")), history.output
+    text = invoke("history", out / "build").output
+    assert any(ln.startswith(f"skipped {run.name}") and "build failed" in ln for ln in text.splitlines()), text
+
+
+def test_a_build_past_its_own_timeout_is_stopped_and_every_step_is_error(kit: Kit) -> None:
+    top = "app:\n  build: 'echo slow build; sleep 60'\n  build_timeout_s: 1\n"
+    steps = "  - id: a\n    do: Look.\n    validators:\n" + WEAK
+    plan_text = kit.plan("build_slow", steps).read_text()
+    plan = kit.write("build_slow.yaml", plan_text.replace("app:\n", top, 1))
+    out = kit.root / "build-slow-runs"
+    result = invoke("run", plan, "--agent", kit.agent("build_slow", {}), "--out", out)
+    assert result.exit_code == 1, said(result)
+    (run,) = only_runs(out / "build_slow")
+    assert verdict_of(json.loads((run / "results.json").read_text()), "a") == "ERROR"
+    build = find_key(json.loads((run / "manifest.json").read_text()), "build")
+    assert build and '"timed_out": true' in json.dumps(build), build
+    assert "slow build" in (run / "build.log").read_text()
 
 
 def test_a_build_runs_before_the_app_and_its_log_is_kept(kit: Kit) -> None:
