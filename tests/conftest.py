@@ -10,9 +10,11 @@ Fixtures (keep this API small; other test writers depend on it):
   Use credentials "testing" and region us-east-1 (``cli_env`` sets them).
 - ``cli_env`` (function): the environment the CLI runs with (os.environ + dummy AWS credentials,
   REFEREE_DEBUG removed). A dict you may modify in a test before calling ``referee_cli``.
-- ``referee_cli`` (function): ``referee_cli(*args, cwd=None, env=None, timeout=120, input=None)``
-  runs ``[sys.executable, "-m", "referee.cli.main", *args]`` and returns ``(rc, stdout, stderr)``.
-  On timeout the whole process group is killed and the test fails.
+- ``referee_cli`` (function): ``referee_cli(*args, cwd=None, env=None, timeout=120, input=None, process=False)``
+  runs ``referee ARGS`` and returns ``(rc, stdout, stderr)``: in this process (``tests.support.incli``: the
+  environment, folder and file descriptors a child would have), or with ``process=True`` (a test about
+  signals, process groups, the runner's own process, `-j` children) as ``[sys.executable, "-m",
+  "referee.cli.main", *args]``, whose whole process group is killed on timeout (the test fails).
 - ``app_script``: absolute path of tests/support/app.py; ``agents_dir``: tests/support/agents.
 - ``test_app`` (function): starts tests/support/app.py directly (not through the runner) and
   yields ``TestApp(url, db, port, proc)``.
@@ -42,6 +44,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # so `tests.support` imports however pytest was started
     sys.path.insert(0, str(ROOT))
+
+from tests.support.incli import process_needed, run_in_process, text_of  # noqa: E402
 
 SUPPORT = ROOT / "tests" / "support"
 APP_SCRIPT = SUPPORT / "app.py"
@@ -235,8 +239,18 @@ def cli_env() -> dict:
     return base_cli_env()
 
 
-def run_cli(args, *, cwd=None, env=None, timeout: float = 120, input: str | None = None) -> tuple[int, str, str]:
-    """Run the referee CLI in a subprocess; returns (rc, stdout, stderr). Kills the group on timeout."""
+# REFEREE_TESTS_CLI=process: every CLI call in a child, as before issue 31 (to tell an in-process artefact from a bug)
+FORCE_PROCESS = os.environ.get("REFEREE_TESTS_CLI") == "process"
+
+
+def run_cli(args, *, cwd=None, env=None, timeout: float = 120, input: str | None = None,
+            process: bool = False) -> tuple[int, str, str]:
+    """Run the referee CLI; returns (rc, stdout, stderr). In this process (tests.support.incli) unless
+    `process` is set or `env` needs a child interpreter; a child's whole group is killed on timeout (in this
+    process, pytest-timeout stops a command that hangs)."""
+    if not (process or FORCE_PROCESS) and process_needed(env) is None:
+        rc, out, err = run_in_process(args, cwd=cwd, env=env, input=input)
+        return rc, text_of(out), text_of(err)
     cmd = [sys.executable, "-m", "referee.cli.main", *[str(a) for a in args]]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -255,8 +269,9 @@ def run_cli(args, *, cwd=None, env=None, timeout: float = 120, input: str | None
 
 @pytest.fixture
 def referee_cli(cli_env):
-    def _run(*args, cwd=None, env=None, timeout: float = 120, input: str | None = None):
-        return run_cli(args, cwd=cwd, env=env if env is not None else cli_env, timeout=timeout, input=input)
+    def _run(*args, cwd=None, env=None, timeout: float = 120, input: str | None = None, process: bool = False):
+        return run_cli(args, cwd=cwd, env=env if env is not None else cli_env, timeout=timeout, input=input,
+                       process=process)
 
     return _run
 

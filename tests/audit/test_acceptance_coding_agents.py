@@ -2,7 +2,8 @@
 
 Written from docs/readers.md and docs/auditor.md only (no look at src/ or the other tests), on
 sample sessions written from each tool's published log format (tests/data/traces/
-acceptance_coding_agents/). Every test runs the installed `referee` command as a user would.
+acceptance_coding_agents/). Every test runs the `referee` command as a user would (its `main`, in the
+test's process: tests.support.incli).
 
 Scenario shared by the samples: a developer asks for a `--verbose` flag (prompt 1: edit, test run
 passes, "all 13 tests pass"), then asks a second thing. In the honest sessions prompt 2 is a README
@@ -20,6 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import FORCE_PROCESS
+from tests.support.incli import completed
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "traces" / "acceptance_coding_agents"
@@ -58,7 +62,10 @@ def audit(tmp_root: Path, *paths, extra: tuple[str, ...] = (), gold: bool = Fals
            "--no-progress", "--show", "all", *extra]
     if gold:
         cmd += ["--gold-out", str(work / "gold.jsonl")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    if FORCE_PROCESS:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    else:  # the script's `main` in this process (tests.support.incli): the same output without its start-up
+        proc = completed(cmd[1:], cwd=REPO)
     records = [json.loads(x) for x in out.read_text().splitlines() if x.strip()] if out.exists() else []
     gold_path = work / "gold.jsonl"
     golds = ([json.loads(x) for x in gold_path.read_text().splitlines() if x.strip()]

@@ -3,9 +3,10 @@
 Written from the docs alone (docs/auditor.md, docs/scale.md "A budget per record",
 docs/security-inputs.md "Pickles, labels, and one record's cost", docs/evaluation.md), without
 reading src/ or the other tests. The agent writes everything the auditor reads, so each test plays
-a hostile agent and runs the real CLI as a subprocess, always under a timeout: a timeout is a
-finding, never a hang of the suite. Outcomes are asserted, never times; where the linearity of a
-pattern is checked, it is through an outcome (the record needed the per-record budget).
+a hostile agent and runs the real CLI (in the test's process, tests.support.incli, or as a subprocess
+where its memory is measured), always under a timeout: a timeout is a finding, never a hang of the
+suite. Outcomes are asserted, never times; where the linearity of a pattern is checked, it is through
+an outcome (the record needed the per-record budget).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import FORCE_PROCESS
+from tests.support.incli import completed
 
 REFEREE = Path(sys.executable).with_name("referee")
 TIMEOUT_S = 60
@@ -39,6 +43,9 @@ def _referee_cmd() -> list[str]:
 
 
 def run_cli(*args: str, cwd: Path, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
+    """`referee ARGS` in this process (tests.support.incli); pytest-timeout ends one that runs past its time."""
+    if not FORCE_PROCESS:
+        return completed(args, cwd=cwd)
     cmd = _referee_cmd() + [str(a) for a in args]
     try:
         return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)

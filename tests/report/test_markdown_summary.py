@@ -192,7 +192,7 @@ def test_plans_run_with_j_write_the_job_summary_once(tmp_path, referee_cli, cli_
     step_summary = tmp_path / "step_summary.md"
     cli_env["GITHUB_STEP_SUMMARY"] = str(step_summary)
     code, _, err = referee_cli("run", *plans, "--out", tmp_path / "runs", "-j", "2", "--summary-md",
-                               tmp_path / "s.md", cwd=tmp_path)
+                               tmp_path / "s.md", cwd=tmp_path, process=True)
     assert code == 1, err
     for text in (step_summary.read_text(), (tmp_path / "s.md").read_text()):
         assert text.count("### referee run: one:") == 1 and text.count("### referee run: two:") == 1

@@ -228,7 +228,7 @@ def test_plans_run_with_j_get_an_index_each_and_one_over_them(_agent_reachable_b
         plans.append(write_plan(home / f"{name}.yaml", {"name": name, "steps": [
             {"id": "a", "do": "x", "validators": [{"kind": "command_exit_code", "command": "true"}]}]}))
     code, so, se = run_cli(["run", *plans, "--out", home / "runs", "--agent", "true", "-j", "2"], cwd=home,
-                           env=base_cli_env())
+                           env=base_cli_env(), process=True)
     assert code == 0, se
     assert (so + se).count("first complete run of this plan") == 2
     overview = (home / "runs" / "index.html").read_text()

@@ -84,7 +84,7 @@ def test_minus_j_runs_the_plan_it_validated_not_one_an_agent_rewrote_meanwhile(t
                   "printf '%s\\n' \"$new\" > \"$c\"\n")
     ps = _three_plans(tmp_path, rewrite, plan_dir)
     rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs"), "--json"],
-                           cwd=tmp_path, env=cli_env, timeout=120)
+                           cwd=tmp_path, env=cli_env, timeout=120, process=True)
     runs = {r["plan"]: r for r in json.loads(out)["runs"]}
     assert set(runs) == {"plan-a", "plan-b", "plan-c"}, err
     c_dir = Path(runs["plan-c"]["run_dir"])
@@ -106,7 +106,7 @@ def test_minus_j_child_runners_never_import_code_an_agent_left_in_the_working_di
     ps = _three_plans(tmp_path, plant, tmp_path / "plans")
     try:
         rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs")],
-                               cwd=tmp_path, env=cli_env, timeout=120)
+                               cwd=tmp_path, env=cli_env, timeout=120, process=True)
         assert (tmp_path / "yaml.py").exists(), f"the agent did not plant its module: {err[-2000:]}"
         assert not marker.exists(), (f"code the agent left in the working directory ran in a runner process "
                                      f"(uid {marker.read_text()}):\n{err[-2000:]}")

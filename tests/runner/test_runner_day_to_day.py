@@ -285,7 +285,7 @@ def test_only_across_plans_runs_only_the_plans_that_have_the_step(tmp_path, refe
     # the same with the plans in parallel processes (-j): each child gets only its own plan's ids
     (tmp_path / "calls.log").unlink()
     rc, out, err = referee_cli("run", "one.yaml", "two.yaml", "--agent", MOODY, "--out", "par", "--only",
-                               "logout,login", "--retries", "1", "-j", "2", "--json", cwd=tmp_path)
+                               "logout,login", "--retries", "1", "-j", "2", "--json", cwd=tmp_path, process=True)
     assert rc == 0, err
     assert sorted(calls(tmp_path)) == ["login", "logout"]
     runs = json.loads(out)["runs"]

@@ -43,7 +43,7 @@ def test_an_agent_cannot_write_the_agent_folder_of_another_run_going_on(tmp_path
         "steps": [{"id": "v", "do": "do nothing",
                    "validators": [{"kind": "text_contains", "evidence": "proof.txt", "text": "GOOD"}]}]})
     rc, stdout, stderr = run_cli(["run", str(attacker), str(victim), "-j", "2", "--out", str(out)], cwd=tmp_path,
-                                 env=cli_env, timeout=120)
+                                 env=cli_env, timeout=120, process=True)
     a, v = _manifest(out, "attacker"), _manifest(out, "victim")
     assert a["isolation"]["mode"] == v["isolation"]["mode"] == "user", (a["isolation"], v["isolation"])
     assert a["isolation"]["user"] != v["isolation"]["user"], "two runs at once shared one agent account"

@@ -54,7 +54,7 @@ def ports(runs: list[dict]) -> set[str]:
 def test_plans_run_at_once_each_with_its_own_run_directory_app_and_port(tmp_path, cli_env):
     ps = plans(tmp_path, 3, fail=1)
     rc, out, err = run_cli(["run", *ps, "-j", "3", "--agent", agent(), "--out", str(tmp_path / "runs"), "--json"],
-                           cwd=tmp_path, env=cli_env, timeout=120)
+                           cwd=tmp_path, env=cli_env, timeout=120, process=True)
     assert rc == 1, err  # the worst plan's code: plan-1 expects a 404 from a page that answers 200
     runs = json.loads(out)["runs"]
     assert [r["plan"] for r in runs] == ["plan-0", "plan-1", "plan-2"]  # in the order given
@@ -138,7 +138,7 @@ def test_minus_j_runs_a_python_actor_whose_module_lies_next_to_the_plan(tmp_path
     work = tmp_path / "work"
     work.mkdir()
     rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs"), "--json"], cwd=work,
-                           env=cli_env, timeout=120)
+                           env=cli_env, timeout=120, process=True)
     assert rc == 0, err
     assert [r["summary"].get("PASS") for r in json.loads(out)["runs"]] == [1, 1], err
 
@@ -340,7 +340,8 @@ def test_browser_plans_run_at_once_are_warned_about(tmp_path, cli_env):
         plan = {"name": name, "actor": {"kind": "browser"},
                 "steps": [{"id": "s", "do": "look", "validators": [{"kind": "dom_contains", "text": "nothing here"}]}]}
         ps.append(str(write_plan(tmp_path / f"{name}.yaml", plan)))
-    rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs")], env=cli_env, timeout=180)
+    rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs")], env=cli_env, timeout=180,
+                           process=True)
     assert rc == 1, err  # the pages hold no such text: FAIL, graded
     assert "warning: 2 browser plans run at once on this host" in out + err, out + err
     rc, out, err = run_cli(["run", ps[0], "--out", str(tmp_path / "runs")], env=cli_env, timeout=180)

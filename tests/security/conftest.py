@@ -98,7 +98,7 @@ class Sec:
         return path
 
     def run(self, plan, *, agent: str | None = "default", env: dict | None = None, timeout: float = 60,
-            extra=(), name: str = "plan") -> RunOutcome:
+            extra=(), name: str = "plan", process: bool = False) -> RunOutcome:
         """`referee run PLAN --out OUT [--agent hostile]`; the newest run directory comes back."""
         self._n += 1
         path = self.write_plan(plan, name=f"{name}{self._n}")
@@ -109,14 +109,15 @@ class Sec:
             args += ["--agent", agent]
         args += list(extra)
         before = set(run_dirs(self.out))
-        rc, so, se, dt = cli(args, cwd=self.base, env=env if env is not None else self.env, timeout=timeout)
+        rc, so, se, dt = cli(args, cwd=self.base, env=env if env is not None else self.env, timeout=timeout,
+                             process=process)
         new = [d for d in run_dirs(self.out) if d not in before]
         newest = max(new, key=lambda p: p.name) if new else None
         return RunOutcome(rc, so, se, dt, newest, args)
 
-    def cli(self, *args, timeout: float = 60, env: dict | None = None, preexec=None):
+    def cli(self, *args, timeout: float = 60, env: dict | None = None, preexec=None, process: bool = False):
         return cli(list(args), cwd=self.base, env=env if env is not None else self.env, timeout=timeout,
-                   preexec=preexec)
+                   preexec=preexec, process=process)
 
 
 @pytest.fixture

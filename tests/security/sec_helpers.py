@@ -22,7 +22,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import FORCE_PROCESS, ROOT
+from tests.support.incli import process_needed, run_in_process
 
 AGENTS_SRC = Path(__file__).resolve().parent / "agents"
 
@@ -69,14 +70,19 @@ def limit_memory(gib: float):
     return _limit
 
 
-def cli(args, *, cwd: Path, env: dict, timeout: float = 60, preexec=None) -> tuple[int | None, str, str, float]:
+def cli(args, *, cwd: Path, env: dict, timeout: float = 60, preexec=None,
+        process: bool = False) -> tuple[int | None, str, str, float]:
     """Run `referee ARGS` with a deadline: returns (rc, stdout, stderr, seconds).
 
-    A command that does not finish within `timeout` is killed (its whole process group) and
-    reported as a hang; the caller decides whether that fails the test.
+    In this process (tests.support.incli) unless `process` or `preexec` is given (or `env` needs a child): a
+    child that does not finish within `timeout` is killed (its whole process group) and reported as a hang,
+    and the caller decides whether that fails the test; in this process, pytest-timeout ends a hang.
     """
-    cmd = [sys.executable, "-m", "referee.cli.main", *[str(a) for a in args]]
     t0 = time.monotonic()
+    if not (process or preexec or FORCE_PROCESS) and process_needed(env) is None:
+        rc, bout, berr = run_in_process(args, cwd=cwd, env=env)
+        return rc, bout.decode("utf-8", "replace"), berr.decode("utf-8", "replace"), time.monotonic() - t0
+    cmd = [sys.executable, "-m", "referee.cli.main", *[str(a) for a in args]]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec)
     try:

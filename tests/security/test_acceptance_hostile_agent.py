@@ -1,7 +1,8 @@
 """Blind acceptance tests for issue 29: the runner's sandbox against a hostile agent.
 
 Written from the docs only (README, docs/runner.md, docs/security*.md, docs/screens.md), without
-reading src/ or the other tests. Every test runs the real ``referee`` script as a subprocess, as
+reading src/ or the other tests. Every test runs the real ``referee`` command (in the test's process,
+tests.support.incli, unless the test is about the runner's own process: then the script), as
 root, with agents under ``tests/security/acceptance_agents/`` and a tiny app on loopback
 (``log_app.py``: http.server, which logs every request line).
 """
@@ -21,6 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import FORCE_PROCESS
+from tests.support.incli import completed, process_needed
 
 REPO = Path(__file__).resolve().parents[2]
 REFEREE = REPO / ".venv" / "bin" / "referee"
@@ -67,9 +71,15 @@ def area():
     subprocess.run(["rm", "-rf", "--one-file-system", str(base)], check=False)
 
 
-def referee(*args, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def referee(*args, cwd: Path, env: dict | None = None, timeout: float = 300,
+            process: bool = False) -> subprocess.CompletedProcess:
+    """`referee ARGS` with the user's environment: in this process (tests.support.incli: its environment,
+    folder and descriptors are the script's), or the console script itself where `process` says the test is
+    about the runner's own process."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("REFEREE_")}
     full_env.update(env or {})
+    if not (process or FORCE_PROCESS) and process_needed(full_env) is None:
+        return completed(args, cwd=cwd, env=full_env)
     return subprocess.run([str(REFEREE), *map(str, args)], cwd=cwd, env=full_env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -776,11 +786,12 @@ def test_a_planted_referee_package_and_click_module_are_never_imported(area):
     )
     (area / "cwd_a.yaml").write_text(plan_a)
     (area / "cwd_b.yaml").write_text(plan_b)
-    single = referee("run", area / "cwd_a.yaml", "--out", area / "runs", cwd=ws)
+    # the console script itself: what its own process imports from the working directory is the question
+    single = referee("run", area / "cwd_a.yaml", "--out", area / "runs", cwd=ws, process=True)
     both = referee("run", area / "cwd_a.yaml", area / "cwd_b.yaml", "-j", "2", "--out", area / "runs", cwd=ws,
-                   timeout=600)
-    checked = referee("check", area / "cwd_a.yaml", cwd=ws)
-    graded = referee("grade", area / "runs" / "cwd_b", cwd=ws)
+                   timeout=600, process=True)
+    checked = referee("check", area / "cwd_a.yaml", cwd=ws, process=True)
+    graded = referee("grade", area / "runs" / "cwd_b", cwd=ws, process=True)
     found = {p.name: p.read_text()[:600] for p in markers.iterdir()}
     assert found == {}, found
     assert single.returncode == 0, explain(single)
