@@ -265,7 +265,8 @@ def lint_plan(plan, controls: Sequence[str | Path] = (), *, cache_dir: Path | No
 def _check_one(tv, view: ControlView, step: str, control: str) -> Finding:
     label = tv.label
     try:  # `${NAME}` values filled from the environment, as the grader fills them (validators.variables)
-        out = check_with_values(tv, lambda params: checker(tv.params.kind).check(params, view, tv.index))
+        out = check_with_values(tv, lambda params: checker(tv.params.kind).check(params, view, tv.index),
+                                scrubbed=False)  # a control holds values as the screen showed them
     except EvidenceError as exc:
         return Finding(step, label, tv.params.kind, control, "not_applicable",
                        f"cannot read the control this way: {exc}")

@@ -249,3 +249,10 @@ def test_app_env_takes_a_variable_and_app_start_names_what_app_env_sets(tmp_path
     ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"APP_DB": str(db)})
     assert ran.step("health")["verdict"] == "PASS", ran.out + ran.err
     assert db.exists()  # the app made its database where app.env's NOTES_DB, filled from APP_DB, said
+
+
+def test_a_text_left_blank_by_an_empty_variable_is_an_error_never_a_pass(tmp_path):
+    plan = _title_plan(tmp_path, "Notes: anything at all")
+    ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"EXPECTED_TITLE": ""})
+    step = ran.step("add_note")
+    assert step["verdict"] == "ERROR" and "blank" in step["reason"] and "${EXPECTED_TITLE}" in step["reason"], step
