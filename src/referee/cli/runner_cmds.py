@@ -429,9 +429,14 @@ def check(plans, json_mode):
               help="With --actions: also list the entries of this tool map.")
 @click.option("--readers", "readers_", is_flag=True,
               help="List the auditor's trace readers instead (`referee readers`).")
-def kinds(json_mode, actions, tools, readers_):
+@click.option("--checks", "checks_", is_flag=True,
+              help="List the auditor's rule checks instead, one line each, in the order they run.")
+def kinds(json_mode, actions, tools, readers_, checks_):
     """List what a plan can name: validators, captures, actors, browser `script:` actions, `app:` and
-    `actor:` fields (--actions: the auditor's ways of acting instead; --readers: its trace readers)."""
+    `actor:` fields (--actions: the auditor's ways of acting instead; --readers: its trace readers;
+    --checks: its rule checks)."""
+    if checks_:
+        return _rule_checks(json_mode)
     if readers_:
         from referee.cli.audit_cmds import readers
 
@@ -476,6 +481,18 @@ def kinds(json_mode, actions, tools, readers_):
             click.echo(f"  {n}: {info['summary']}")
             if info["params"]:
                 click.echo(f"      params: {', '.join(info['params'])}")
+    return 0
+
+
+def _rule_checks(json_mode: bool) -> int:
+    from referee.audit.extract.checks import CHECKS
+
+    rows = [{"name": c.name, "stage": c.stage, "fields": list(c.fields), "summary": c.summary} for c in CHECKS]
+    if json_mode:
+        click.echo(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        click.echo(f"{r['name']:<20} {r['stage']:<7} {r['summary']} [{', '.join(r['fields'])}]")
     return 0
 
 

@@ -53,7 +53,7 @@ def leaves(v: Any, key: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def _dicts(v: Any) -> list[dict]:
+def dicts(v: Any) -> list[dict[str, Any]]:
     """Every mapping in a JSON value, outermost first, depth first."""
     maps: list[dict] = []
     _walk_into(v, "", None, maps)
@@ -64,7 +64,7 @@ _LEAF_TYPES = frozenset({str, int, float, bool})  # JSON's scalars: a leaf, with
 
 
 def _walk_into(v: Any, key: str, out: list[tuple[str, Any]] | None, maps: list[dict] | None) -> None:
-    """`leaves` into `out` and `_dicts` into `maps` (either may be None), in one walk. It appends instead of
+    """`leaves` into `out` and `dicts` into `maps` (either may be None), in one walk. It appends instead of
     nesting generators, and a scalar inside a mapping or list is taken where it is met: a leaf costs no call."""
     t = type(v)
     if t is dict or (t is not list and t is not tuple and isinstance(v, dict)):
@@ -142,7 +142,7 @@ def slot_options(data: Iterable[Any], keys: Collection[str] | None = None) -> di
     maps: list[dict] = []
     for d in data:
         found: list[tuple[str, Any]] = []
-        _walk_into(d, "", found, maps)  # leaves(d) and _dicts(d), in one walk
+        _walk_into(d, "", found, maps)  # leaves(d) and dicts(d), in one walk
         for k, v in found:
             if (keys is None or k in keys) and _is_word_value(v):
                 opts.setdefault(k, set()).add(_norm(v))
@@ -201,7 +201,7 @@ def slot_contradictions(task: str, writes: list[Write], seen: list[Any]) -> list
     out = []
     for w in last.values():
         # a key whose value is a list of words ("labels": ["export", "urgent"]) carries each of them
-        carried = {k: {_norm(x) for x in v if _is_word_value(x)} for m in _dicts(w.args) for k, v in m.items()
+        carried = {k: {_norm(x) for x in v if _is_word_value(x)} for m in dicts(w.args) for k, v in m.items()
                    if isinstance(v, list)}
         for k, v in leaves(w.args):
             if not _is_word_value(v) or len(opts.get(k, ())) < 2:
@@ -214,7 +214,7 @@ def slot_contradictions(task: str, writes: list[Write], seen: list[Any]) -> list
 
 def _records(data: Any) -> Iterator[list[tuple[str | None, str]]]:
     """Groups of sibling records in one JSON value: each record as (its own key or None, its text)."""
-    for m in _dicts(data):
+    for m in dicts(data):
         vals = list(m.values()) if isinstance(m, dict) else []
         recs = [(k if isinstance(k, str) else None, v) for k, v in m.items() if isinstance(v, dict)]
         if len(recs) >= 2:
