@@ -46,7 +46,8 @@ def _with_words(tc: object, path: Path) -> tuple[object, bytes | None]:
     """The task-class rule with each `{class: C, words: GROUP}` entry made the pattern of that write group in the
     auditor's vocabulary, and the vocabulary's bytes when one was used (None otherwise)."""
     patterns = tc.get("patterns") if isinstance(tc, dict) else None
-    if not isinstance(patterns, list) or not any(isinstance(p, dict) and "words" in p for p in patterns):
+    if not isinstance(tc, dict) or not isinstance(patterns, list) or \
+            not any(isinstance(p, dict) and "words" in p for p in patterns):
         return tc, None
     from referee.audit.vocabulary import load_vocabulary
 

@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Collection, Iterable, Iterator
+from typing import Any, Callable, Collection, Iterable, Iterator
 
 from referee.audit.extract.lexicon import SENTENCE, text_cache
 from referee.audit.records import Finding
@@ -39,6 +39,7 @@ NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
                 "nine": 9, "ten": 10}
 ATTR_NUM = re.compile(r"(?<![\w$.,:/\-])(\d{4})(?![\w,:/\-]|\.\d|\s*(?:am|pm|dollars?|usd|%)\b)", re.I)
 YEAR = re.compile(r"^(19|20)\d\d$")
+IsId = Callable[[str], bool]  # lexicon.is_id, passed in: this module reads no vocabulary
 NEGATION = re.compile(r"\b(not|n't|never|no longer|without|unless|if)\b", re.I)
 
 
@@ -55,7 +56,7 @@ def leaves(v: Any, key: str = "") -> list[tuple[str, Any]]:
 
 def dicts(v: Any) -> list[dict[str, Any]]:
     """Every mapping in a JSON value, outermost first, depth first."""
-    maps: list[dict] = []
+    maps: list[dict[str, Any]] = []
     _walk_into(v, "", None, maps)
     return maps
 
@@ -63,7 +64,8 @@ def dicts(v: Any) -> list[dict[str, Any]]:
 _LEAF_TYPES = frozenset({str, int, float, bool})  # JSON's scalars: a leaf, without a call of its own
 
 
-def _walk_into(v: Any, key: str, out: list[tuple[str, Any]] | None, maps: list[dict] | None) -> None:
+def _walk_into(v: Any, key: str, out: list[tuple[str, Any]] | None,
+               maps: list[dict[str, Any]] | None) -> None:
     """`leaves` into `out` and `dicts` into `maps` (either may be None), in one walk. It appends instead of
     nesting generators, and a scalar inside a mapping or list is taken where it is met: a leaf costs no call."""
     t = type(v)
@@ -139,7 +141,7 @@ def slot_options(data: Iterable[Any], keys: Collection[str] | None = None) -> di
     ['business', 'economy']
     """
     opts: dict[str, set[str]] = {}
-    maps: list[dict] = []
+    maps: list[dict[str, Any]] = []
     for d in data:
         found: list[tuple[str, Any]] = []
         _walk_into(d, "", found, maps)  # leaves(d) and dicts(d), in one walk
@@ -149,7 +151,7 @@ def slot_options(data: Iterable[Any], keys: Collection[str] | None = None) -> di
     if not opts:
         return opts
     keysets: list[set[str]] = []
-    by_keys: dict[tuple, set[str]] = {}  # mappings with the same keys (records of one kind) share their set
+    by_keys: dict[tuple[str, ...], set[str]] = {}  # mappings with the same keys (records of one kind) share their set
     for m in maps:
         sig = tuple(m)
         ks = by_keys.get(sig)
@@ -224,7 +226,7 @@ def _records(data: Any) -> Iterator[list[tuple[str | None, str]]]:
                 yield [(None, " ".join(str(x) for _, x in leaves(r))) for r in v if isinstance(r, dict)]
 
 
-def _record_ids(group: list[tuple[str | None, str]], is_id) -> list[tuple[str, str]] | None:
+def _record_ids(group: list[tuple[str | None, str]], is_id: IsId) -> list[tuple[str, str]] | None:
     """Each record of a group as (its id, its text): its key when that is an id, else the first id in
     its text; None when a record has no id (the group's records cannot be told apart)."""
     ids = []
@@ -237,7 +239,7 @@ def _record_ids(group: list[tuple[str | None, str]], is_id) -> list[tuple[str, s
 
 
 def attribute_mismatch(task: str, writes: list[Write], seen: list[Any],
-                       is_id) -> list[tuple[int, str, str, str]]:
+                       is_id: IsId) -> list[tuple[int, str, str, str]]:
     """(step, attribute, id the attribute points to, id the write used instead) for each write that
     uses a sibling of the record the task refers to and never that record itself."""
     attrs = {a for a in ATTR_NUM.findall(task) if not YEAR.match(a)}
@@ -266,7 +268,8 @@ def attribute_mismatch(task: str, writes: list[Write], seen: list[Any],
     return out
 
 
-def duplicate_creates(writes: list[Write], new_ids, deleted: set[str]) -> list[tuple[int, int]]:
+def duplicate_creates(writes: list[Write], new_ids: Callable[[Write], set[str]],
+                      deleted: set[str]) -> list[tuple[int, int]]:
     """Pairs of steps where the same create-like write succeeded twice with (nearly) the same
     arguments, each making a new id (`new_ids(write)`), and neither new id was later deleted."""
     out = []
@@ -304,7 +307,7 @@ _INFLECTIONS = (("lling", "l"), ("lled", "l"), ("ing", ""), ("ing", "e"), ("ed",
 _CLAUSE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.@']*[A-Za-z0-9]|[,()]")
 
 
-class _Judged(dict):
+class _Judged(dict[str, tuple[bool, str | None, bool]]):
     """What clause_targets makes of each word, for one vocabulary of write groups: (negates, the group of its
     verb, whether it is an edit verb). Words repeat from task to task: each is judged once (bounded)."""
 
@@ -336,7 +339,8 @@ def _judged(groups: dict[str, frozenset[str]]) -> _Judged:
 _DETERMINERS = frozenset("the a an my your his her its our their this that these those".split())
 
 
-def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id, words) -> dict[str, str]:
+def clause_targets(task: str, groups: dict[str, frozenset[str]], is_id: IsId,
+                   words: Callable[[str], frozenset[str]]) -> dict[str, str]:
     """Ids the task puts right after a verb of a write group (same clause, before the next verb of
     another group), mapped to that group; negated or conditional clauses are skipped.
 

@@ -63,7 +63,7 @@ def _trim(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n // 2] + " ... " + s[-n // 2:]
 
 
-def parse_fields(data: dict | None) -> dict[str, Finding]:
+def parse_fields(data: dict[str, Any] | None) -> dict[str, Finding]:
     """Model JSON -> fields; anything malformed becomes `unknown` (never `yes`).
 
     >>> parse_fields({"action": {"value": "yes", "support": [1]}, "committed": "maybe"})["committed"].value
@@ -107,7 +107,8 @@ class LLMExtractor:
 
     @property
     def model(self) -> str:
-        return self.client.config.model
+        model: str = self.client.config.model
+        return model
 
     def extract(self, view: ClaimBlindView, sample: int = 0) -> dict[str, Finding]:
         messages = [{"role": "system", "content": SYSTEM},

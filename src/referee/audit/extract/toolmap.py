@@ -45,7 +45,7 @@ class ToolMapFile(BaseModel):
     tools: list[ToolEntry]
 
 
-def compile_name(name: str) -> re.Pattern:
+def compile_name(name: str) -> re.Pattern[str]:
     """`/regex/` as a regex, a glob (`ehr_*`) as its translation, anything else as the exact name.
 
     >>> bool(compile_name("ehr_*").fullmatch("ehr_x9")), bool(compile_name("/^ehr_x\\\\d+$/").fullmatch("ehr_x9"))

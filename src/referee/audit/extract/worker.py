@@ -18,10 +18,12 @@ from referee.audit.view.blind import freeze_view, unpack_parts
 from referee.audit.view.facts import ViewFacts
 from referee.errors import BackendError, exc_brief, plugin_failure
 
-Extracted = tuple  # per view: (ViewFacts or None, [(findings JSON, cacheable)] per sample, errors, view error or None)
+# per view: (its facts, None when it could not be frozen; [(findings JSON, cacheable)] per sample, None when over the
+# record budget; its errors; the view's own error or None)
+Extracted = tuple[ViewFacts | None, list[tuple[str, bool]] | None, list[str], str | None]
 
 
-def extract_sample(extractor: Any, view: Any, sample: int, errors: list[str]) -> tuple[dict, bool]:
+def extract_sample(extractor: Any, view: Any, sample: int, errors: list[str]) -> tuple[dict[str, Finding], bool]:
     """One sample's findings and whether the backend answered. A BackendError is no answer: every field
     `unknown`, the reason added to `errors`, and (the caller's part) nothing cached, so a resume asks again."""
     try:
