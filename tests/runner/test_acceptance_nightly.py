@@ -149,6 +149,11 @@ def verdict_of(results: dict[str, Any], step_id: str) -> str:
     return str(step_of(results, step_id)["verdict"])
 
 
+def page_text(path: Path) -> str:
+    """An HTML page's text: tags dropped, entities decoded, whitespace folded."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", path.read_text())))
+
+
 def reason_with(run_dir: Path, marker: str) -> str:
     """The one reason of results.json that contains `marker`."""
     results = json.loads((run_dir / "results.json").read_text())
@@ -360,6 +365,7 @@ REASON_STEPS = """\
       - {kind: sql_row_present, url: 'sqlite:///DB', table: notes, where: {title: zebra}}
       - {kind: json_path_eq, url: /api/notes, path: $.length, expected: 1}
       - {kind: json_path_eq, url: /api/notes, path: '$.tags[0]', expected: x}
+      - {kind: http_body_contains, url: /api/long, text: needle}
   - id: mistakes
     do: Add a note titled gamma.
     validators:
@@ -418,6 +424,15 @@ def test_a_wrong_status_quotes_the_start_of_the_body_too(reasons_run: tuple[Ran,
     assert '{"error": "not found"}' in reason
 
 
+def test_a_quoted_body_is_one_short_line_with_control_characters_escaped(
+    reasons_run: tuple[Ran, Path],
+) -> None:
+    reason = reason_with(reasons_run[1], "needle")
+    excerpt = reason.split("the response was 404 ", 1)[1].removesuffix(")")
+    assert excerpt.startswith("Not Found") and "\n" not in reason and "\t" not in reason
+    assert len(excerpt) <= 121, excerpt  # 120 characters and an ellipsis
+
+
 def test_reasons_read_the_same_in_results_report_and_junit(reasons_run: tuple[Ran, Path]) -> None:
     run = reasons_run[1]
     reason = reason_with(run, "$.done is absent")
@@ -434,6 +449,8 @@ def test_plan_mistakes_inside_a_fail_are_counted_as_plan_errors(reasons_run: tup
     assert verdict_of(results, "mistakes") == "FAIL"
     assert find_key(results, "plan_errors")[0] == 3
     assert "3 plan errors" in result.output
+    assert 'referee.plan_errors" value="3"' in (run / "junit.xml").read_text()
+    assert re.search(r"plan.errors\W+3\b", page_text(run / "report.html"))
     assert "2 overclaims" in result.output
 
 
@@ -664,6 +681,8 @@ def test_a_crashed_and_a_timed_out_agent_count_and_fail_a_strict_run(kit: Kit) -
     assert [verdict_of(results, s) for s in ("crash", "slow", "chatty")] == ["PASS"] * 3
     assert find_key(results, "agent_failures")[0] == 2
     assert "2 agent failures" in result.output
+    assert 'referee.agent_failures" value="2"' in (run / "junit.xml").read_text()
+    assert re.search(r"agent.failures\W+2\b", page_text(run / "report.html"))
     assert "KeyError: 'api_key'" in result.output
     assert any(ln.strip().endswith("Traceback (most recent call last):") for ln in result.output.splitlines())
     assert step_of(results, "slow")["agent"]["timed_out"] is True

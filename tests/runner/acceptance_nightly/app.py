@@ -64,6 +64,8 @@ class Handler(BaseHTTPRequestHandler):
                 f"<body><h1>{html.escape(ARGS.title)}</h1><ul>{items}</ul></body></html>"
             )
             self._send(200, page, "text/html; charset=utf-8")
+        elif path == "/api/long":  # a long, many-line error page: reasons quote one short line of it
+            self._send(404, "Not Found\n\tat line two\n" + "x" * 400, "text/plain; charset=utf-8")
         elif path == "/api/notes":
             self._send(200, {"notes": self._titles(), "tags": []})
         elif path.startswith("/api/notes/"):
