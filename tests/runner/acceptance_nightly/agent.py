@@ -1,7 +1,8 @@
 """A scripted agent: what it does at each step is read from the JSON file named on its command line.
 
 The file maps a step id to a behaviour (or a list of them, one per attempt):
-{"add": "title", "add_env": "VAR", "mark": "file name", "claim": {"pass": true, "note": "..."},
+{"add": "title", "add_env": "VAR", "mark": "file name", "wait_for": "file name", "then_add": "title",
+ "claim": {"pass": true, "note": "..."},
  "raw_claim": "text", "exit": 1, "sleep": 30, "stderr": "text", "stderr_lines": 500}
 A step the file does not name gets an honest "nothing to do" claim.
 """
@@ -35,6 +36,13 @@ def main() -> int:
     if "mark" in todo:  # tells a waiting test that the step has started (in the agent's folder)
         with open(os.path.join(os.environ["REFEREE_AGENT_DIR"], todo["mark"]), "w", encoding="utf-8") as f:
             f.write(step)
+    if "wait_for" in todo:  # a file the test drops in the agent's folder once it saw the step start
+        release = os.path.join(os.environ["REFEREE_AGENT_DIR"], todo["wait_for"])
+        for _ in range(400):
+            if os.path.exists(release):
+                _post("/api/notes", {"title": todo["then_add"]})
+                break
+            time.sleep(0.1)
     if "add" in todo:
         _post("/api/notes", {"title": todo["add"]})
     if "add_env" in todo:  # the title comes from the plan's actor.env
