@@ -52,7 +52,8 @@ def test_no_module_under_plan_imports_the_validators():
 
 
 def test_lint_and_the_run_dir_reader_import_no_runner_either():
-    for rel in ("lint.py", "rundir/schema.py", "audit/ingest/readers/referee_run.py", "grader/evidence.py", "grader/grade.py"):
+    for rel in ("lint.py", "rundir/schema.py", "audit/ingest/readers/referee_run.py", "grader/evidence.py",
+                "grader/grade.py"):
         mods = _imports(SRC / rel)
         assert not [m for m in mods if m.startswith(("referee.runner", "referee.demo", "referee.cli"))], rel
 
