@@ -186,3 +186,43 @@ def test_a_plugin_that_writes_its_failure_as_capture_error_is_a_failed_capture_i
     entries = [f for f in json.loads(run_dir.read_text())["files"] if f.get("capture") == "r"]
     assert [e.get("error") for e in entries] == ["device offline"], entries
     assert json.loads(out)["runs"][0]["steps"][0]["verdict"] == "ERROR"
+
+
+# ---- names and kinds of captures in a plan, and in a frozen plan of an older run ---------------------------------
+
+CAPTURE_PLAN = """
+steps:
+  - id: s
+    do: look
+    capture:
+      - {kind: %s, name: "%s", command: "echo hi"}
+"""
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/etc/passwd", "a/../../b", "c:\\\\x", "api/order"])
+def test_capture_names_that_leave_the_run_directory_are_plan_errors(name):
+    from referee.errors import PlanError
+    from referee.plan.loader import load_plan_text
+
+    # a capture name is a name (issue 9): not even a folder inside the run directory
+    with pytest.raises(PlanError, match="a name, not a path"):
+        load_plan_text(CAPTURE_PLAN % ("command", name), "p.yaml")
+    if name == "api/order":  # a run directory from before that rule still grades
+        lp = load_plan_text(CAPTURE_PLAN % ("command", name), "plan.yaml", frozen=True)
+        assert lp.captures["s"][0].params.name == name
+    else:
+        with pytest.raises(PlanError, match="inside the run directory"):
+            load_plan_text(CAPTURE_PLAN % ("command", name), "plan.yaml", frozen=True)
+
+
+def test_a_frozen_plan_keeps_a_capture_kind_that_is_not_installed():
+    from referee.errors import PlanError
+    from referee.plan.loader import load_plan_text
+
+    # a plugin's kind, not installed here (android_screen was one until it became a built-in kind)
+    text = CAPTURE_PLAN % ("kiosk_screen", "home")
+    with pytest.raises(PlanError, match="unknown capture kind 'kiosk_screen'"):
+        load_plan_text(text, "p.yaml")
+    lp = load_plan_text(text, "runs/x/plan.yaml", frozen=True)
+    [cap] = lp.captures["s"]
+    assert cap.params.name == "home" and cap.params.kind == "kiosk_screen"

@@ -66,3 +66,39 @@ def test_without_the_plugin_the_kind_is_unknown_with_a_hint(tmp_path):
         "steps:\n  - id: a\n    do: x\n    validators: [{kind: number_is_even, evidence: n.txt}]\n")
     rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path)
     assert rc == 2 and "unknown validator kind 'number_is_even'" in err and "known validator kinds:" in err
+
+
+# ---- a broken plugin, and a capture plugin that reports failure the old way ---------------------------------------
+
+def test_a_broken_plugin_does_not_stop_a_built_in_lookup(monkeypatch):
+    import importlib.metadata
+
+    import pytest
+
+    from referee.core.registry import Registry
+
+    class Broken:
+        name = "broken"
+
+        def load(self):
+            raise ModuleNotFoundError("No module named 'nothing_here'")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: [Broken()])
+    reg: Registry[str] = Registry("thing", "referee.test_things")
+    reg.add("builtin", "B")
+    assert reg.get("builtin") == "B" and "builtin" in reg
+    with pytest.raises(Exception):
+        reg.get("broken")  # the plugin itself still fails loudly when it is asked for
+
+
+def test_a_plugin_that_writes_capture_error_reports_a_failure(tmp_path):
+    from pathlib import Path
+
+    from referee.runner.run import _reported_failure
+
+    bad = tmp_path / "state.json"
+    bad.write_text(json.dumps({"capture_error": "device offline"}))
+    good = tmp_path / "ok.json"
+    good.write_text(json.dumps({"value": 3}))
+    assert _reported_failure([bad]) == "device offline"
+    assert _reported_failure([good]) is None and _reported_failure([Path(tmp_path / "x.png")]) is None

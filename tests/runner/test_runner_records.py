@@ -378,3 +378,28 @@ def test_a_capture_kind_from_an_entry_point_is_plan_data_too(tmp_path):
     assert json.loads(out)["runs"][0]["steps"][0]["verdict"] == "PASS"
     rc, out, err = run_cli(["check", "plan.yaml"], cwd=tmp_path)  # without the plugin: unknown, with a hint
     assert rc == 2 and "unknown capture kind 'echo'" in err
+
+
+# ---- records of captures named with a folder, and file records from before `resolved` -------------------------
+
+def _file_entry(path: str, capture: str, kind: str):
+    from referee.rundir.schema import FileEntry
+
+    return FileEntry(path=path, step="s", phase="after", captured_by="runner", capture=capture, kind=kind,
+                     sha256="0" * 64, size=1, time="2026-01-01T00:00:00Z")
+
+
+def test_a_capture_named_with_a_folder_is_still_a_runner_record():
+    from referee.rundir.schema import is_record
+
+    assert is_record(_file_entry("evidence/s/after/api/order.json", "api/order", "http"))
+    assert is_record(_file_entry("evidence/s/after/api/order.error.json", "api/order", "http"))
+    assert not is_record(_file_entry("evidence/s/after/order.json", "api/order", "http"))
+    assert not is_record(_file_entry("evidence/s/before/api/order.json", "api/order", "http"))
+
+
+def test_a_file_record_written_before_resolved_existed_still_reads():
+    from referee.rundir.schema import parse_record
+
+    rec = parse_record({"path": "out.csv", "exists": True, "size": 3, "copy": "out.data/out.csv"}, "file")
+    assert rec.kind == "file" and rec.resolved == "" and rec.exists
