@@ -251,8 +251,12 @@ def test_parallel_plans_stream_their_lines_prefixed_by_the_plan_while_they_run(h
 # ============================================================== on a terminal: the table stays, complete
 
 
+NOTE = "saved the export of last night's orders as orders.csv in the shared folder, then checked it twice"
+
+
 def _results() -> RunResults:
-    steps = [StepResult(id="kept", verdict="FAIL", reason=f"{LONG_NAME}: exit code 1"),
+    steps = [StepResult(id="kept", verdict="FAIL", reason=f"{LONG_NAME}: exit code 1",
+                        claim={"pass": True, "note": NOTE}, overclaim=True),
              StepResult(id="later", verdict="SKIPPED", reason="not run: --fail-fast", not_run="fail_fast"),
              StepResult(id="left_out", verdict="SKIPPED", reason="not run: deselected", not_run="deselected")]
     return RunResults(plan="p", steps=steps, summary=summarize(steps))
@@ -261,12 +265,15 @@ def _results() -> RunResults:
 def test_a_terminal_keeps_the_verdict_table_without_deselected_rows():
     from rich.console import Console
 
-    from referee.report.console import print_verdicts, summary_line
+    from referee.report.console import print_verdicts, summary_line, verdict_lines
 
     buf = io.StringIO()
     print_verdicts(Console(file=buf, force_terminal=True, width=120, color_system=None), _results())
     table = buf.getvalue()
     assert "┃ step" in table and "kept" in table and "later" in table and "left_out" not in table, table
+    assert NOTE not in table  # a cell gives a note 60 characters
+    lines = [line.plain for line in verdict_lines(_results())]
+    assert any(line.startswith("  kept: FAIL") and f"claimed: OVERCLAIM pass: {NOTE}" in line for line in lines), lines
     said = summary_line(_results()).plain
     assert "1 SKIPPED (1 not run: --fail-fast)" in said and "1 deselected" in said, said
 

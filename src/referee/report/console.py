@@ -45,12 +45,21 @@ def make_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=True, width=PLAIN_WIDTH)
 
 
-def claim_text(claim: dict | None) -> Text:
+NOTE_CHARS = 60  # of a claim's note in a table cell
+LOG_NOTE_CHARS = 300  # on a log's verdict line, which no column squeezes
+
+
+def claim_text(claim: dict | None, note_chars: int = NOTE_CHARS) -> Text:
+    """`pass: NOTE`, `fail: NOTE`, `?` (no pass given) or `no claim`, the note on one line and cut to `note_chars`.
+
+    >>> claim_text({"pass": True, "note": "done\\nall of it"}).plain
+    'pass: done all of it'
+    """
     if claim is None:
         return Text("no claim", style="dim")
     p = claim.get("pass")
     label = "pass" if p is True else "fail" if p is False else "?"
-    note = visible(str(claim.get("note", "")).replace("\n", " ")[:60], keep_newlines=False)
+    note = visible(str(claim.get("note", "")).replace("\n", " ")[:note_chars], keep_newlines=False)
     return Text(f"{label}: {note}" if note else label)
 
 
@@ -81,9 +90,9 @@ def shown_steps(results: RunResults) -> list:
     return [s for s in results.steps if s.not_run != "deselected"]
 
 
-def claim_cell(s) -> Text:
+def claim_cell(s, note_chars: int = NOTE_CHARS) -> Text:
     """What the agent claimed, marked OVERCLAIM (in this attempt or an earlier one), with a claim file's warning."""
-    claim = claim_text(s.claim) if not s.not_run else Text("")
+    claim = claim_text(s.claim, note_chars) if not s.not_run else Text("")
     if s.overclaim:
         claim = Text.assemble(("OVERCLAIM ", "bold red"), claim)
     if earlier := [str(a.attempt) for a in s.attempts if a.overclaim]:  # a retry never hides a false pass
@@ -102,7 +111,7 @@ def verdict_lines(results: RunResults, title: str | None = None) -> list[Text]:
         parts = [Text(s.verdict, style=STYLE[s.verdict])]
         parts += [cell for cell in (time_cell(s), agent_cell(s)) if cell.plain]
         if not s.not_run:
-            parts.append(Text.assemble("claimed: ", claim_cell(s)))
+            parts.append(Text.assemble("claimed: ", claim_cell(s, LOG_NOTE_CHARS)))
         parts.append(_text(s.reason))
         lines.append(Text.assemble("  ", _text(s.id), ": ", Text(" · ").join(parts)))
         if stderr_rows(s) is not None and s.agent is not None:
