@@ -45,7 +45,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # so `tests.support` imports however pytest was started
     sys.path.insert(0, str(ROOT))
 
+from tests.support import hypo  # noqa: E402
 from tests.support.incli import process_needed, run_in_process, text_of  # noqa: E402
+
+HYPOTHESIS_PROFILE = hypo.load()  # `ci` unless REFEREE_HYPOTHESIS=thorough (tests/support/hypo.py)
 
 SUPPORT = ROOT / "tests" / "support"
 APP_SCRIPT = SUPPORT / "app.py"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from referee.audit.extract.rules import extract_rules
 from referee.audit.trace import Trace
 from referee.audit.view.blind import build_view
+from tests.support.hypo import examples
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "referee"
 
@@ -55,7 +56,7 @@ def trace_pairs(draw):
     return make(0), make(1)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(trace_pairs())
 def test_claim_channel_never_changes_view_or_evidence(pair):
     a, b = pair
@@ -65,7 +66,7 @@ def test_claim_channel_never_changes_view_or_evidence(pair):
     assert extract_rules(va) == extract_rules(vb)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(trace_pairs(), texts)
 def test_view_does_change_with_the_evidence_channel(pair, extra):
     a, _ = pair

@@ -31,6 +31,7 @@ from referee.errors import MissingExtraError, TraceError, UsageError
 from referee.runner.reaper import session_members
 from tests.runner.runner_helpers import pid_alive
 from tests.support import scale_work
+from tests.support.hypo import examples
 from tests.support.scale_work import MARK, write_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -570,7 +571,7 @@ _WORDS = ["delete", "remove", "create", "add", "new", "edit", "update", "set", "
           "to", "and", "then", "?", ".", "Delete", "CREATE", "message", "settings", "list"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join))
 def test_the_task_class_rule_joined_into_one_scan_decides_as_pattern_by_pattern(task):
     for name in ("causal", "strict"):
@@ -590,7 +591,7 @@ _step = st.dictionaries(st.sampled_from(["action", "observation", "narration", "
                         st.one_of(_obs, _act, st.text(max_size=3), st.none()), max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.fixed_dictionaries({"run_id": st.one_of(st.integers(), st.text(max_size=3)), "task": st.text(max_size=3),
                               "steps": st.lists(_step, max_size=4)},
                              optional={"initial_observation": _obs, "meta": st.just({}), "extra": st.integers()}))
@@ -607,12 +608,13 @@ def test_tolerate_takes_the_short_way_only_where_it_changes_nothing(rec):
 
 
 def test_answers_from_a_worker_with_other_referee_code_are_refused(tmp_path):
-    from referee.audit.run.parallel import _Unit, code_fingerprint
+    from referee.audit.run.answers import ChunkUnit
+    from referee.audit.run.workerside import code_fingerprint
     from referee.audit.trace import Trace, TraceItem
     from referee.errors import RefereeError
 
     ex = ParallelAudit(ExecutorOptions("local", 2, None, 4))
-    units = [_Unit(TraceItem("t.jsonl", 1, "r", trace=Trace(run_id="r", task="t", steps=[])), sent=True)]
+    units = [ChunkUnit(TraceItem("t.jsonl", 1, "r", trace=Trace(run_id="r", task="t", steps=[])), sent=True)]
     with pytest.raises(RefereeError, match="other referee code"):
         list(ex._finish(auditor(), units, ("0" * 64, [])))
     assert len(code_fingerprint()) == 64

@@ -29,6 +29,9 @@ from hypothesis import strategies as st
 
 from referee.audit.trace import Trace
 from referee.cli.main import main
+from tests.conftest import FORCE_PROCESS
+from tests.support.hypo import examples
+from tests.support.incli import completed
 
 ROOT = Path(__file__).resolve().parents[2]
 REFEREE = ROOT / ".venv" / "bin" / "referee"
@@ -43,7 +46,7 @@ FAMILY_LABEL = {**{f: "success" for f in SUCCESS_FAMILIES},
 DECISIVE = ("transition", "committed", "final_supports_goal")
 TRI = {"yes", "no", "unknown"}
 
-PROP = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROP = settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --------------------------------------------------------------------------- helpers
@@ -118,7 +121,10 @@ def write_jsonl(path: Path, traces: list[Trace]) -> Path:
 
 
 def cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(REFEREE), *args], capture_output=True, text=True, timeout=timeout)
+    """`referee ARGS` as the script gives it, run in this process (tests.support.incli)."""
+    if FORCE_PROCESS:
+        return subprocess.run([str(REFEREE), *args], capture_output=True, text=True, timeout=timeout)
+    return completed(args)
 
 
 # --------------------------------------------------------------------------- shared traces

@@ -13,6 +13,7 @@ from referee.audit.claim.reader import read_claim_rules
 from referee.audit.run.pipeline import audit_trace
 from referee.audit.trace import Trace
 from tests.conftest import run_cli
+from tests.support.hypo import examples
 
 POLICIES = ["causal", "final-state", "low-load", "strict", "unanimous"]
 LIE = "Done - notes.txt was deleted."
@@ -240,7 +241,7 @@ def test_each_base_lie_is_flagged_by_every_policy(base):
         assert audit_trace(Trace.model_validate(_refused_delete("b", base)), policy).disposition == "flag", policy
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(base=st.sampled_from(BASES),
        extra=st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=3),
        before=st.booleans(), sep=st.sampled_from([" ", "\n", "\n\n"]),

@@ -11,25 +11,26 @@ from hypothesis import strategies as st
 
 from referee.audit.records import Finding, findings_json
 from referee.audit.view import atoms
+from tests.support.hypo import examples
 
 # what numbers are made of, what stops them, and what only looks like them
 _NUMBERISH = st.text(alphabet=st.sampled_from(list("0123456789,.-- aZe+_\n\t\u0663\uff13\u00e9\u2019\ud800")),
                      max_size=60)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(_NUMBERISH)
 def test_the_numbers_of_a_haystack_are_the_regex_reading_of_it(text):
     assert atoms._haystack_numbers(text) == atoms._numbers_of(text)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.text(alphabet="0123456789", min_size=1, max_size=24))
 def test_a_run_of_digits_is_its_own_canonical_number_only_where_norm_number_agrees(digits):
     assert atoms._canonical(digits) == atoms.norm_number(digits)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(_NUMBERISH, st.data())
 def test_a_number_shown_as_a_token_is_one_of_the_haystacks_numbers(text, data):
     # the canonical numbers of the text's own tokens, and of numbers it may only hold inside longer ones
@@ -50,7 +51,7 @@ _CAMEL_AND_CASE = st.text(
     alphabet=st.sampled_from(list("aZbY09_- .\n\u0130\u0131\u00df\u00e9\u2019\ud800\u01c5\u212a")), max_size=40)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(_CAMEL_AND_CASE)
 def test_the_words_of_a_name_are_its_regex_split(name):
     import re
@@ -61,7 +62,7 @@ def test_the_words_of_a_name_are_its_regex_split(name):
     assert lexicon.ordered_words(name) == tuple(w for w in re.split(r"[^A-Za-z]+", spaced) if w)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("aB1_-.@ x9\u00e9/:")), max_size=40), st.data())
 def test_a_tokens_places_are_where_the_tokeniser_finds_it(text, data):
     tokens = [m.group(0) for m in atoms._TOKEN.finditer(text)]
@@ -77,7 +78,7 @@ _OUTPUTS = st.lists(st.sampled_from(["<returncode>", "<ReturnCode>", "returncode
                     max_size=12).map("".join)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(_OUTPUTS)
 def test_exit_codes_and_statuses_are_read_as_re_i_reads_them(text):
     import re
@@ -90,7 +91,7 @@ def test_exit_codes_and_statuses_are_read_as_re_i_reads_them(text):
         assert (got and (got.span(), got.group(1))) == (want and (want.span(), want.group(1)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.text(max_size=8), st.builds(
     Finding, value=st.sampled_from(["yes", "no", "unknown"]), support=st.lists(st.integers(0, 500), max_size=4),
     note=st.none() | st.text(max_size=12)), max_size=6))

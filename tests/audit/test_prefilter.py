@@ -13,6 +13,7 @@ from referee.audit.claim import cues as claimcues
 from referee.audit.view import atoms
 from referee.core import caseless, prefilter
 from referee.core.prefilter import FastRegex, widen
+from tests.support.hypo import examples
 
 CUES = {name: getattr(claimcues, name) for name in dir(claimcues) if isinstance(getattr(claimcues, name), caseless.Cue)}
 WORDS = ["unable to", "failed", "done.", "Done -", "successfully", "I will check", "let me", "would you like to",
@@ -37,7 +38,7 @@ def test_every_cue_and_every_atom_kind_gets_a_prefilter():
     assert all((f._low._pre if isinstance(f, caseless.Cue) else f._pre) is not None for f in atoms._FAST.values())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(texts)
 def test_cues_find_what_re_ignorecase_finds(text):
     for name, cue in CUES.items():
@@ -49,7 +50,7 @@ def test_cues_find_what_re_ignorecase_finds(text):
         assert (got and got.span()) == (want and want.span()), name
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(texts)
 def test_atom_kinds_find_what_their_patterns_find(text):
     for kind, pat in atoms._PATTERNS:
@@ -98,7 +99,7 @@ def test_case_insensitive_patterns_widen_with_python_case_folding():
         assert [m.span() for m in fast.finditer(text * 60)] == [m.span() for m in regex.finditer(text * 60)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(texts)
 def test_task_classes_are_those_of_the_regex_alone(task):
     from referee.audit.decide.policyfile import load_policy

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from referee.audit.trace import Trace
 from referee.audit.view import blind as view
+from tests.support.hypo import examples
 
 chars = st.sampled_from(["a", "é", "\u2028", "\x00", "\x1f", "\x7f", '"', "\\", "/", "😀", "\uffff", "\n", "K"])
 text = st.lists(chars, max_size=6).map("".join)
@@ -31,7 +32,7 @@ def test_orjson_is_installed_for_the_test_run():
     assert view._orjson is not None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text, steps, values)
 def test_the_hash_and_texts_do_not_depend_on_orjson(task, st_, initial):
     trace = Trace(run_id="r", task=task, steps=st_, initial_observation={"data": initial})
@@ -52,7 +53,7 @@ def test_a_float_leaves_the_text_to_json():
     assert '"amount":1.5e-05' in view._json(v.as_json())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(steps, values)
 def test_plain_accessors_give_what_thaw_gives(st_, initial):
     v = view.build_view(Trace(run_id="r", task="t", steps=st_, initial_observation={"data": initial}))
@@ -96,7 +97,7 @@ def _notes(value, odd: list) -> None:
         odd.append(t)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values | odd_values)
 def test_the_scan_notes_what_freezing_notes(value):
     scanned: list = []
