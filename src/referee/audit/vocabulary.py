@@ -101,8 +101,9 @@ def parse_vocabulary(raw: bytes, source: str = "vocabulary.yaml") -> Vocabulary:
     """
     import yaml  # only the auditor's first rule pays for it
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 15x faster, read at start-up
     try:
-        spec = VocabularyFile.model_validate(yaml.safe_load(raw))
+        spec = VocabularyFile.model_validate(yaml.load(raw, Loader=loader))
     except (yaml.YAMLError, ValidationError) as exc:
         errs = exc.errors() if isinstance(exc, ValidationError) else []
         where = ".".join(str(x) for x in errs[0]["loc"]) + ": " + errs[0]["msg"] if errs else str(exc).splitlines()[0]
