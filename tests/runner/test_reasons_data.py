@@ -60,6 +60,11 @@ def reasons_run(_agent_reachable_base):
              "validators": [{"kind": "command_exit_code", "command": "ls no-such-mark"}]},
             {"id": "body", "do": "write the body",
              "validators": [{"kind": "http_body_contains", "url": "/api/notes/998", "text": "zebra"}]},
+            {"id": "status", "do": "add note 997",  # every http kind quotes the body: a wrong status too
+             "validators": [{"kind": "http_status_eq", "url": "/api/notes/997", "expected": 200}]},
+            {"id": "value", "do": "rename note 1 to omega",  # and a wrong value on a 200
+             "validators": [{"kind": "json_path_eq", "url": "/api/notes/1", "path": "$.title",
+                             "expected": "omega"}]},
         ]})
     return run_in_process(tmp_path, plan, tmp_path / "runs", env={"API_TOKEN": SECRET})
 
@@ -71,6 +76,8 @@ QUOTED = [
     ("deep", ["$.tags[0] is absent; $.tags is []", "200", '"body": "first note"']),
     ("row", ["0 row(s) found", "select * from notes where title = :t", "zebra"]),
     ("body", ["does not contain 'zebra'", "404", '{"error": "not found"}']),
+    ("status", ["status 404, expected 200", 'the response was 404 {"error": "not found"}']),
+    ("value", ["$.title is alpha, expected omega", "the response was 200", '"body": "first note"']),
     ("command", ["exit code 2, expected 0, from `ls no-such-mark`", "No such file"]),
     ("secret", ["$.done is absent", "200", '"title": "beta"', "${API_TOKEN}"]),
 ]

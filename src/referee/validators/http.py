@@ -45,7 +45,8 @@ class HttpStatusEq(HttpStatusEqSpec, ValidatorKind):
             return Outcome.fail(f"no response from {resp.url}: {resp.error or 'request failed'}")
         if status == params.expected:
             return Outcome.hold(f"status {status} == {params.expected}", matched=str(status))
-        return Outcome.fail(f"status {status}, expected {params.expected} ({resp.url})")
+        return Outcome.fail(f"status {status}, expected {params.expected} ({resp.url}); "
+                            f"the response was {response_excerpt(resp)}")
 
 
 @register("http_body_contains")
@@ -60,7 +61,8 @@ class HttpBodyContains(HttpBodyContainsSpec, ValidatorKind):
         if isinstance(record, HttpRecord) and record.body_truncated:
             # the rest of the body was never kept: the text may lie there, so the grader could not look
             return Outcome.error(f"the body was cut at the runner's limit ({len(body)} characters kept) and its kept "
-                                 f"part does not contain {params.text!r}; the text may lie past it")
+                                 f"part does not contain {params.text!r}; the text may lie past it; "
+                                 f"the response was {response_excerpt(record)}")
         seen = response_excerpt(record)
         return Outcome.fail(f"body does not contain {params.text!r} " +
                             (f"(the response was {seen})" if seen else f"(body: {short(body)})"))
@@ -86,7 +88,4 @@ class JsonPathEq(JsonPathEqSpec, ValidatorKind):
         if any(_same(v, params.expected) for v in values):
             return Outcome.hold(f"{params.path} == {short(params.expected)}", matched=short(params.expected))
         shown = values[0] if len(values) == 1 else values
-        status = ev.record(ref)
-        off = f" (the response was {status.status})" if isinstance(status, HttpRecord) and status.status is not None \
-            and not 200 <= status.status < 300 else ""
-        return Outcome.fail(f"{params.path} is {short(shown)}, expected {short(params.expected)}{off}")
+        return Outcome.fail(f"{params.path} is {short(shown)}, expected {short(params.expected)}{said}")
