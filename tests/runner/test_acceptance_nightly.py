@@ -411,11 +411,6 @@ def test_a_missing_table_lists_the_tables_and_a_missing_column_the_columns(
     assert "title" in reason.replace("titel", "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING 1: an http_status_eq FAIL gives the status and URL but not the start of the body"
-    " that docs/runner.md promises for an http capture's reasons",
-)
 def test_a_wrong_status_quotes_the_start_of_the_body_too(reasons_run: tuple[Ran, Path]) -> None:
     reason = reason_with(reasons_run[1], "status 404, expected 200")
     assert '{"error": "not found"}' in reason
@@ -588,11 +583,6 @@ def test_an_earlier_attempts_overclaim_is_kept_and_counted(agents_run: tuple[Ran
     assert "OVERCLAIM" in first_row and "claimed pass" in first_row
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING 2: report.html shows an earlier attempt's claim as 'claimed pass' without its note"
-    " (results.json keeps it)",
-)
 def test_the_report_shows_an_earlier_attempts_claim_note(agents_run: tuple[Ran, Path]) -> None:
     page = html.unescape((agents_run[1] / "report.html").read_text())
     assert "attempt one says done" in page

@@ -142,3 +142,14 @@ def test_the_claim_never_changes_a_verdict(rrun, tmp_path, cli_env, mode):
             assert s["claim"]["pass"] is False, s
         else:  # no claim file, or a malformed one: recorded as "no claim", not a crash
             assert s["claim"] is None or s["claim"].get("pass") is None, s
+
+
+def test_an_earlier_attempts_claim_note_is_in_the_report_escaped():
+    from referee.report.html_steps import verdict_extra
+
+    step = {"id": "add", "attempts": [{"attempt": 1, "verdict": "FAIL", "reason": "no row", "overclaim": True,
+                                       "claim": {"pass": True, "note": "done <script>x()</script>\x1b[31m"}}]}
+    page = verdict_extra(step)
+    assert "OVERCLAIM" in page and "claimed pass" in page
+    assert "done &lt;script&gt;x()&lt;/script&gt;\\x1b[31m" in page
+    assert "<script>" not in page and "\x1b" not in page

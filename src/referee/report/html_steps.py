@@ -45,7 +45,8 @@ def verdict_extra(step: dict[str, Any]) -> str:
             f'<li>attempt {esc(a.get("attempt"))}: <b class="s-{esc(a.get("verdict"))}">{esc(a.get("verdict"))}</b> '
             f'{esc(a.get("reason"))}{_attempt_claim(a)}'
             + (f' ({esc(seconds_text(a["duration_s"]))})' if isinstance(a.get("duration_s"), (int, float)) else "")
-            + f' <span class="meta">attempts/{esc(step.get("id"))}/{esc(a.get("attempt"))}/</span></li>'
+            + f' <span class="meta">attempts/{esc(step.get("id"))}/{esc(a.get("attempt"))}/</span>'
+            + f'{_attempt_note(a)}</li>'
             for a in attempts)
         out.append(f'<details class="tries"><summary>{len(attempts) + 1} attempts</summary>'
                    f'<ul class="tries">{items}</ul></details>')
@@ -61,6 +62,14 @@ def _attempt_claim(a: dict[str, Any]) -> str:
     said = "pass" if passed is True else "not pass" if passed is False else "?"
     mark = '<b class="s-overclaims">OVERCLAIM</b> ' if a.get("overclaim") else ""
     return f' <span class="meta">{mark}claimed {esc(said)}</span>'
+
+
+def _attempt_note(a: dict[str, Any]) -> str:
+    """The note of an earlier attempt's claim, under its line: what the agent said of a pass it did not make."""
+    claim = a.get("claim")
+    note = claim.get("note") if isinstance(claim, dict) else None
+    # agent text: escaped like the step's own claim note (control characters visible, then HTML-escaped)
+    return f'<div class="note">{esc(note)}</div>' if note else ""
 
 
 def agent_block(step: dict[str, Any], tails: list[Tail]) -> str:
