@@ -36,3 +36,38 @@ def test_an_unknown_command_is_told_the_nearest_of_all_commands():
     assert done.returncode == 2
     assert done.stderr.strip() == ("referee: error: No such command 'replya'. Did you mean 'replay'?; "
                                    "see `referee --help`")
+
+
+# what an audit of an empty input must not load: the readers, the rules and the claim cues, the view, the JSON stack,
+# the worker pool and the LLM client (each loads with the first record, or the first pool, that needs it)
+NOT_FOR_AN_EMPTY_AUDIT = ("referee.audit.ingest.readers", "referee.audit.extract", "referee.audit.claim",
+                          "referee.audit.view", "referee.core.jsonio", "referee.audit.run.parallel",
+                          "referee.audit.run.workerside", "referee.audit.run.pipeline", "referee.core.llm",
+                          "referee.rundir", "referee.audit.present.ci", "rich")
+
+
+def _audit_loads(tmp_path, traces: str, *flags: str) -> tuple[list[str], str]:
+    """The modules of NOT_FOR_AN_EMPTY_AUDIT that `referee audit TRACES` loads, in a fresh interpreter, and what
+    it said on stderr."""
+    code = ("import sys\nfrom referee.cli.main import main\n"
+            f"rc = main(['audit', {traces!r}, '--out', {str(tmp_path / 'a.jsonl')!r}, *{list(flags)!r}])\n"
+            f"print(rc, sorted(m for m in sys.modules if m.startswith({NOT_FOR_AN_EMPTY_AUDIT!r})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rc, loaded = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert rc == "0", done.stdout
+    return eval(loaded), done.stderr  # a list of module names, as printed
+
+
+def test_an_audit_of_an_empty_file_loads_no_reader_rule_view_json_stack_or_pool(tmp_path):
+    blank = tmp_path / "e.jsonl"
+    blank.write_text("\n")  # what `echo > e.jsonl` makes
+    assert _audit_loads(tmp_path, str(blank)) == ([], "")
+
+
+def test_an_audit_with_one_record_loads_what_it_needs_and_still_no_pool(tmp_path):
+    one = tmp_path / "t.jsonl"
+    one.write_text('{"trace_version": 1, "run_id": "r", "task": "Delete note N1", "steps": [], "report": "Done."}\n')
+    loaded, said = _audit_loads(tmp_path, str(one))
+    assert "referee.audit.ingest.readers" in loaded and "referee.audit.extract.rules" in loaded
+    assert "auditing on" not in said  # one record is less than a chunk: no pool was started to audit it

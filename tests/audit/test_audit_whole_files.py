@@ -84,19 +84,23 @@ def test_a_file_a_worker_cannot_read_is_read_here_from_its_start(tmp_path, monke
     run_audit(folder, tmp_path / "serial.jsonl")
     real = readers.read_traces
 
+    failed: list[str] = []
+
     def failing(path, fmt=None, **kw):
-        if Path(path).name == "run004.jsonl":
+        if Path(path).name == "run004.jsonl" and not failed:
+            failed.append(str(path))
             raise RuntimeError("a reader's bug, met on a worker")
         return real(path, fmt, **kw)
 
-    # the workers never start: every chunk is audited in this process, where the patch holds; the reader this
-    # process uses for a file it reads itself (the pipeline's) is the real one
+    # the workers never start: every chunk is audited in this process, where the patch holds; the first read of
+    # run004 (the worker's, in its chunk) fails, the one this process then makes from the file's start does not
     monkeypatch.setattr(readers, "read_traces", failing)
     monkeypatch.setattr(parallel, "START_AFTER_S", 60.0)
     monkeypatch.setattr(parallel, "START_IF_LEFT_S", 60.0)
     ex = ParallelAudit(ExecutorOptions("local", 2, None, 4), adaptive=True)
     run_audit(folder, tmp_path / "pool.jsonl", executor=ex)
     assert not ex.started and ex.here == ex.chunks == 4 and ex.irregular == 1
+    assert len(failed) == 1
     assert (tmp_path / "pool.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
 
 

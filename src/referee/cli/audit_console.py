@@ -245,6 +245,8 @@ def _ci_outputs(summary, looked_at: list, cases: list, out: Path, summary_json: 
                 summary_md: Path | None, junit: Path | None) -> None:
     """--junit, --summary-md and $GITHUB_STEP_SUMMARY (referee/audit/present/ci.py); one that cannot be written is a
     warning: the audit file stands."""
+    if junit is None and summary_md is None and not os.environ.get("GITHUB_STEP_SUMMARY"):
+        return  # none asked for: their modules need not load
     from referee.audit.present.ci import audit_markdown, write_audit_junit
     from referee.report.markdown import emit_summary
 
@@ -291,9 +293,11 @@ def first(items: list[str], n: int = 5) -> str:
 
 def _list_runs(out: Path, records: list, shown: set[str], limit: int | None, n_review: int) -> None:
     """The runs to look at, one line each, and how many went to review when those are not listed."""
-    from referee.audit.present.show import flag_lines
+    lines: list[str] = []
+    if records:  # none listed (an empty audit): the module that lists them need not load
+        from referee.audit.present.show import flag_lines
 
-    lines = list(flag_lines(records, shown, limit))
+        lines = list(flag_lines(records, shown, limit))
     if lines:
         click.echo(f"runs to look at ({', '.join(sorted(shown))}; `referee show {out} RUN_ID` for one in full):")
         for line in lines:

@@ -24,13 +24,13 @@ import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from referee.audit.ingest.misread import looks_like
-from referee.audit.ingest.readers import read_traces, sniff_dir
-from referee.audit.trace import TraceItem, record_error
 from referee.core.fstree import glob_paths, identity
 from referee.errors import UsageError
+
+if TYPE_CHECKING:  # the readers (and the trace model) load when a folder or a file is first read: not for a name
+    from referee.audit.trace import TraceItem
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 NOT_TRACES = (".report.json",)  # SWE-bench harness reports: gold beside trajectories, not traces
@@ -166,6 +166,8 @@ def walk(paths: Iterable[Path], fmt: str | None = None,
             else:
                 yield InputItem(p, fmt)
             continue
+        from referee.audit.ingest.readers import sniff_dir
+
         kind = sniff_dir(p)
         if kind is not None:
             yield InputItem(p, fmt or kind)  # a run folder named on purpose: read, --format overrides
@@ -185,6 +187,9 @@ def _sibling_link(path: Path) -> bool:
 
 def _walk(folder: Path, root: Path, depth: int, fmt: str | None, options: InputOptions,
           walked: set[tuple[int, int]]) -> Iterator[InputItem | TraceItem]:
+    from referee.audit.ingest.misread import looks_like
+    from referee.audit.ingest.readers import sniff_dir
+
     # a folder reached again through a link (`up -> ..`, or two links to one folder) is walked once: its
     # files read twice would be every run a duplicate of itself
     if (ident := identity(folder)) is not None:
@@ -311,6 +316,8 @@ def _dangling(path: Path) -> TraceItem:
 
 
 def _bad(path: Path, msg: str, fix: str = "give that folder itself, or fix its permissions") -> TraceItem:
+    from referee.audit.trace import TraceItem, record_error
+
     err = record_error(msg, file=str(path), line=None)
     err.fix = fix
     return TraceItem(file=str(path), line=None, run_id=None, error=err)
@@ -319,9 +326,11 @@ def _bad(path: Path, msg: str, fix: str = "give that folder itself, or fix its p
 def iter_inputs(paths: Iterable[Path], fmt: str | None = None,
                 options: InputOptions | None = None) -> Iterator[TraceItem]:
     """The TraceItems of every input: each file or run folder read by its own reader (see the module docstring)."""
+    from referee.audit.ingest.readers import read_traces
+
     options = options or InputOptions()
     for item in walk(paths, fmt, options):
-        if isinstance(item, TraceItem):
+        if not isinstance(item, InputItem):
             yield item
         else:
             yield from read_traces(item.path, item.fmt, allow_pickle=options.allow_pickle,
@@ -330,12 +339,15 @@ def iter_inputs(paths: Iterable[Path], fmt: str | None = None,
 
 def pickle_only_folders(paths: Iterable[Path], fmt: str | None = None) -> list[Path]:
     """The BrowserGym experiment folders among `paths` (named, not walked) that can only be read from pickles."""
-    from referee.audit.ingest.readers.browsergym import needs_pickle
-
     out = []
     for p in paths:
         p = Path(p)
-        if p.is_dir() and (fmt or sniff_dir(p)) == "browsergym" and needs_pickle(p):
+        if not p.is_dir():
+            continue  # a file names no experiment folder: the readers need not load for it
+        from referee.audit.ingest.readers import sniff_dir
+        from referee.audit.ingest.readers.browsergym import needs_pickle
+
+        if (fmt or sniff_dir(p)) == "browsergym" and needs_pickle(p):
             out.append(p)
     return out
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from referee.audit.run.auditfile import loads_line
 from referee.core.fsutil import open_regular
-from referee.core.jsonio.values import loads
 from referee.errors import UsageError
 
 Settings = tuple[tuple[str, Any], ...]  # (what, value) pairs, in a fixed order; see settings_of
@@ -101,7 +101,7 @@ def scan(path: Path, damaged: list[int] | None = None) -> dict[str, Done]:
     with open_regular(path, error=UsageError) as fh:  # an --out that is a FIFO is one line, never a wait
         for lineno, line in enumerate(fh, start=1):
             try:
-                rec = loads(line)  # bounded depth, as every reader of user files
+                rec = loads_line(line)  # bounded depth, as every reader of user files
                 rid = rec["run_id"]
             except (ValueError, KeyError, TypeError):
                 rid = None

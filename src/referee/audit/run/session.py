@@ -18,6 +18,7 @@ from referee.errors import UsageError
 if TYPE_CHECKING:
     from referee.audit.run.backends import Backends
     from referee.audit.run.parallel import ParallelAudit
+    from referee.audit.run.pipeline import Auditor
     from referee.audit.trace import TraceItem
 
 __all__ = ["audit_runs"]
@@ -38,11 +39,13 @@ def audit_runs(paths: Iterable[str | Path], out: str | Path, options: AuditOptio
     >>> result.stats.written, result.summarize().as_dict()["dispositions"]["flag"]
     (1, 1)
     """
-    from referee.audit.ingest.readers.referee_run import allowing_unsigned
-
     options = options or AuditOptions()
     events = events if events is not None else NoEvents()
-    with allowing_unsigned(options.allow_unsigned):  # run directories are read inside this call only
+    if not options.allow_unsigned:
+        return _audit(paths, Path(out), options, events)
+    from referee.audit.ingest.readers.referee_run import allowing_unsigned
+
+    with allowing_unsigned(True):  # run directories are read so inside this call only
         return _audit(paths, Path(out), options, events)
 
 
@@ -76,41 +79,67 @@ def _audit(paths: Iterable[str | Path], out: Path, o: AuditOptions, events: Audi
     if not _preview_run_dirs(traces, events):
         return result  # nothing to audit: no SKIPPED step in the run directories given
     from referee.audit.decide.policyfile import load_policy
-    from referee.audit.run.budget import RecordBudget
     from referee.audit.run.cache import EvidenceCache
-    from referee.audit.run.pipeline import Auditor, audit_files
-    from referee.audit.trace import GoldScorer
+    from referee.audit.run.stream import audit_files, is_blank
 
     lp = load_policy(o.policy)
-    backends = _make_backends(o)
+    # an input with nothing in it (`echo > t.jsonl`) needs no backend, reader or worker: none is made
+    blank = o.format is None and all(is_blank(p) for p in traces)
+    backends = None if blank else _make_backends(o)
     try:
-        executor = _executor(o, backends, ex_options, events)
+        executor = None if backends is None else _executor(o, backends, ex_options, events)
         cache_db = EvidenceCache(cache)
     except BaseException:
-        backends.close()
+        if backends is not None:
+            backends.close()
         raise
-    # a backend that waits on a model runs on threads: the record budget holds for those that compute
-    budget = None if backends.client is not None else RecordBudget(o.record_cpu_s, o.record_wall_s,
-                                                                    o.record_memory_mib)
-    auditor = Auditor(lp, backends.extractor, backends.claim_reader, samples=o.samples or backends.default_runs,
-                      cache=cache_db, budget=budget)
+    built: dict[str, Any] = {} if backends is None else {"backends": backends}
+
+    def auditor() -> Auditor:
+        """The auditor, made on first need (for a blank input: never)."""
+        if "auditor" not in built:
+            b = built.setdefault("backends", backends or _make_backends(o))
+            built["auditor"] = _auditor(o, lp, b, cache_db)
+        return built["auditor"]
+
     t0 = time.perf_counter()
     try:
-        result.stats = audit_files(traces, auditor, out, fmt=o.format, on_error=o.on_error,
-                                   concurrency=o.llm.concurrency if backends.client is not None else 1,
+        result.stats = audit_files(traces, auditor() if backends is not None else auditor, out, fmt=o.format,
+                                   on_error=o.on_error,
+                                   concurrency=o.llm.concurrency if backends and backends.client is not None else 1,
                                    events=_Gold(events, result), inputs=inputs, reaudit_changed=o.reaudit_changed,
-                                   gold_scorer=GoldScorer(o.gold_scorer, o.gold_threshold) if o.gold_scorer else None,
-                                   executor=executor)
+                                   gold_scorer=_gold_scorer(o), executor=executor)
     finally:
         cache_db.close()
-        backends.close()
+        if "backends" in built:
+            built["backends"].close()
     result.elapsed_s = time.perf_counter() - t0
-    result.backend_calls = auditor.backend_calls
+    result.backend_calls = built["auditor"].backend_calls if "auditor" in built else 0
     if o.gold_out:  # JSONL, or CSV for a .csv name, as `referee eval gold -o` writes them
         from referee.evaluation.gold import GoldLabel, write_gold  # only then: an audit imports no evaluation
 
         write_gold(o.gold_out, [GoldLabel(**r) for r in result.gold_rows])
     return result
+
+
+def _auditor(o: AuditOptions, lp: Any, backends: Backends, cache: Any) -> Auditor:
+    """The auditor of these options: the policy, the backends, the samples, the cache, the record budget."""
+    from referee.audit.run.budget import RecordBudget
+    from referee.audit.run.pipeline import Auditor
+
+    # a backend that waits on a model runs on threads: the record budget holds for those that compute
+    budget = None if backends.client is not None else RecordBudget(o.record_cpu_s, o.record_wall_s,
+                                                                    o.record_memory_mib)
+    return Auditor(lp, backends.extractor, backends.claim_reader, samples=o.samples or backends.default_runs,
+                   cache=cache, budget=budget)
+
+
+def _gold_scorer(o: AuditOptions) -> Any:
+    if not o.gold_scorer:
+        return None
+    from referee.audit.trace import GoldScorer
+
+    return GoldScorer(o.gold_scorer, o.gold_threshold)
 
 
 class _Gold:
@@ -159,9 +188,11 @@ def _executor(o: AuditOptions, backends: Backends, ex_options: Any, events: Audi
 
 def _preview_run_dirs(paths: list[Path], events: AuditEvents) -> bool:
     """Say, per run directory given, what is graded and what will be audited; False when nothing will be."""
+    if not any(Path(p).is_dir() for p in paths):
+        return True  # files only: no run directory among them (and no reader to load to say so)
     from referee.audit.ingest.readers import is_trajectory_file
     from referee.audit.ingest.readers.referee_run import describe_run_dir, is_run_dir
-    from referee.audit.run.pipeline import run_dirs_under
+    from referee.audit.run.stream import run_dirs_under
     from referee.errors import RefereeError
 
     anything = False
