@@ -37,7 +37,6 @@ from typing import Any, Callable, Iterable, Iterator
 from referee.audit.ingest.chunks import (
     BATCH_BYTES,
     FileBatch,
-    Irregular,
     LineChunk,
     RawFile,
     line_chunks,
@@ -45,19 +44,28 @@ from referee.audit.ingest.chunks import (
     whole_size,
 )
 from referee.audit.ingest.inputs import input_size
+from referee.audit.run.answers import (
+    AnswerIntake,
+    ChunkUnit,
+    ChunkUnits,
+    FileState,
+    LineState,
+    check_fingerprint,
+    describe_chunk,
+    meta_of,
+)
 from referee.audit.run.budget import BudgetPool
 from referee.audit.run.pipeline import Auditor, Intake, RecordLine, cannot_audit, claim_text, text_sha256
 from referee.audit.run.resume import action
 from referee.audit.run.workerside import (
     STRICT,
-    Answer,
     WorkerConfig,
     audit_chunk,
     code_fingerprint,
     decide_chunk,
     set_resume,
 )
-from referee.audit.trace import SHAPE_ERRORS, Trace, TraceItem
+from referee.audit.trace import SHAPE_ERRORS, TraceItem
 from referee.audit.view.blind import ViewParts, build_view, pack_parts, view_parts
 from referee.core.executors import ExecutorOptions, default_workers, make_pool, map_chunks
 from referee.errors import RefereeError, TraceError, UsageError, exc_brief
@@ -67,7 +75,6 @@ __all__ = ["ParallelAudit", "code_fingerprint", "executor_for"]
 # imported once by the forkserver, so each worker starts ready
 WORKER_MODULES = ("referee.audit.run.workerside", "referee.audit.extract.rules", "referee.audit.claim.reader",
                   "referee.audit.ingest.readers", "referee.audit.run.warm")
-META_KEYS = ("group", "split", "source", "advisory")  # the fields of `meta` a record keeps
 
 Result = RecordLine | TraceError
 Unit = TraceItem | RawFile  # what audit_files hands out: a record read here (not admitted yet), a file the workers read
@@ -82,46 +89,8 @@ START_IF_LEFT_S = 0.5
 START_AFTER_S = 1.0
 
 
-def _meta(trace: Trace) -> dict:
-    return {k: v for k, v in (trace.meta or {}).items() if k in META_KEYS}
-
-
-class _Units(list):
-    """The units of one chunk, as this process keeps them, and the view parts packed for it (what deciding a
-    strict chunk on a local process needs again)."""
-
-    packed: bytes | None = None
-
-
 @dataclass
-class _Unit:
-    """One record read here, as a chunk keeps it until its turn to be admitted: the error that stopped it here,
-    whether it was sent, and its view and claim hashes when the resume needs them (its run_id is in the file)."""
-
-    item: TraceItem
-    error: TraceError | None = None
-    sent: bool = False
-    hashes: tuple[str, str] | None = None
-    standing: bool = False  # its record in the audit file stands: not sent (admitting it says so again)
-
-
-@dataclass(frozen=True)
-class _Lines:
-    """A line chunk as the parent keeps it: which line file (its place among the inputs) and the chunk."""
-
-    seq: int
-    chunk: LineChunk
-
-
-@dataclass(frozen=True)
-class _Files:
-    """Small files sent whole, as the parent keeps them: the batch (names and formats, in input order)."""
-
-    batch: FileBatch
-
-
-@dataclass
-class ParallelAudit:
+class ParallelAudit(AnswerIntake):
     """`audit_files(..., executor=ParallelAudit(options))`: traces audited in chunks on `options`' pool.
 
     An input of at most one chunk is audited here, without starting a local pool; with `adaptive`, neither is one
@@ -235,14 +204,14 @@ class ParallelAudit:
             window = 2 * self.options.n_workers + 1
             # while a local pool starts, its first chunks are audited here (a Dask chunk never is)
             answers = map_chunks(pool, audit_chunk, self._chunks(chain(head, units)), fixed=(config,),
-                                 window=window, describe=_describe,
+                                 window=window, describe=describe_chunk,
                                  here=self._here if self.reads_lines else None)
             if self.strict_claims:
                 # the claims are read and decided on this machine's own cores, not in this process alone
                 deciders = make_pool(ExecutorOptions("local", self.options.local_workers), WORKER_MODULES)
                 try:
                     decided = map_chunks(deciders, decide_chunk, self._to_decide(answers), fixed=(config,),
-                                         window=2 * self.options.local_workers + 1, describe=_describe)
+                                         window=2 * self.options.local_workers + 1, describe=describe_chunk)
                     for state, answer in decided:
                         yield from self._finish(auditor, state, answer)
                         if intake.stopped():
@@ -252,9 +221,9 @@ class ParallelAudit:
                     deciders.close()
                 return
             for state, answer in answers:
-                if isinstance(state, _Lines):
+                if isinstance(state, LineState):
                     yield from self._finish_lines(auditor, state, answer)
-                elif isinstance(state, _Files):
+                elif isinstance(state, FileState):
                     yield from self._finish_files(auditor, state, answer)
                 else:
                     yield from self._finish(auditor, state, answer)
@@ -319,15 +288,15 @@ class ParallelAudit:
         if worth:
             self._start()
 
-    def _to_decide(self, answers: Iterator[tuple[Any, Any]]) -> Iterator[tuple["_Units", Any]]:
+    def _to_decide(self, answers: Iterator[tuple[Any, Any]]) -> Iterator[tuple["ChunkUnits", Any]]:
         """Strict chunks as the extraction workers answered them, each with what deciding needs that stayed
         here: the view parts packed for the extraction, and the claim sides with their claim texts."""
         for units, answer in answers:
             if answer is None:
                 yield units, None
                 continue
-            self._check(answer[0])
-            sides = [(u.item.trace.run_id, u.item.trace.task, _meta(u.item.trace), claim_text(u.item.trace))
+            check_fingerprint(answer[0])
+            sides = [(u.item.trace.run_id, u.item.trace.task, meta_of(u.item.trace), claim_text(u.item.trace))
                      for u in units if u.sent]
             self.decided += 1
             yield units, (units.packed, pickle.dumps((sides, answer[1]), protocol=pickle.HIGHEST_PROTOCOL))
@@ -335,7 +304,7 @@ class ParallelAudit:
     def _chunks(self, units: Iterator[Unit]) -> Iterator[tuple[Any, Any]]:
         """Chunks in input order: records read here (`--chunk-size` to a chunk), line chunks of a line file, and
         small files (up to `--chunk-size` files or BATCH_BYTES to a chunk)."""
-        buf: list[_Unit] = []
+        buf: list[ChunkUnit] = []
         parts: list[ViewParts] = []
         sides: list[tuple] = []
         files: list[RawFile] = []
@@ -378,7 +347,7 @@ class ParallelAudit:
         if files:
             yield self._files(files)
 
-    def _line_chunks(self, seq: int, path: Path) -> Iterator[tuple[_Lines, LineChunk]]:
+    def _line_chunks(self, seq: int, path: Path) -> Iterator[tuple[LineState, LineChunk]]:
         self._records[seq] = 0
         left = _size(path)
         for chunk in line_chunks(path, self.options.chunk_size):
@@ -388,12 +357,12 @@ class ParallelAudit:
             left -= len(chunk.data)
             if not self.started:  # what the start is weighed on (`_weigh`)
                 self._left[(chunk.file, chunk.first_line)] = left
-            yield _Lines(seq, chunk), chunk
+            yield LineState(seq, chunk), chunk
 
-    def _unit(self, item: TraceItem, parts: list[ViewParts], sides: list[tuple]) -> _Unit:
+    def _unit(self, item: TraceItem, parts: list[ViewParts], sides: list[tuple]) -> ChunkUnit:
         """A record read here, as its chunk keeps it; its view parts and claim side added to what is sent, unless
         it has none (a record that did not read) or its record in the audit file stands."""
-        u = _Unit(item)
+        u = ChunkUnit(item)
         trace = item.trace
         if trace is None:
             return u  # its error is said at its turn
@@ -408,7 +377,7 @@ class ParallelAudit:
                 return u
         try:
             p = view_parts(trace)
-            side = (trace.run_id, trace.task, _meta(trace), STRICT if self.strict_claims else claim_text(trace))
+            side = (trace.run_id, trace.task, meta_of(trace), STRICT if self.strict_claims else claim_text(trace))
         except SHAPE_ERRORS as exc:
             u.error = cannot_audit(trace, exc_brief(exc))
         else:
@@ -417,106 +386,22 @@ class ParallelAudit:
             u.sent = True
         return u
 
-    def _batch(self, buf: list[_Unit], parts: list[ViewParts],
-               sides: list[tuple]) -> tuple["_Units", tuple[bytes, bytes] | None]:
+    def _batch(self, buf: list[ChunkUnit], parts: list[ViewParts],
+               sides: list[tuple]) -> tuple["ChunkUnits", tuple[bytes, bytes] | None]:
         """A chunk as this process keeps it (its units) and as it is sent (None: nothing to send)."""
-        units = _Units(buf)
+        units = ChunkUnits(buf)
         if not parts:
             return units, None
         self.chunks += 1
         units.packed = pack_parts(parts)
         return units, (units.packed, pickle.dumps(sides, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def _files(self, files: list[RawFile]) -> tuple[_Files, FileBatch]:
+    def _files(self, files: list[RawFile]) -> tuple[FileState, FileBatch]:
         """Small files as one chunk."""
         self.chunks += 1
         batch = FileBatch(tuple((str(f.path), f.fmt) for f in files), allow_pickle=any(f.allow_pickle for f in files),
                           size=sum(f.size for f in files))
-        return _Files(batch), batch
-
-    def _finish(self, auditor: Auditor, units: list[_Unit],
-                answer: tuple[str, list[Answer]] | None) -> Iterator[Result]:
-        """The records read here of one chunk, each admitted at its turn, and what the workers made of them."""
-        if answer is not None:
-            self._check(answer[0])
-        results = iter(answer[1] if answer is not None else ())
-        for u in units:
-            got = next(results, None) if u.sent else None
-            what = self._intake.admit(u.item, _hashes(*(u.hashes or (None, None))))
-            if what == "stop":
-                return
-            if what == "skip":
-                continue
-            trace = u.item.trace
-            assert trace is not None  # a record that did not read is skipped (its error said) by admit
-            if u.error is not None:
-                yield u.error
-                continue
-            if not u.sent:  # standing when read, admitted now: the file's record cannot have changed; audit it here
-                yield self._audit_one((trace, None))
-                continue
-            line, sha, found, error = got if got is not None else (None, None, [], None)
-            if error is not None or line is None:
-                yield cannot_audit(trace, error or "no answer from the worker")
-                continue
-            _store(auditor, sha, found)
-            yield RecordLine(trace.run_id, line)
-
-    def _finish_lines(self, auditor: Auditor, state: _Lines, answer: tuple[str, Any] | None) -> Iterator[Result]:
-        """The records a worker read from a line chunk, each admitted here in order as a serial audit would."""
-        assert answer is not None
-        self._check(answer[0])
-        got = answer[1]
-        if state.seq in self._fallen:
-            return  # this file is read here from an earlier, irregular slice on
-        if isinstance(got, Irregular):
-            self._fallen.add(state.seq)
-            self.irregular += 1
-            yield from self._intake.rest_of(Path(got.file), self._records[state.seq], "referee")
-            return
-        self._records[state.seq] += len(got)
-        yield from self._admitted(auditor, got)
-
-    def _finish_files(self, auditor: Auditor, state: _Files, answer: tuple[str, Any] | None) -> Iterator[Result]:
-        """The records a worker read from small files, file by file in input order, each admitted here."""
-        assert answer is not None
-        self._check(answer[0])
-        for (file, fmt), got in zip(state.batch.files, answer[1]):
-            if self._intake.stopped():
-                return
-            if isinstance(got, Irregular):  # its reading raised there: here it raises (or reads) as serially
-                self.irregular += 1
-                yield from self._intake.rest_of(Path(file), 0, fmt)
-            else:
-                yield from self._admitted(auditor, got)
-
-    def _admitted(self, auditor: Auditor, got: list[tuple]) -> Iterator[Result]:
-        """The records a worker read, each admitted here in order: its record written, its error said, or
-        nothing (a repeated run_id, a record that stands)."""
-        for file, line, run_id, error, gold, scores, ignored, group, task, notes, view_sha, claim_sha, answer_ in got:
-            item = TraceItem(file=file, line=line, run_id=run_id, error=error, gold=gold, scores=scores,
-                             ignored=ignored, group=group, task=task, notes=notes)
-            what = self._intake.admit(item, _hashes(view_sha, claim_sha))
-            self.not_again += what == "skip" and answer_ is None and error is None
-            if what == "stop":
-                return
-            if what == "skip":
-                continue
-            if answer_ is None:  # the worker found the record standing; resume disagrees only if the file changed
-                raise RefereeError(f"run_id {run_id}: a worker skipped a run this audit must audit again",
-                                   fix="report this; run with --workers 1 meanwhile")
-            if isinstance(answer_, str):
-                yield cannot_audit(str(run_id), answer_)
-                continue
-            line_json, found = answer_
-            _store(auditor, str(view_sha), found)
-            yield RecordLine(str(run_id), line_json)
-
-    def _check(self, fingerprint: str) -> None:
-        if fingerprint != code_fingerprint():
-            raise RefereeError(f"a worker runs other referee code than this process (auditor source sha256 "
-                               f"{fingerprint[:12]} there, {code_fingerprint()[:12]} here): its records would "
-                               "differ", fix="install the same referee on the workers as here")
+        return FileState(batch), batch
 
 
 def _lines(unit: Unit) -> bool:
@@ -528,34 +413,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0  # the reader says what is wrong with it
-
-
-def _store(auditor: Auditor, view_sha: str, found: list[str | None]) -> None:
-    """A worker's findings, as a serial audit would have stored and counted them: a sample the cache already
-    holds is a cache hit (no backend call, nothing written: the record is the same either way); any other is
-    a backend call, stored when it was answered (a failed call is asked again by a resume)."""
-    x, cache = auditor.extractor, auditor.cache
-    for i, blob in enumerate(found):
-        if cache is not None and cache.has_evidence(x.name, x.model, x.prompt_version, view_sha, i):
-            continue
-        auditor.backend_calls += 1
-        if cache is not None and blob is not None:
-            cache.put_evidence_json(x.name, x.model, x.prompt_version, view_sha, i, blob)
-
-
-def _hashes(view_sha: str | None, claim_sha: str | None) -> Callable[[], tuple[str, str] | None]:
-    """A record's hashes as `Intake.admit` asks for them (None: the worker could not make its view)."""
-    return lambda: None if view_sha is None or claim_sha is None else (view_sha, claim_sha)
-
-
-def _describe(units: Any) -> str:
-    if isinstance(units, _Lines):
-        return f"{units.chunk.file} from line {units.chunk.first_line}"
-    if isinstance(units, _Files):
-        names = units.batch.files
-        return names[0][0] + (f" and {len(names) - 1} more files" if len(names) > 1 else "")
-    ids = [u.item.run_id for u in units]
-    return f"the chunk of run_ids {ids[0]} .. {ids[-1]}" if ids else "an empty chunk"
 
 
 def _pickled(config: WorkerConfig) -> bytes:
