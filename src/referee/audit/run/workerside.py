@@ -102,7 +102,9 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk | FileBa
         if error is not None:
             out.append((None, None, [], error))
             continue
+        assert facts is not None  # an extraction without an error made its view
         if text == STRICT:  # the claim stays with the parent: give back the findings alone
+            assert found is not None  # a strict chunk is on Dask, where no budget holds: it always has findings
             out.append((None, facts.sha256, [f for f, _ in found], None, [ok for _, ok in found], errors))
             continue
 
@@ -114,15 +116,16 @@ def audit_chunk(config: bytes, payload: tuple[bytes, bytes] | LineChunk | FileBa
         if found is None:
             out.append(overrun(over[n]))
             continue
+        samples: list[tuple[str, bool]] = found  # named again: a nested function sees it narrowed
 
         def decided() -> Answer:
             try:
                 findings = [{k: Finding.model_validate(v) for k, v in json.loads(f).items()}
-                            for f, _ in found]
+                            for f, _ in samples]
                 trace = Trace.model_construct(run_id=run_id, task=task, steps=[], meta=meta)
                 claim = auditor.read_claim(text, errors)  # after the extraction's errors, as serially
                 rec = auditor.finish(trace, text, claim, facts, findings, errors)
-                return rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in found], None
+                return rec.model_dump_json(), facts.sha256, [f if ok else None for f, ok in samples], None
             except SHAPE_ERRORS as exc:
                 return None, None, [], exc_brief(exc)
 
