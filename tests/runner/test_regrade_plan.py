@@ -187,3 +187,44 @@ def test_a_retried_step_is_regraded_attempt_by_attempt(tmp_path, capsys):
     step = next(s for s in doc["steps"] if s["id"] == "wrong")
     assert code == 0 and step["verdict"] == "PASS", step
     assert [a["verdict"] for a in step["attempts"]] == ["PASS"]
+
+
+VAR_PLAN = {
+    "name": "variables",
+    "actor": {"kind": "command", "command": "true"},
+    "steps": [{"id": "greet", "do": "nothing",
+               "capture": [{"kind": "command", "name": "greeting", "command": "echo ${GREETING}"}],
+               "validators": [{"kind": "text_contains", "evidence": "greeting", "text": "${WANT}"}]}],
+}
+
+
+@pytest.fixture(scope="module")
+def var_run(tmp_path_factory):
+    home = tmp_path_factory.mktemp("regrade-vars")
+    plan = write_plan(home / "variables.yaml", VAR_PLAN)
+    env = {**base_cli_env(), "GREETING": "hello", "WANT": "goodbye"}  # the run's expectation is wrong
+    code, _, err = run_cli(["run", plan, "--out", home / "runs"], cwd=home, env=env)
+    assert code == 1, err
+    return home, find_run_dirs(home / "runs")[-1]
+
+
+def test_a_regrade_needs_no_capture_variable_it_does_not_capture_with(var_run, capsys, monkeypatch):
+    home, run_dir = var_run
+    monkeypatch.delenv("GREETING", raising=False)  # the capture's variable: the regrade takes no capture
+    monkeypatch.setenv("WANT", "hello")  # the corrected expectation
+    code, doc, folder, _ = _regrade(capsys, home, run_dir, VAR_PLAN, "variables-fixed.yaml")
+    assert code == 0 and [s["verdict"] for s in doc["steps"]] == ["PASS"], doc["steps"]
+    assert folder.is_dir()
+
+
+def test_a_regrade_with_a_validator_variable_unset_says_which_before_it_grades(var_run, capsys, monkeypatch):
+    home, run_dir = var_run
+    monkeypatch.delenv("GREETING", raising=False)
+    monkeypatch.delenv("WANT", raising=False)
+    fixed = write_plan(home / "variables-unset.yaml", VAR_PLAN)
+    regrades = lambda: sorted((run_dir / "regrades").glob("*"))  # noqa: E731
+    before = regrades()
+    code, out, err = _cli(capsys, "grade", run_dir, "--plan", fixed)
+    assert code == 2, out + err
+    assert "environment variable 'WANT' is not set" in err and "GREETING" not in err, err
+    assert regrades() == before  # nothing graded, nothing written

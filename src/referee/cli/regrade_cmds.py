@@ -51,7 +51,9 @@ def grade_with_plan(run_dirs, fixed_plan: str, strict: bool, json_mode: bool, al
 
     if len(run_dirs) != 1:
         raise UsageError(f"--plan re-grades one run; {len(run_dirs)} were given", fix="pass one RUN_DIR with --plan")
-    fixed = load_checked([fixed_plan], console)[0]  # every error of the plan, before anything is read
+    # every error of the plan, before anything is read; only the validators' variables must be set: a regrade
+    # takes no capture and starts nothing (as `lint`)
+    fixed = load_checked([fixed_plan], console, needs="checks")[0]
     plan_bytes = read_regular(Path(fixed_plan), max_bytes=MAX_PLAN_BYTES)
     if plan_bytes.decode("utf-8", errors="replace") != fixed.text:
         raise UsageError("the plan changed while it was read", file=fixed_plan, fix="run the command again")

@@ -337,7 +337,7 @@ def _finding_line(err, level: str) -> str:
     return f"{err.where()}{level}: {visible(err.message, keep_newlines=False)}" + (f"; {err.fix}" if err.fix else "")
 
 
-def _load_checked(plans, console, plan_sha256: str | None = None) -> list:
+def _load_checked(plans, console, plan_sha256: str | None = None, needs="all") -> list:
     """Every plan loaded and checked before anything runs; all their errors at once (then exit 2).
 
     `plan_sha256`: the one plan's text comes on stdin, as a `-j` parent validated it (not the file, which
@@ -356,7 +356,7 @@ def _load_checked(plans, console, plan_sha256: str | None = None) -> list:
         text = read_frozen_plan(sys.stdin.buffer, plan_sha256, plans[0])
     loaded, errors = [], []
     for p in plans:
-        lp, found = check_plan_file(p, text=text)
+        lp, found = check_plan_file(p, text=text, needs=needs)
         errors += found.errors
         for w in found.warnings:
             console.print(Text(_finding_line(w, "warning"), style="yellow"), highlight=False)

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from referee.errors import PlanError
 from referee.errors import with_article as _a
 from referee.plan.captures import BUILTIN_SPECS as CAPTURE_KINDS
+from referee.plan.envcheck import Needs
 from referee.plan.loader import LoadedPlan
 
 # capture kinds that read the runner's browser page (a plugin kind says so with `needs_page = True`)
@@ -252,12 +253,13 @@ def _top_level_names(origin: str) -> set[str] | None:
     return names
 
 
-def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
-                    cwd: Path | None = None, text: str | None = None) -> tuple[LoadedPlan | None, Findings]:
+def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None, cwd: Path | None = None,
+                    text: str | None = None, needs: Needs = "all") -> tuple[LoadedPlan | None, Findings]:
     """Load a plan collecting every error (not only the first), then `preflight` it.
 
     `text`: the plan's text as already read (what `referee run -j` validated before a plan's agent
-    could rewrite the file); `path` then only names it and anchors its relative paths.
+    could rewrite the file); `path` then only names it and anchors its relative paths. `needs`: which `${NAME}`
+    variables must be set (`load_plan_text`): "checks" for a regrade, which captures nothing.
     The plan comes back None only when it cannot be read at all (no such file, not YAML, not a plan).
     """
     from referee.plan.loader import load_plan_text, read_plan_file
@@ -265,7 +267,8 @@ def check_plan_file(path: str | Path, *, env: Mapping[str, str] | None = None,
     path = Path(path)
     found = Findings()
     try:
-        lp = load_plan_text(read_plan_file(path) if text is None else text, str(path), env=env, errors=found.errors)
+        lp = load_plan_text(read_plan_file(path) if text is None else text, str(path), env=env, errors=found.errors,
+                            needs=needs)
     except PlanError as exc:
         found.errors.append(exc)
         return None, found
