@@ -8,6 +8,7 @@ handed the agent an empty task; `lint` refused to run for an unset variable it n
 
 from __future__ import annotations
 
+import json
 import shlex
 import sqlite3
 import sys
@@ -256,3 +257,32 @@ def test_a_text_left_blank_by_an_empty_variable_is_an_error_never_a_pass(tmp_pat
     ran = run_in_process(tmp_path, plan, tmp_path / "runs", env={"EXPECTED_TITLE": ""})
     step = ran.step("add_note")
     assert step["verdict"] == "ERROR" and "blank" in step["reason"] and "${EXPECTED_TITLE}" in step["reason"], step
+
+
+WORDS = 'a"; echo pwned; echo "b $(echo pwned) `echo pwned`'  # shell syntax, were it pasted into the command
+
+
+def _said_plan(folder: Path, run_as: str, public: bool) -> Path:
+    return write_plan(folder / "said.yaml", {
+        "name": "said", "actor": {"kind": "command", "command": AGENT}, **({"public_env": ["WORDS"]} if public else {}),
+        "steps": [{"id": "say", "do": "nothing to do",
+                   "capture": [{"kind": "command", "name": "said", "command": """printf '[%s]\\n' "${WORDS}" """,
+                                "run_as": run_as}],
+                   "validators": [{"kind": "command_exit_code", "evidence": "said"}]}]})
+
+
+@pytest.mark.parametrize("run_as", ["runner", "agent"])
+def test_a_command_capture_hands_a_variable_to_its_shell_as_one_word_and_nothing_in_it_runs(tmp_path, run_as):
+    ran = run_in_process(tmp_path, _said_plan(tmp_path, run_as, public=True), tmp_path / "runs", env={"WORDS": WORDS})
+    assert ran.step("say")["verdict"] == "PASS", ran.out + ran.err
+    record = json.loads(next(ran.run_dir.rglob("said.json")).read_text())
+    assert record["stdout"] == f"[{WORDS}]\n", record  # one argument, the value as it was; no `pwned` line
+
+
+def test_a_secret_a_command_capture_names_is_scrubbed_from_what_it_printed(tmp_path):
+    ran = run_in_process(tmp_path, _said_plan(tmp_path, "runner", public=False), tmp_path / "runs",
+                         env={"WORDS": WORDS})
+    assert ran.step("say")["verdict"] == "PASS", ran.out + ran.err
+    record = json.loads(next(ran.run_dir.rglob("said.json")).read_text())
+    assert record["stdout"] == "[${WORDS}]\n", record  # the whole value arrived, and was replaced
+    assert _files_holding(ran.run_dir, WORDS) == []

@@ -1,4 +1,9 @@
-"""The command capture: the runner runs a command after the step and keeps exit code, stdout, stderr."""
+"""The command capture: the runner runs a command after the step and keeps exit code, stdout, stderr.
+
+A `${NAME}` in the command is the shell's to expand, from the command's environment, as in `app.start` and
+`actor.command`: the value is never pasted into the command's text, where a `;`, a quote or a `$(` in it
+would be shell syntax. Each value is still scrubbed from what the runner writes.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from referee.core.fsutil import atomic_write_bytes, atomic_write_text
 from referee.rundir.schema import CommandRecord, dump_record, record_file
 from referee.runner.agentproc import launch_line
 from referee.runner.captures.base import CaptureKind, register, searchable
+from referee.runner.envsubst import references
 from referee.runner.homes import remove_home
 from referee.runner.isolation import ENV_ALLOW
 from referee.runner.procs import run_bounded
@@ -31,18 +37,35 @@ def _as_agent(sandbox: Any, env: dict[str, str], home: Path) -> tuple[list[str],
     return prefix, mine, tracker, who
 
 
+def _variables(command: str, ctx: Any) -> dict[str, str]:
+    """The set variables `command` names, from the runner's environment, for its shell to expand; each secret one
+    (not in `public_env`) is scrubbed from what the runner writes from now on."""
+    source = ctx.env or os.environ
+    found = {}
+    for name, _ in references(command):
+        value = source.get(name)
+        if value is None:
+            continue  # unset: the shell's `${NAME:-default}` takes the default (the loader refused one without)
+        found[name] = value
+        if name not in ctx.public:
+            ctx.secrets.add(value, "${" + name + "}")
+    return found
+
+
 @register("command")
 class CommandCapture(CaptureKind):
     def take(self, params, ctx):
         record = CommandRecord(command=ctx.shown(params.command), ran_as="runner")
         prefix: list[str] = []
-        env, tracker, home = ctx.env or None, None, None
+        variables = _variables(params.command, ctx)
+        env, tracker, home = ctx.env or None, None, None  # the runner's environment: the variables are in it
         box = ctx.sandbox if params.run_as == "agent" else None
         if box is not None and box.mode != "none":  # it runs what the agent wrote: with the agent's rights, no more
             home = box.scratch_home()
             prefix, env, tracker, record.ran_as = _as_agent(box, ctx.env or dict(os.environ), home)
+            env.update(variables)  # only those it names, beside the agent's allow-list
         try:
-            ran = run_bounded(ctx.expand(params.command), timeout_s=params.timeout_s, cwd=ctx.cwd, env=env,
+            ran = run_bounded(params.command, timeout_s=params.timeout_s, cwd=ctx.cwd, env=env,
                               keep=MAX_STDOUT_FILE if params.stdout_as else MAX_TEXT,
                               stdout_head=bool(params.stdout_as), prefix=prefix,
                               on_start=tracker.started if tracker else None)
