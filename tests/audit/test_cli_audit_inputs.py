@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -20,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-
+from tests.support.cli_files import cli, no_crash, trace, write_jsonl  # noqa: E402
 
 MINI_SWE_MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant."},
@@ -45,35 +44,6 @@ ANTHROPIC = {"run_id": "a1", "system": "You manage files.",
                           {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
                                                         "is_error": True, "content": "permission denied"}]},
                           {"role": "assistant", "content": [{"type": "text", "text": "Deleted report-7.txt."}]}]}
-
-
-def cli(*args: str, cwd: Path, timeout: float = 60, process: bool = False) -> subprocess.CompletedProcess:
-    """`referee ARGS` in `cwd` as a user runs it: in this process (tests.conftest.run_cli) unless `process`."""
-    from tests.conftest import base_cli_env, run_cli
-
-    env = base_cli_env()
-    env.pop("REFEREE_DEBUG", None)
-    rc, out, err = run_cli(list(args), cwd=cwd, env=env, timeout=timeout, process=process)
-    return subprocess.CompletedProcess(list(args), rc, out, err)
-
-
-def trace(run_id: str, task: str = "Delete the note groceries.md", report: str = "Deleted groceries.md.",
-          **extra) -> dict:
-    return {"trace_version": 1, "run_id": run_id, "task": task,
-            "steps": [{"action": {"name": "delete_note", "args": {"name": "groceries.md"}},
-                       "observation": {"text": "deleted groceries.md"}}],
-            "report": report, **extra}
-
-
-def write_jsonl(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
-def no_crash(proc: subprocess.CompletedProcess) -> None:
-    out = proc.stdout + proc.stderr
-    assert "Traceback" not in out and "internal error" not in out, out[-2000:]
-    assert proc.returncode != 3, out[-2000:]
 
 
 def test_a_symlink_loop_in_a_walked_folder_is_a_bad_item_not_an_internal_error(tmp_path):
