@@ -215,7 +215,10 @@ def nights(kit: Kit) -> Nights:
             partial_result = invoke("run", plan, "--agent", agent, "--out", out, "--only", "stable")
             assert partial_result.exit_code == 0, said(partial_result)
             result = invoke("run", plan, "--agent", agent, "--out", out, "--json")
-            json_night3 = json.loads(result.output[result.output.index("{") :])
+            # the JSON document starts on a line of its own: a FAIL reason on stderr above it may quote a body's "{"
+            start = re.search(r"^\{$", result.output, re.M)
+            assert start, said(result)
+            json_night3 = json.loads(result.output[start.start() :])
         else:
             result = invoke("run", plan, "--agent", agent, "--out", out)
         assert result.exit_code in (0, 1), said(result)
