@@ -205,6 +205,7 @@ def test_memory_limit_caps_data_memory_of_each_process(mode, tmp_path, run_plan)
 # ---------------------------------------------------------------- cpu_s
 
 SPIN_AGENT = '''\
+save("rlimit_cpu.json", list(resource.getrlimit(resource.RLIMIT_CPU)))
 target = float(sys.argv[1])
 if sys.argv[2] == "handler":        # keeps spinning after SIGXCPU: only SIGKILL stops it
     def on_xcpu(sig, frame):
@@ -230,6 +231,12 @@ def _progress(run) -> float:
     return float((run.run_dir / "agent" / "s" / "progress.txt").read_text())
 
 
+def _cpu_rlimit(run) -> list[int]:
+    """The agent's RLIMIT_CPU (soft, hard) as it read it: the kernel's SIGXCPU at the soft limit and SIGKILL at
+    the hard one are the mechanism behind 'SIGXCPU, then SIGKILL a second later'."""
+    return json.loads((run.run_dir / "agent" / "s" / "rlimit_cpu.json").read_text())
+
+
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_cpu_limit_ends_the_agent_and_says_so(mode, tmp_path, run_plan):
     """cpu_s: SIGXCPU at the limit ends an agent that does not handle it; the step's actor_error says
@@ -239,9 +246,9 @@ def test_cpu_limit_ends_the_agent_and_says_so(mode, tmp_path, run_plan):
 
     held = run_plan(one_step_plan(py_cmd(agent, 8, "default"), isolation=mode, limits={"cpu_s": 1},
                                   timeout_s=25), name="cpu_plain")
-    assert held.seconds < 15, held.explain()
     iso = check_isolation(held, mode)
     assert iso["limits"] == {"cpu_s": 1}, iso
+    assert _cpu_rlimit(held) == [1, 2], _cpu_rlimit(held)
     rec = step_record(held)
     assert rec["actor_timed_out"] is False, rec
     assert CPU_MSG in (rec.get("actor_error") or ""), rec
@@ -265,13 +272,17 @@ def test_cpu_limit_sigkills_an_agent_that_survives_sigxcpu_a_second_later(mode, 
     agent = write_agent(tmp_path, "spin.py", SPIN_AGENT)
     run = run_plan(one_step_plan(py_cmd(agent, 8, "handler"), isolation=mode, limits={"cpu_s": 1},
                                  timeout_s=25), name="cpu_stubborn")
-    assert run.seconds < 15, run.explain()
+    # the mechanism, not the clock (a loaded machine stretches both the wall and the CPU accounting: 0.83
+    # CPU-s was once read at SIGXCPU): the limits the kernel enforces, the SIGXCPU the agent caught, the
+    # SIGKILL that ended it after it spun on, and not the step's timeout
+    assert _cpu_rlimit(run) == [1, 2], _cpu_rlimit(run)
     rec = step_record(run)
     assert rec["actor_timed_out"] is False, rec
+    assert CPU_MSG in (rec.get("actor_error") or "") and "SIGKILL" in rec["actor_error"], rec
     adir = run.run_dir / "agent" / "s"
     assert not (adir / "report.json").exists()
     xcpu = [float(x) for x in (adir / "sigxcpu.txt").read_text().split()]
-    assert xcpu and 0.9 <= xcpu[0] < 1.6, xcpu
+    assert xcpu and 0 < xcpu[0] < 1.6, xcpu
     assert xcpu[0] + 0.5 <= _progress(run) < 2.6, (xcpu, _progress(run))
 
 
@@ -282,7 +293,7 @@ def test_cpu_limit_actor_error_also_when_sigkill_ends_the_agent(mode, tmp_path, 
     agent = write_agent(tmp_path, "spin.py", SPIN_AGENT)
     run = run_plan(one_step_plan(py_cmd(agent, 8, "ignore"), isolation=mode, limits={"cpu_s": 1},
                                  timeout_s=25), name="cpu_ignores")
-    assert run.seconds < 15, run.explain()
+    assert _cpu_rlimit(run) == [1, 2], _cpu_rlimit(run)
     rec = step_record(run)
     assert rec["actor_timed_out"] is False, rec
     assert not (run.run_dir / "agent" / "s" / "report.json").exists()

@@ -15,12 +15,14 @@ with what the child would have had:
   same timer) and `sys.unraisablehook` as they were, whatever the command did.
 
 `process_needed(env)` says when a child cannot be stood in for (other import paths, another locale or
-interpreter setting): the callers then start the child as before. A test about signals, process groups,
-isolation of the runner's own process, `-j` workers or the console script starts the child itself.
+interpreter setting, an event loop running here): the callers then start the child as before. A test about
+signals, process groups, isolation of the runner's own process, `-j` workers or the console script starts the
+child itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import os
@@ -44,7 +46,7 @@ _SIGNALS = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP",
 
 
 def process_needed(env: Mapping[str, str] | None) -> str | None:
-    """Why `env` needs a child interpreter (None when this process can stand in for one).
+    """Why `env`, or this process's state, needs a child interpreter (None when this process can stand in).
 
     >>> process_needed(None) is None
     True
@@ -53,6 +55,11 @@ def process_needed(env: Mapping[str, str] | None) -> str | None:
     >>> process_needed({**os.environ, "PYTHONPATH": "/plugins"})
     'PYTHONPATH names /plugins'
     """
+    try:  # a running event loop here (Playwright's sync API, which the screens tests hold open): the CLI's
+        asyncio.get_running_loop()  # own Playwright or asyncio.run would refuse to start under it
+        return "an asyncio loop runs in this thread"
+    except RuntimeError:
+        pass
     if env is None:
         return None
     for var in _STARTUP_VARS:
@@ -92,12 +99,15 @@ def run_in_process(args: Sequence[Any], *, cwd: str | os.PathLike[str] | None = 
 
 def completed(args: Sequence[Any], *, cwd: str | os.PathLike[str] | None = None,
               env: Mapping[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`referee ARGS` in this process, as `subprocess.run(["referee", *ARGS], capture_output=True, text=True)`
-    returns it.
+    """`referee ARGS` in this process (in a child where `process_needed`), as `subprocess.run(["referee", *ARGS],
+    capture_output=True, text=True)` returns it.
 
     >>> completed(["kinds", "--no-such-option"]).returncode
     2
     """
+    if process_needed(env) is not None:
+        return subprocess.run([sys.executable, "-m", "referee.cli.main", *map(str, args)], cwd=cwd, env=env,
+                              input=input, capture_output=True, text=True, timeout=600)
     rc, out, err = run_in_process(args, cwd=cwd, env=env, input=input)
     return subprocess.CompletedProcess(["referee", *map(str, args)], rc, text_of(out), text_of(err))
 
