@@ -61,10 +61,11 @@ check: setup
 	$(VENV)/bin/mypy src/referee
 	$(PY) tools/redos_check.py
 
-# on every core (up to 4), one test file per worker at a time: a file's module fixtures (the browser journey)
-# start once, and each worker has its own PostgreSQL, moto server and signing key
+# on every core (up to 4): each worker starts with a run of whole files in order (a file's module fixtures start
+# once) and takes half of a busy worker's rest when it runs dry; each worker has its own PostgreSQL, moto server
+# and signing key. REFEREE_HYPOTHESIS=thorough: every Hypothesis example (tests/support/hypo.py)
 test: check
-	$(PY) -m pytest -q -p no:cacheprovider -n auto --maxprocesses 4 --dist loadfile
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --maxprocesses 4 --dist worksteal
 
 # every regex of the package searched over worst-case inputs (docs/security-inputs.md), the accepted ones too
 redos-check: setup
