@@ -6,6 +6,7 @@ import json
 
 from referee.audit.ingest.readers import read_traces, sniff_format
 from referee.audit.view.blind import build_view
+from tests.support.incli import completed
 
 CONVO = {"run_id": "blk1", "messages": [
     {"role": "user", "content": "Delete the file report-7.txt"},
@@ -37,14 +38,11 @@ def test_blocks_become_actions_observations_and_a_report(tmp_path):
 
 
 def test_the_audit_flags_the_claim_the_error_contradicts(tmp_path):
-    import subprocess
-    import sys
 
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps(CONVO) + "\n")
     out = tmp_path / "a.jsonl"
-    run = subprocess.run([sys.executable, "-m", "referee.cli.main", "audit", str(path), "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    run = completed(["audit", path, "--out", out])
     assert run.returncode == 0, run.stderr
     rec = json.loads(out.read_text().splitlines()[0])
     assert rec["claim"]["label"] == "success" and rec["trace_state"] == "not_completed"

@@ -10,11 +10,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+
+from tests.support.incli import completed
 
 HOSTILE_ID = "evil|<b>x</b>\x1b[31m"
 
@@ -39,9 +40,8 @@ TRACES = [
 def _audit(tmp: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     traces = tmp / "traces.jsonl"
     traces.write_text("\n".join(json.dumps(t) for t in TRACES) + "\n")
-    return subprocess.run([sys.executable, "-m", "referee.cli.main", "audit", str(traces), "--out",
-                           str(tmp / "audit.jsonl"), "--no-progress", "--workers", "1", *args],
-                          capture_output=True, text=True, timeout=180, env=env, cwd=tmp)
+    return completed(["audit", traces, "--out", tmp / "audit.jsonl", "--no-progress", "--workers", "1", *args],
+                     env=env, cwd=tmp)
 
 
 @pytest.fixture(scope="module")

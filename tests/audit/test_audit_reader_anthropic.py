@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from referee.audit.ingest.readers import read_traces, sniff_format
 from referee.audit.view.blind import build_view
+from tests.support.incli import completed
 
 TOOLS = [{"name": "delete_file", "description": "Delete a file.", "input_schema": {"type": "object"}}]
 REQUEST = {
@@ -24,8 +23,7 @@ REQUEST = {
 
 
 def referee(*args):
-    return subprocess.run([sys.executable, "-m", "referee.cli.main", *map(str, args)], capture_output=True,
-                          text=True, timeout=120)
+    return completed(args)
 
 
 def test_a_request_body_is_sniffed_and_read(tmp_path):

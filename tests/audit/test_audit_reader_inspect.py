@@ -16,14 +16,14 @@ from referee.audit.ingest.readers.inspect_files import ZIP_ZSTD, iter_json_log
 from referee.audit.trace import GoldScorer
 from referee.audit.view.blind import build_view
 from referee.errors import GoldError, MissingExtraError
+from tests.support.incli import completed
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKERS = ("STORE-MARKER", "SCORER-MARKER", "META-MARKER")
 
 
 def referee(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "referee.cli.main", *map(str, args)], capture_output=True,
-                          text=True, timeout=180, cwd=cwd)
+    return completed(args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

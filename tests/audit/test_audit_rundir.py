@@ -14,6 +14,7 @@ import pytest
 from referee.audit.ingest.readers import read_traces, sniff_format
 from referee.audit.view.blind import build_view
 from referee.cli.main import main
+from tests.support.incli import completed
 from tests.support.sealing import reseal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +34,7 @@ def only_run_dir(out: Path) -> Path:
 def demo_run(tmp_path_factory) -> Path:
     """A real run of the bundled demo: the agreeable agent claims pass everywhere; `tidy_up` is SKIPPED."""
     out = tmp_path_factory.mktemp("demo")
-    proc = subprocess.run([sys.executable, "-m", "referee.cli.main", "demo", "--no-browser", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = completed(["demo", "--no-browser", "--out", out])
     assert proc.returncode == 0, proc.stderr
     run_dir = only_run_dir(out)
     verdicts = {s["id"]: s["verdict"] for s in json.loads((run_dir / "results.json").read_text())["steps"]}
@@ -186,9 +186,7 @@ AGENT = ("import os, json\n"
 def run_plan(tmp_path: Path, plan: str) -> Path:
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "plan.yaml").write_text(plan)
-    proc = subprocess.run([sys.executable, "-m", "referee.cli.main", "run", "plan.yaml", "--agent",
-                           f"{sys.executable} agent.py", "--out", "runs"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    proc = completed(["run", "plan.yaml", "--agent", f"{sys.executable} agent.py", "--out", "runs"], cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stderr
     return only_run_dir(tmp_path / "runs")
 

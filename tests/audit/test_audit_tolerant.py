@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from referee.audit.ingest.readers import read_traces
 from referee.audit.view.blind import build_view
+from tests.support.incli import completed
 
 BASE = {"run_id": "r1", "task": "Delete note N42",
         "steps": [{"action": {"name": "delete_note", "args": {"id": "N42"}},
@@ -47,8 +46,7 @@ def test_missing_required_fields_are_still_an_error(tmp_path):
 def test_the_cli_names_ignored_fields_once_per_file(tmp_path):
     recs = [dict(BASE, run_id=f"r{i}", timestamp=i) for i in range(3)]
     src = write(tmp_path / "t.jsonl", *recs)
-    cmd = [sys.executable, "-m", "referee.cli.main", "audit", str(src), "--out", str(tmp_path / "a.jsonl")]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = completed(["audit", src, "--out", tmp_path / "a.jsonl"])
     assert out.returncode == 0, out.stderr
     warnings = [ln for ln in out.stderr.splitlines() if "ignored fields" in ln]
     assert len(warnings) == 1 and "timestamp" in warnings[0]
@@ -70,8 +68,7 @@ LONE = dict(BASE, run_id="lone", task="Delete note N42 \ud83d", report="Deleted 
 
 def _audit(tmp_path, src, *extra):
     out = tmp_path / f"{src.stem}.out.jsonl"
-    cmd = [sys.executable, "-m", "referee.cli.main", "audit", str(src), "--out", str(out), "--no-progress", *extra]
-    got = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    got = completed(["audit", src, "--out", out, "--no-progress", *extra])
     assert got.returncode == 0, got.stderr
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 

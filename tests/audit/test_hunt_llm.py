@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.support.incli import completed  # noqa: E402
 from tests.support.llm_stub import LLMStub, Status  # noqa: E402
 
 EXAMPLES = ROOT / "docs" / "examples" / "traces.jsonl"
@@ -46,8 +47,7 @@ def cli(*args: str, cwd: Path, timeout: float = 60, extra_path: str | None = Non
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (extra_path, str(ROOT / "src")) if p),
            "OPENAI_API_KEY": "test-key"}
     env.pop("REFEREE_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "referee", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return completed(args, cwd=cwd, env=env)  # in a child where extra_path must be importable
 
 
 def trace(run_id: str, task: str = "Delete the note named groceries.md in Markor",

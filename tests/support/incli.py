@@ -120,12 +120,10 @@ def text_of(data: bytes, *, universal_newlines: bool = True) -> str:
 
 @contextlib.contextmanager
 def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
-    if env is None:
-        yield
-        return
-    before = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
+    before = dict(os.environ)  # restored also after env=None: a command may set a variable (`referee demo` does)
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
     try:
         yield
     finally:
