@@ -15,9 +15,9 @@ with what the child would have had:
   same timer) and `sys.unraisablehook` as they were, whatever the command did.
 
 `process_needed(env)` says when a child cannot be stood in for (other import paths, another locale or
-interpreter setting, an event loop running here): the callers then start the child as before. A test about
-signals, process groups, isolation of the runner's own process, `-j` workers or the console script starts the
-child itself.
+interpreter setting, a call from a thread, an event loop running here): the callers then start the child as
+before. A test about signals, process groups, isolation of the runner's own process, `-j` workers or the
+console script starts the child itself.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ def process_needed(env: Mapping[str, str] | None) -> str | None:
     >>> process_needed({**os.environ, "PYTHONPATH": "/plugins"})
     'PYTHONPATH names /plugins'
     """
+    if threading.current_thread() is not threading.main_thread():
+        return "called from a thread (the environment, folder and descriptors are the whole process's)"
     try:  # a running event loop here (Playwright's sync API, which the screens tests hold open): the CLI's
         asyncio.get_running_loop()  # own Playwright or asyncio.run would refuse to start under it
         return "an asyncio loop runs in this thread"
@@ -82,6 +84,7 @@ def run_in_process(args: Sequence[Any], *, cwd: str | os.PathLike[str] | None = 
     """
     from referee.cli.main import main
 
+    assert threading.current_thread() is threading.main_thread(), "in-process CLI from a thread: see process_needed"
     with _environment(env), _folder(cwd), _kept_process_state(), _fresh_caches(), _own_forkserver(), \
             _std_fds(input) as got:
         try:
