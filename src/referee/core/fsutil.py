@@ -278,9 +278,9 @@ def read_regular(path: Path, *, max_bytes: int, root: Path | None = None,
 def loads_json(data: bytes | str, *, max_depth: int = 64) -> Any:
     """Parse JSON that nests at most `max_depth` arrays/objects deep; ValueError for anything else.
 
-    Invalid UTF-8 is replaced, not an error: the text is what it is. Depth is measured on the text
-    before parsing (referee.core.jsonio.depth), so a hostile `[[[[...]]]]`, closed or not, costs one pass over
-    the bytes and is called too deep, never a RecursionError.
+    Invalid UTF-8 is replaced, not an error: the text is what it is. The parse and its depth limit are
+    the one every reader of a user's file uses (referee.core.jsonio.depth.loads_text), so a hostile
+    `[[[[...]]]]`, closed or not, is called too deep, never a RecursionError.
 
     >>> loads_json(b'{"a": [1, "x\\xff"]}') == {"a": [1, "x\\ufffd"]}
     True
@@ -289,13 +289,10 @@ def loads_json(data: bytes | str, *, max_depth: int = 64) -> Any:
     ...
     ValueError: JSON nested deeper than 64 levels
     """
-    from referee.core.jsonio.depth import loads_text, too_deep
+    from referee.core.jsonio.depth import loads_text
 
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    message = f"JSON nested deeper than {max_depth} levels"
-    if too_deep(text, limit=max_depth):
-        raise ValueError(message)
-    return loads_text(text, max_depth=max_depth, message=message)
+    return loads_text(text, max_depth=max_depth, message=f"JSON nested deeper than {max_depth} levels")
 
 
 def own_dir(root: Path, *parts: str) -> tuple[Path, list[str]]:

@@ -145,24 +145,6 @@ def loads(text: str | bytes) -> Any:
     return loads_text(text, max_depth=MAX_DEPTH, message=f"nested deeper than {MAX_DEPTH} levels")
 
 
-def _refuses_past(levels: int) -> bool:
-    """Whether pydantic-core parses `levels` nested arrays and refuses one more (its recursion limit)."""
-    try:
-        from_json("[" * levels + "]" * levels)
-    except ValueError:
-        return False
-    try:
-        from_json("[" * (levels + 1) + "]" * (levels + 1))
-    except ValueError:
-        return True
-    return False
-
-
-# pydantic-core parses at most 201 levels: a text parsed inside one more array ("[" + text + "]") then nests at
-# most MAX_DEPTH, and needs no depth check (a walk of the whole value, 5% of auditing large records)
-_LIMITED = _refuses_past(MAX_DEPTH + 1)
-
-
 def parse_shallow(text: str) -> Any:
     """pydantic-core's parse of a JSON text that nests at most MAX_DEPTH levels; ValueError for anything else
     (a deeper value, bad JSON, more than one value, what pydantic-core refuses and `json` may accept).
@@ -173,20 +155,15 @@ def parse_shallow(text: str) -> Any:
     Traceback (most recent call last):
     ValueError: nested deeper than 200 levels
     """
-    if not _LIMITED:  # another pydantic-core: measure the value instead
-        value = from_json(text)
-        if parsed_deeper(value, text):
-            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
-        return value
     try:
-        got = from_json("[" + text + "]")
+        value = from_json(text)
     except ValueError as exc:
-        if "recursion limit" in str(exc):
+        if "recursion limit" in str(exc):  # pydantic-core's own limit is about MAX_DEPTH: deeper still
             raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
         raise
-    if len(got) != 1:  # "1, 2": more than one value
-        raise ValueError("more than one JSON value")
-    return got[0]
+    if parsed_deeper(value, text):  # counted in C; walked only when the text holds more brackets than the limit
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return value
 
 
 def loads_text(text: str, *, max_depth: int, message: str) -> Any:
@@ -196,11 +173,11 @@ def loads_text(text: str, *, max_depth: int, message: str) -> Any:
     it refuses (`json`'s errors, and a lone surrogate escape or nesting past 200 levels) goes to `json`.
     """
     try:
-        value = parse_shallow(text) if max_depth == MAX_DEPTH else from_json(text)
+        value = from_json(text)
     except ValueError:
         pass
     else:
-        if max_depth != MAX_DEPTH and parsed_deeper(value, text, limit=max_depth):
+        if parsed_deeper(value, text, limit=max_depth):  # bracket count in C; a walk only past `max_depth` of them
             raise ValueError(message)
         return value
     try:

@@ -1,5 +1,6 @@
-"""The JSON stream reader: records read where they lie in the window (a fast path for the usual file, a general
-one for the rest), and a broken record's recovery. What it does is told in `referee.core.jsonio.values`."""
+"""The JSON stream reader: records parsed where they lie in the window by `json`'s C decoder (`raw_decode`),
+and a broken record's recovery at the next line a record starts. What it does is told in
+`referee.core.jsonio.values`."""
 
 from __future__ import annotations
 
@@ -8,39 +9,50 @@ import re
 from typing import Any, BinaryIO, Iterator
 
 from referee.core.jsonio.depth import MAX_DEPTH, digits_message, parsed_deeper, too_many_digits, without_lone_surrogates
-from referee.core.jsonio.window import (
-    _CHECKS,
-    _DECODE,
-    _KEY,
-    _LINE_OPENER,
-    _MARGIN,
-    _NONE,
-    _SCAN,
-    _SEP,
-    _WS,
-    JsonValue,
-    _end,
-    _Layout,
-    _scan,
-    _shares_key,
-    _whole_line,
-    _Window,
-)
+from referee.core.jsonio.window import JsonValue, Window, match_end, scan_brackets
+
+_DECODE = json.JSONDecoder().raw_decode  # (value, end) of the value at an index: the one parser
+_CHECKS = 32  # good records a line layout is checked on before it is trusted
+_MARGIN = 64  # a parse error this close to the window's end may be the edge, not the record
+_WS = re.compile(r"[ \t\r\n]*")
+_LINE_OPENER = re.compile(r"\n([ \t]*)([\[{])")
+_SEP = re.compile(r"[ \t\r\n,]*")
 
 
-class _Reader:
+class _Layout:
+    """Where records start: on their own line after `lead` (line layout), or anywhere (`lead` None)."""
+
+    __slots__ = ("lead", "opener", "needle", "state")
+
+    def __init__(self, lead: str | None, opener: str) -> None:
+        self.lead, self.opener = lead, opener  # opener: "{" or "[", "" for a scalar record
+        self.needle = "" if lead is None else "\n" + lead + opener  # how a record's first line starts
+        # -1: records cannot be found by line (one long line, or records hold such lines inside);
+        # 0: line layout, not yet seen on a good record; n > 0: seen on n (checked up to _CHECKS)
+        self.state = -1 if lead is None else 0
+
+
+def _one_value(buf: str, start: int, end: int) -> bool:
+    """Whether buf[start:end] holds one JSON value and nothing else but blanks."""
+    try:
+        _, stop = _DECODE(buf, start)
+    except (ValueError, RecursionError):
+        return False
+    return stop <= end and match_end(_WS, buf, stop) >= end
+
+
+class Reader:
+    """The records of a binary file, read in a sliding window (`run`); see `referee.core.jsonio.values`."""
+
     def __init__(self, raw: BinaryIO, chunk: int, *, first_line: int = 1, sig: bool = True) -> None:
-        self.w = _Window(raw, chunk, sig=sig)
+        self.w = Window(raw, chunk, sig=sig)
         self.chunk = chunk
         self.pos, self.line = 0, first_line  # cursor in w.buf and the line it is on
         self.array = False
         self.ended = False
-        self.guessing = False  # a record was found by guessing on one long line
         self.largest = 0
         self.ref: _Layout | None = None  # layout of the last good record (what a broken one is resynced by)
-        self.ref_value: Any = None  # and that record
         self.layouts: dict[tuple[str | None, str], _Layout] = {}
-        self.whole: Any = None  # the container `_decode` last parsed as a whole line: checked already
 
     # -- cursor and window
 
@@ -61,7 +73,7 @@ class _Reader:
         """Move the cursor past `pattern`; the next character, or "" at the end of the file."""
         w = self.w
         while True:
-            j = _end(pattern, w.buf, self.pos)
+            j = match_end(pattern, w.buf, self.pos)
             self._goto(j)
             if j < len(w.buf):
                 return w.buf[j]
@@ -97,11 +109,11 @@ class _Reader:
         except json.JSONDecodeError:
             return self._cut_line(nl)
         except (RecursionError, ValueError):  # too deep or too long a number to decode: its brackets may still close
-            st, stop = _scan(buf[:nl], self.pos, [], self.pos)
+            st, stop = scan_brackets(buf[:nl], self.pos, [], self.pos)
             if st != "end":
                 return False
             end = stop - self.pos
-        j = _end(_WS, buf, self.pos + end)
+        j = match_end(_WS, buf, self.pos + end)
         return j > nl and j < len(buf) and buf[j] in "[{"
 
     def _cut_line(self, nl: int) -> bool:
@@ -109,14 +121,14 @@ class _Reader:
         runs into its end (JSON strings hold no raw newline, so no value goes on past it) and the next line holds
         one whole value."""
         buf = self.w.buf
-        st, i = _scan(buf[:nl + 1], self.pos, [], self.pos)
+        st, i = scan_brackets(buf[:nl + 1], self.pos, [], self.pos)
         if st != "bad" or buf[i] != '"':
             return False
-        j = _end(_WS, buf, nl)
+        j = match_end(_WS, buf, nl)
         end = buf.find("\n", j)
         if j >= len(buf) or buf[j] not in "[{" or (end < 0 and not self.w.eof):
             return False
-        return _whole_line(buf, j, len(buf) if end < 0 else end)[0] is not _NONE
+        return _one_value(buf, j, len(buf) if end < 0 else end)
 
     def _step(self) -> Iterator[JsonValue]:
         """One record (or the array's end) by the general path: whatever `_fast` leaves."""
@@ -156,16 +168,25 @@ class _Reader:
             yield from self._recover(start, line, f"invalid JSON: a key where a record should start at line {line}",
                                      start, lay)
         elif kind == "ok":
-            self._good(lay, a, start, b, trusted=not self.guessing)
+            self._good(lay, start, b)
             yield self._checked(line, a, start, b)
             self._goto(b)
         elif kind == "probe":
             yield from self._probe(start, line, lay)
         elif kind == "deep":  # well formed, maybe, but too deep (or a number too long) to decode: skip it
             msg = f"invalid JSON: {b} at line {line}"
-            end = self._close(start) if self.w.buf[start] in "{[" else None  # a bare number: resync finds its end
-            if end is None:
+            if self.w.buf[start] not in "{[":  # a bare number: the resync finds its end
                 yield from self._recover(start, line, msg, a, lay)
+                return
+            end = self._close(start)
+            if end is None and (far := self._far_end(start, line)) is not None:
+                while self.w.base + len(self.w.buf) < far:  # the text up to there, its lines counted
+                    self._goto(len(self.w.buf))
+                    self._compact(0)
+                    self.w.grow()
+                end = far - self.w.base
+            if end is None:
+                yield from self._recover(self.pos, line, msg, a, lay)
             else:
                 yield JsonValue(line=line, error=msg)
                 self._goto(end)
@@ -178,15 +199,13 @@ class _Reader:
         """The common case, inlined: good records that lie whole in the window, until anything else."""
         w, chunk = self.w, self.chunk
         buf, pos, line = w.buf, self.pos, self.line
-        ref, ref_value, largest = self.ref, self.ref_value, self.largest
+        ref, largest = self.ref, self.largest
         if ref is None or not ref.opener:
             return
         opener = ref.opener
-        trusted = not self.guessing
-        sep, scan, count = _SEP.match, _SCAN, buf.count
+        sep, decode, count = _SEP.match, _DECODE, buf.count
         end_ok = len(buf) - _MARGIN
         gap, gap_nl, lay = None, 0, ref  # the text between records: the same as last time means the same layout
-        jit = True
         try:
             while True:
                 j = sep(buf, pos).end()  # type: ignore[union-attr]  # _SEP matches the empty string: never None
@@ -199,18 +218,12 @@ class _Reader:
                     gap = buf[pos:j]
                     gap_nl = gap.count("\n")
                     needle = lay.needle if 0 <= lay.state < _CHECKS else None
-                value, shallow = _NONE, False
-                if jit and gap_nl and (nl := buf.find("\n", j, end_ok)) > 0:
-                    value, end = _whole_line(buf, j, nl)
-                    jit = value is not _NONE  # a layout whose lines hold more than one value: scan it
-                    shallow = jit  # _whole_line gives back no value nested too deep
-                if value is _NONE:
-                    try:
-                        value, end = scan(buf, j)
-                    except (StopIteration, ValueError, RecursionError):
-                        return
-                    value = without_lone_surrogates(value, buf, j, end)
-                if end >= end_ok or not shallow and parsed_deeper(value, buf, j, end):
+                try:
+                    value, end = decode(buf, j)
+                except (ValueError, RecursionError):
+                    return
+                value = without_lone_surrogates(value, buf, j, end)
+                if end >= end_ok or parsed_deeper(value, buf, j, end):
                     return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
                 if needle is not None:
@@ -223,8 +236,7 @@ class _Reader:
                             needle = None
                 if end - j > largest:
                     largest = end - j
-                if trusted:
-                    ref, ref_value = lay, value
+                ref = lay
                 line += gap_nl
                 yield JsonValue(line, value)
                 line += k
@@ -237,7 +249,7 @@ class _Reader:
                     end_ok = len(buf) - _MARGIN
         finally:
             self.pos, self.line = pos, line
-            self.ref, self.ref_value, self.largest = ref, ref_value, largest
+            self.ref, self.largest = ref, largest
 
     def _layout(self, sep_start: int, start: int) -> _Layout:
         buf = self.w.buf
@@ -264,7 +276,7 @@ class _Reader:
             lay = self.layouts[(lead, opener)] = _Layout(lead, opener)
         return lay
 
-    def _good(self, lay: _Layout, value: Any, start: int, end: int, trusted: bool = True) -> None:
+    def _good(self, lay: _Layout, start: int, end: int) -> None:
         if end - start > self.largest:
             self.largest = end - start
         if 0 <= lay.state < _CHECKS:
@@ -272,13 +284,11 @@ class _Reader:
                 lay.state = -1  # a record holds a line that looks like a record's start: layout not usable
             else:
                 lay.state += 1
-        if trusted and (lay.opener or self.ref is None or not self.ref.opener):
-            self.ref, self.ref_value = lay, value  # a scalar never replaces a record
+        if lay.opener or self.ref is None or not self.ref.opener:
+            self.ref = lay  # a scalar never replaces a record
 
     def _checked(self, line: int, value: Any, start: int, end: int) -> JsonValue:
         """A record that parsed at buf[start:end]: its value, or an error when it nests too deep."""
-        if value is self.whole:  # pydantic-core parsed it (`_whole_line`): no deeper value, no lone surrogate
-            return JsonValue(line=line, value=value)
         if parsed_deeper(value, self.w.buf, start, end):
             return JsonValue(line=line, error=f"invalid JSON: nested deeper than {MAX_DEPTH} levels at line {line}")
         return JsonValue(line=line, value=without_lone_surrogates(value, self.w.buf, start, end))
@@ -294,17 +304,6 @@ class _Reader:
         """("ok", value, end) | ("bad", error index, message) | ("sibling", next record, _) | ("probe", _, _)
         | ("deep", _, message): too deep, or a number too long, to decode (`candidate` says "bad" instead)."""
         w = self.w
-        # a record alone on its line (a small file's only record, the first of a JSONL file): pydantic-core
-        # parses the line, about twice as fast as `json`, and bounds its depth as it parses (no walk after);
-        # anything else on the line, or what pydantic-core refuses, is read below as before
-        buf, self.whole = w.buf, None
-        nl = buf.find("\n", start)
-        if nl > start or (nl < 0 and w.eof and len(buf) > start):
-            value, end = _whole_line(buf, start, len(buf) if nl < 0 else nl)
-            if value is not _NONE:
-                if type(value) is dict or type(value) is list:
-                    self.whole = value
-                return "ok", value, end
         seen = start + 1
         while True:
             buf = w.buf
@@ -353,17 +352,16 @@ class _Reader:
                  search: int | None = None) -> Iterator[JsonValue]:
         """The record at buf[start] is broken (first error at buf[err]): yield one error, resume at the next record.
 
-        `search`: where a line-layout search for the next record begins (default: after `start`).
+        `search`: where the search for the next record's line begins (default: after `start`).
         """
-        lay, keys = self._pick(start, own)
-        if lay.lead is None:  # one long line: where its brackets balance again, if what follows reads on
-            end = self._bad_end(start, keys)
-            if end is not None:
-                # unless a record starts inside that span (a cut string made two records look like one)
-                yield from self._resync(line, msg, start + 1, lay, keys, stop=end)
-                return
-            search = None
-        yield from self._resync(line, msg, start + 1 if search is None else search, lay, keys,
+        lay = self._pick(start, own)
+        if lay is None:  # no line a record starts: one long line, resumed where its brackets balance again
+            end = self._bad_end(start)
+            self._goto(len(self.w.buf) if end is None else end)
+            self.ended = end is None
+            yield JsonValue(line=line, error=msg if end is not None else f"{msg}; nothing after it could be read")
+            return
+        yield from self._resync(line, msg, start + 1 if search is None else search, lay,
                                 also=self._other_opener(lay))
 
     def _other_opener(self, lay: _Layout) -> _Layout | None:
@@ -378,25 +376,23 @@ class _Reader:
             return self._layout_for(*key) if self.ref is None else None
         return other if other.state > 0 else None
 
-    def _pick(self, start: int, own: _Layout) -> tuple[_Layout, set[str] | None]:
-        """How to find the record after a broken one at buf[start]: by line, else by '{' and shared keys."""
+    def _pick(self, start: int, own: _Layout) -> _Layout | None:
+        """The line layout the record after a broken one at buf[start] is found by; None where records do not
+        start lines (one long line)."""
         if own.state >= 0 and own.opener:
-            return own, None
+            return own
         if self.ref is not None:
             if self.ref.state >= 0:
-                return self.ref, None
+                return self.ref
         else:  # the first record: the least indented line in sight that starts with '{' or '['
             leads = [(len(m.group(1)), m.group(1), m.group(2)) for m in _LINE_OPENER.finditer(self.w.buf, start)
                      if not own.opener or m.group(2) == own.opener]
             if leads:
                 _, lead, opener = min(leads)
-                return self._layout_for(lead, opener), None
-        if own.state >= 0:
-            return own, None
-        opener = self.ref.opener if self.ref is not None else own.opener
-        return _Layout(None, opener), self._keys(start)
+                return self._layout_for(lead, opener)
+        return own if own.state >= 0 else None
 
-    def _bad_end(self, start: int, keys: set[str] | None) -> int | None:
+    def _bad_end(self, start: int) -> int | None:
         """Where a broken record on one long line ends: its brackets balance and a good record (or the end) follows."""
         w = self.w
         j = self._close(start)
@@ -406,12 +402,12 @@ class _Reader:
             return j
         k, c = self._peek_at(j)
         if c == ",":
-            k = _end(_SEP, w.buf, k)
+            k = match_end(_SEP, w.buf, k)
             k, c = self._peek_at(k)
             if c in ("", "]"):
                 return j if self._follows(k) or c == "" else None
-            kind, v, e = self._decode(k, _Layout(None, c if c in "{[" else ""), candidate=True)
-            return j if kind == "ok" and _shares_key(v, keys) and self._follows(e) else None
+            kind, _, e = self._decode(k, _Layout(None, c if c in "{[" else ""), candidate=True)
+            return j if kind == "ok" and self._follows(e) else None
         return j if self._follows(j) else None
 
     def _close(self, start: int) -> int | None:
@@ -420,7 +416,7 @@ class _Reader:
         w, i = self.w, start
         stack: list[str] = []
         while True:
-            st, j = _scan(w.buf, i, stack, start)
+            st, j = scan_brackets(w.buf, i, stack, start)
             if st == "end":
                 return j
             if st == "bad" or 2 * (len(w.buf) - start) > self._limit() or not w.grow(len(w.buf) - start):
@@ -431,7 +427,7 @@ class _Reader:
         """The first non-blank character from buf[i] on and where it is; ("", end of window) at EOF."""
         w = self.w
         while True:
-            j = _end(_WS, w.buf, i)
+            j = match_end(_WS, w.buf, i)
             if j < len(w.buf):
                 return j, w.buf[j]
             if not w.grow():
@@ -447,107 +443,64 @@ class _Reader:
             return c in ("", "[")
         return c in ("", ",")
 
-    def _keys(self, start: int) -> set[str] | None:
-        """Keys a record found on one long line must share: the previous record's, else the broken one's first."""
-        if self.ref is not None:
-            v = self.ref_value
-            return set(v) if isinstance(v, dict) and v else None
-        m = _KEY.search(self.w.buf, start, start + 512)
-        try:
-            return {json.loads(m.group(1))} if m else None
-        except ValueError:
-            return None
-
-    def _resync(self, line: int, msg: str, i: int, lay: _Layout, keys: set[str] | None,
-                stop: int | None = None, also: _Layout | None = None) -> Iterator[JsonValue]:
-        """Skip to the first record at or after buf[i] that parses; yield the error, then that record.
-
-        With `stop`, look only before buf[stop] and resume there when nothing is found. `also`: a line layout
-        whose lines are looked at too (`_other_opener`).
-        """
+    def _resync(self, line: int, msg: str, i: int, lay: _Layout, also: _Layout | None = None) -> Iterator[JsonValue]:
+        """Skip to the first line at or after buf[i] that starts like a record (`lay`, or `also`: `_other_opener`);
+        yield the error, then that record, or its own error and go on to the next such line."""
         own = lay
         while True:
             lay = own
-            if stop is None:
-                c = self._next(i, lay, also)
-            else:
-                c = self.w.buf.find(lay.opener, i, stop) if lay.opener else -1
-            if stop is not None and c < 0:
-                self._goto(stop)
-                yield JsonValue(line=line, error=msg)
-                return
+            c = self._next(i, lay, also)
             if c < 0:
                 self._goto(len(self.w.buf))
                 self.ended = True
                 yield JsonValue(line=line, error=f"{msg}; nothing after it could be read")
                 return
             self._goto(c)
-            d = self._compact()
-            c -= d
-            if stop is not None:
-                stop -= d
+            c -= self._compact()
             if also is not None and self.w.buf[c] == also.opener:
                 lay = also
             kind, a, b = self._decode(c, lay, candidate=True)
-            if lay.lead is not None:  # a line that starts like a record: it is the next record, good or bad
-                if kind == "ok" and (type(a) is not str or self._follows(b)):
-                    yield JsonValue(line=line, error=f"{msg}; skipped to line {self.line}")
-                    self._good(lay, a, c, b)
-                    yield self._checked(self.line, a, c, b)
-                    self._goto(b)
-                    return
-                yield JsonValue(line=line, error=f"{msg}; skipped to line {self.line}")
-                line = self.line
-                if kind == "bad":
-                    msg = self._message(c, line, a, b)
-                elif kind == "sibling":
-                    msg = "invalid JSON: value never closed"
-                else:
-                    msg = f"invalid JSON: a key where a record should start at line {line}"
-            elif kind == "ok" and _shares_key(a, keys) and self._follows(b):
-                yield JsonValue(line=line, error=f"{msg}; skipped to line {self.line}")
-                self.guessing = True  # a guess: records after it do not become the reference
-                self._good(lay, a, c, b, trusted=False)
+            yield JsonValue(line=line, error=f"{msg}; skipped to line {self.line}")
+            if kind == "ok" and (type(a) is not str or self._follows(b)):
+                self._good(lay, c, b)
                 yield self._checked(self.line, a, c, b)
                 self._goto(b)
                 return
+            line = self.line
+            if kind == "bad":
+                msg = self._message(c, line, a, b)
+            elif kind == "sibling":
+                msg = "invalid JSON: value never closed"
+            else:
+                msg = f"invalid JSON: a key where a record should start at line {line}"
             i = a if kind == "sibling" else c + 1
 
     def _next(self, i: int, lay: _Layout, also: _Layout | None = None) -> int:
-        """The next place a record may start at or after buf[i], reading on (dropping what is passed); -1 at EOF."""
+        """The next line at or after buf[i] that starts like a record, reading on (dropping what is passed); -1 at
+        EOF."""
         w = self.w
         while True:
-            buf = w.buf
-            keep = 0
-            if lay.lead is not None:
-                c = self._sibling(i, lay)
-                if also is not None and (o := self._sibling(i, also)) >= 0 and (c < 0 or o < c):
-                    c = o  # the line that starts with the other bracket comes first
-                keep = len(lay.needle)
-            elif lay.opener:
-                c = buf.find(lay.opener, i)
-            else:
-                c = buf.find(",", i)
-                if c >= 0:
-                    c = _end(_WS, buf, c + 1)
+            c = self._sibling(i, lay)
+            if also is not None and (o := self._sibling(i, also)) >= 0 and (c < 0 or o < c):
+                c = o  # the line that starts with the other bracket comes first
             if c >= 0:
                 return c
             if w.eof:
                 return -1
-            to = max(self.pos, len(buf) - keep)
+            to = max(self.pos, len(w.buf) - len(lay.needle))
             self._goto(to)
             i = max(i, to) - self._compact()
             w.grow()
 
-    def _probe(self, start: int, line: int, lay: _Layout) -> Iterator[JsonValue]:
-        """A record too long to hold blindly: find its end with a scan that keeps no text, then re-read it."""
+    def _far_end(self, start: int, line: int) -> int | None:
+        """Where the value at buf[start] (on `line`) ends, as a file offset, found by a scan that keeps no text
+        however long it is; None when it never closes. The window is then back at buf[start], now buf[0]."""
         w = self.w
         s_abs = w.base + start
-        keys = self._keys(start)
         stack: list[str] = []
         i, lo = start, start
         while True:
-            st, j = _scan(w.buf, i, stack, lo)
+            st, j = scan_brackets(w.buf, i, stack, lo)
             if st != "more":
                 break
             if w.eof:  # a scalar (a long string) may end with the file; anything else is cut
@@ -559,10 +512,20 @@ class _Reader:
         e_abs = w.base + j if st == "end" else None
         w.seek(s_abs)
         self.pos, self.line = 0, line
-        if e_abs is None:  # it never closes: resume inside it, at the next record
-            resync, _ = self._pick(0, lay)
-            yield from self._resync(line, "invalid JSON: value never closed", 1, resync,
-                                    None if resync.lead is not None else keys)
+        return e_abs
+
+    def _probe(self, start: int, line: int, lay: _Layout) -> Iterator[JsonValue]:
+        """A record too long to hold blindly: find its end with a scan that keeps no text, then re-read it."""
+        w = self.w
+        s_abs = w.base + start
+        e_abs = self._far_end(start, line)
+        if e_abs is None:  # it never closes: resume inside it, at the next line a record starts
+            resync = self._pick(0, lay)
+            if resync is None:
+                self.ended = True
+                yield JsonValue(line=line, error="invalid JSON: value never closed; nothing after it could be read")
+                return
+            yield from self._resync(line, "invalid JSON: value never closed", 1, resync)
             return
         n = e_abs - s_abs
         while len(w.buf) < n and w.grow(n - len(w.buf)):
@@ -581,6 +544,6 @@ class _Reader:
             yield JsonValue(line=line, error=why)
             self._goto(min(n, len(w.buf)))
             return
-        self._good(lay, value, 0, end)
+        self._good(lay, 0, end)
         yield self._checked(line, value, 0, end)
         self._goto(end)

@@ -1,32 +1,34 @@
 """Stream JSON values out of a file in bounded memory: JSONL, concatenated/pretty JSON, or one big array.
 
 How it reads. The file is decoded chunk by chunk into a sliding window and each record (an
-element of a top-level array, else each top-level value) is parsed where it lies by the C decoder
-(`json.JSONDecoder.raw_decode`), so the normal path runs at `json.loads` speed and memory is a
-chunk or two plus the largest record, whatever the file size. A record cut by the window's edge
-is told apart from a broken one by where the decoder stopped: only a stop in the last few
-characters of the window (or an unterminated string) means "read on".
+element of a top-level array, else each top-level value) is parsed where it lies by one parser, the
+C decoder of `json` (`json.JSONDecoder.raw_decode`, which says where a value ends), so memory is a
+chunk or two plus the largest record, whatever the file size. A record cut by the window's edge is
+told apart from a broken one by where the decoder stopped: only a stop in the last few characters of
+the window (or an unterminated string) means "read on". ijson and pydantic-core were measured against it
+(`benchmarks/bench_jsonstream.py`): neither says where a record starts (its line) nor reads on past a
+broken one, which is what this module adds.
 
 A broken record costs that record, not the rest of the file: it is yielded once, with `error` and
-the line it starts on, and reading resumes at the next record that parses:
+the line it starts on, and reading resumes at the next line a record starts:
 
 * records that start their own lines at one indentation (JSONL, an array with one element per
   line, pretty-printed records; learnt from the good records): at the next such line. A record
   that never closes (a truncated write) ends there too, as soon as that line is read. Each such
   line that does not parse is an error of its own; other text goes with the error before it. After a
   broken line that starts with the other bracket (a cut `[...` among objects), lines starting with either;
-* records on one long line: where the broken record's brackets balance again (string-aware) when
-  a good record follows; otherwise at the next `{` (or `[`) after its start that parses, is
-  followed by `,` or `]` and shares a key with the last good record (or the broken one's first
-  key). A record cut inside a string can take its neighbour's start with it;
+* records on one long line: where the broken record's brackets balance again (string-aware) and a
+  good record (or the end) follows; when they never do (a record cut inside a string or a list), no
+  place after it is known to start a record, and the rest of that line is lost, said in the error;
 * a record that would need more than `max(4 chunks, 4 x the largest record so far)` of text in
   memory is checked by a bracket scan that keeps no text, then re-read from its start when it
   closes (it is just large), so even a broken record that swallows the rest of the file (one cut
   inside a list, on one long line) keeps memory flat; that costs one more pass over the rest.
 
 A record nested deeper than `MAX_DEPTH` levels is a broken record too (one error, never a
-RecursionError): nothing downstream has to walk a tree that deep. A parsed record's containers are
-counted level by level (`nested_deeper`); a text not parsed yet is measured by its brackets (`too_deep`).
+RecursionError): nothing downstream has to walk a tree that deep. A parsed record's brackets are
+counted (in C) and its containers walked level by level only past MAX_DEPTH of them (`parsed_deeper`);
+a deep record's end is found by the same bracket scan, however long it is.
 A record holding an integer of more digits than Python converts (`sys.get_int_max_str_digits()`, 4300)
 is a broken record too. A file that is no text at all (gzip, a zip, NUL bytes: `undecodable.not_text` of
 its first 4 KiB) is one error saying so, not a line of "invalid JSON" per newline byte.
@@ -44,7 +46,7 @@ from typing import Generator, Iterator
 
 from referee.core.fsutil import open_regular
 from referee.core.jsonio.depth import MAX_DEPTH, loads, nested_deeper, too_deep  # noqa: F401 (re-export)
-from referee.core.jsonio.reader import _Reader
+from referee.core.jsonio.reader import Reader
 from referee.core.jsonio.undecodable import HEAD_BYTES, not_text
 from referee.core.jsonio.window import CHUNK, JsonValue  # noqa: F401 (re-export)
 from referee.errors import TraceError
@@ -76,7 +78,7 @@ def iter_json_values(path: Path, *, chunk: int = CHUNK) -> Generator[JsonValue, 
         if (why := not_text(head, Path(path).name)) is not None:  # a line of "invalid JSON" per newline byte, else
             yield JsonValue(line=1, error=why)
             return
-        yield from _Reader(raw, max(int(chunk), 1024)).run()
+        yield from Reader(raw, max(int(chunk), 1024)).run()
 
 
 def _wide_text(head: bytes) -> str | None:
@@ -104,4 +106,4 @@ def iter_json_slice(data: bytes, *, first_line: int, at_start: bool, chunk: int 
     """
     import io
 
-    yield from _Reader(io.BytesIO(data), max(int(chunk), 1024), first_line=first_line, sig=at_start).run()
+    yield from Reader(io.BytesIO(data), max(int(chunk), 1024), first_line=first_line, sig=at_start).run()

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Iterator
 from referee.core.jsonio.depth import digits_message, too_many_digits
 from referee.core.jsonio.undecodable import ERRORS
 from referee.core.jsonio.values import MAX_DEPTH, loads, too_deep
-from referee.core.jsonio.window import _scan
+from referee.core.jsonio.window import scan_brackets
 from referee.errors import require
 
 ZIP_ZSTD = 93  # the zip method id of zstd (APPNOTE 4.4.5)
@@ -210,7 +210,7 @@ class _Stream:
         stack: list[str] = []
         i = lo = self.pos
         while True:
-            st, j = _scan(self.buf, i, stack, lo)
+            st, j = scan_brackets(self.buf, i, stack, lo)
             if st == "end":
                 break
             shift = self.pos
