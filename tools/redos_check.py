@@ -1,7 +1,7 @@
 """Catastrophic-backtracking check over every regex of the referee package (run by `make check`).
 
 Every compiled pattern reachable from the package's modules (module globals, class attributes, the
-tuples, dicts and dataclasses they hold, `Cue` and `FastRegex` wrappers, the shipped policies' task-class
+tuples, dicts and dataclasses they hold, `Cue` wrappers, the shipped policies' task-class
 patterns) and every regex literal written inline (`re.search(r"...", text)`) is searched over generated
 worst-case inputs: long runs of whitespace and newlines, repeated separators and comment tokens,
 unmatched delimiters and quotes, runs of word characters, and repeats of strings built from the pattern's
@@ -80,12 +80,11 @@ ACCEPTED: dict[str, str] = {
      r"^>>>>>>> REPLACE\n```"): "aider._blocks matches it at the first header after the last block only",
     (r"^```[^\n]*\n(?P<path>[^\n`]+?)\n<<<<<<< SEARCH\n(?>(?P<search>.*?)^=======\n)"
      r"(?P<replace>.*?)^>>>>>>> REPLACE\n```"): "as aider._EDIT: aider._blocks matches it at one header only",
-    r'("[^"\\\n]*(?:\\.[^"\\\n]*)*")[ \t\r\n]*:': "jsonreader._keys searches 512 characters (search's endpos)",
     r'(?:[^"\[\]{}]++|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+")*+':
-        "jsonwindow._scan matches it at its position only (one possessive pass); a cut string is rescanned after the "
-        "window doubles (linear in all)",
+        "jsonio.window.scan_brackets matches it at its position only (one possessive pass); a cut string is "
+        "rescanned after the window doubles (linear in all)",
     r'(?:[^"\[\]{},]++|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+")*+':
-        "as _SKIP_IN: jsonwindow._scan matches it at its position only",
+        "as _SKIP_IN: jsonio.window.scan_brackets matches it at its position only",
     r"\s*<([a-z][\w-]*)(?:\s[^>]*)?>.*?</\1>\s*":
         "sessions.is_prompt_text matches it at the previous block's end only: each match is one scan",
     (r"^\s*(what|which|who|whom|when|where|why|how (many|much|long|far|often|old)|is there|are there|do i|does|did|"
@@ -126,7 +125,7 @@ def _shipped_joined() -> frozenset[str]:
     from referee.audit.decide.taskclass import _joined
 
     joined = _joined(load_policy("causal").policy.task_classes.rule())
-    return frozenset({joined.regex.pattern} if joined is not None else ())
+    return frozenset({joined.pattern} if joined is not None else ())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,19 +151,17 @@ def _modules(root: str) -> Iterator[Any]:
 
 
 def _walk(obj: Any, where: str, out: dict[tuple[Any, int], Found], depth: int = 0) -> None:
-    """Patterns inside `obj`: compiled ones, `Cue`s and `FastRegex`es, in containers and dataclasses."""
+    """Patterns inside `obj`: compiled ones and `Cue`s, in containers and dataclasses."""
     if depth > 4:
         return
     if isinstance(obj, re.Pattern):
         out.setdefault((obj.pattern, obj.flags), Found(where, obj.pattern, obj.flags))
         return
     kind = type(obj).__name__
-    if kind == "FastRegex":
-        _walk(obj.regex, where, out, depth + 1)
-        return
     if kind == "Cue":  # searched with re.I on text past ASCII and as a lowered twin on ASCII text
-        _walk(obj._i.regex, where, out, depth + 1)
-        _walk(obj._low.regex, where + " (lowered)", out, depth + 1)
+        ci, low = obj.regexes()
+        _walk(ci, where, out, depth + 1)
+        _walk(low, where + " (lowered)", out, depth + 1)
         return
     if isinstance(obj, (tuple, list, set, frozenset)):
         for i, x in enumerate(obj):
@@ -219,7 +216,7 @@ def collect(root: str = "referee") -> list[Found]:
             if isinstance(val, type) and val.__module__ == mod.__name__:
                 for attr, x in sorted(vars(val).items()):
                     _walk(x, f"{mod.__name__}.{name}.{attr}", out)
-            elif not callable(val) or isinstance(val, (re.Pattern,)) or type(val).__name__ in ("Cue", "FastRegex"):
+            elif not callable(val) or isinstance(val, (re.Pattern,)) or type(val).__name__ == "Cue":
                 _walk(val, f"{mod.__name__}.{name}", out)
     if root in ("referee", "referee.audit", "referee.audit.decide.taskclass", "referee.audit.decide.policyfile"):
         _task_class_patterns(out)

@@ -11,8 +11,6 @@ import re
 from functools import cached_property, lru_cache
 from typing import Iterator
 
-from referee.core.prefilter import FastRegex
-
 
 def _lower_literals(pattern: str) -> str:
     """A pattern's letters in lower case, escapes (`\\W`, `\\S`, `\\b`) and class ranges kept as they mean."""
@@ -29,11 +27,8 @@ def _lower_literals(pattern: str) -> str:
 
 
 @lru_cache(maxsize=16)  # one report is searched by a dozen cues: lowered once
-def _lowered(text: str) -> tuple[str, bytes] | None:
-    if not text.isascii():
-        return None
-    low = text.lower()
-    return low, low.encode("ascii")  # the bytes for the RE2 prefilter, made once too
+def _lowered(text: str) -> str | None:
+    return text.lower() if text.isascii() else None
 
 
 class _Found:
@@ -74,12 +69,20 @@ class Cue:
     # compiled on first use, not at import: a `referee` command that reads no report compiles no cue, and
     # the re.I pattern is compiled only for a text past ASCII (cached_property: later reads are plain attributes)
     @cached_property
-    def _i(self) -> FastRegex:
-        return FastRegex(re.compile(self.pattern, self._flags | re.I))
+    def _i(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, self._flags | re.I)
 
     @cached_property
-    def _low(self) -> FastRegex:
-        return FastRegex(re.compile(_lower_literals(self.pattern), self._flags & ~re.I))
+    def _low(self) -> re.Pattern[str]:
+        return re.compile(_lower_literals(self.pattern), self._flags & ~re.I)
+
+    def regexes(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
+        """The two patterns it searches with: re.I (text past ASCII) and the lowered twin (ASCII text).
+
+        >>> [r.pattern for r in Cue("Done now").regexes()]
+        ['Done now', 'done now']
+        """
+        return self._i, self._low
 
     def search(self, text: str) -> re.Match[str] | _Found | None:
         return self._first(text, "search")
@@ -92,7 +95,7 @@ class Cue:
         if lowered is None:
             got: re.Match[str] | None = self._i.search(text) if how == "search" else self._i.match(text)
             return got
-        m = getattr(self._low, how)(*lowered)
+        m = getattr(self._low, how)(lowered)
         return None if m is None else _Found(m, text)
 
     def finditer(self, text: str) -> Iterator[re.Match[str] | _Found]:
@@ -100,5 +103,5 @@ class Cue:
         if lowered is None:
             yield from self._i.finditer(text)
             return
-        for m in self._low.finditer(*lowered):
+        for m in self._low.finditer(lowered):
             yield _Found(m, text)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from referee.audit.records import TASK_CLASSES
-from referee.core.prefilter import FastRegex
 
 
 @dataclass(frozen=True)
@@ -57,16 +56,14 @@ _UNJOINABLE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
 
 
 @lru_cache(maxsize=64)
-def _joined(rule: TaskClassRule) -> FastRegex | None:
+def _joined(rule: TaskClassRule) -> re.Pattern[str] | None:
     """An `earliest` rule as one alternation, `(?P<_p0>...)|(?P<_p1>...)`: one scan finds the earliest start,
     and at that start the first pattern in order, which is what the loop below decides. None when the
-    patterns cannot be joined safely (back-references, group conditions, clashing group names).
-    RE2, where installed, skips the scan to where a match may start (the match is Python's own)."""
+    patterns cannot be joined safely (back-references, group conditions, clashing group names)."""
     if rule.mode != "earliest" or any(_UNJOINABLE.search(cp.pattern) for cp in rule.patterns):
         return None
     try:
-        return FastRegex(re.compile("|".join(f"(?P<_p{i}>{cp.pattern})" for i, cp in enumerate(rule.patterns)),
-                                    re.I | re.M))
+        return re.compile("|".join(f"(?P<_p{i}>{cp.pattern})" for i, cp in enumerate(rule.patterns)), re.I | re.M)
     except re.error:
         return None
 

@@ -12,7 +12,6 @@ from functools import lru_cache, wraps
 from typing import Callable, TypeVar
 
 from referee.audit.vocabulary import load_vocabulary
-from referee.core.prefilter import FastRegex
 
 T = TypeVar("T")
 
@@ -154,7 +153,6 @@ def shape(tok: str) -> str:
 SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")  # where a task's sentences break
 # a sentence or clause that makes its action depend on something: "if X, do Y", "otherwise ...", "unless ..."
 CONDITIONAL = re.compile(r"\b(if|unless|otherwise|else|in case|only when|provided that|whether)\b", re.I)
-_CONDITIONAL = FastRegex(CONDITIONAL)
 
 
 @lru_cache(maxsize=256)  # both task_groups variants of a task ask: split it once
@@ -163,7 +161,7 @@ def _asking(task: str) -> tuple[tuple[str, bool], ...]:
     its action depends on a condition."""
     # the conditional words, found in one scan of the whole task: none spans a sentence break (they are letters
     # and single spaces after a letter), and a break is no letter, as the end of a sentence on its own is not
-    ifs = [m.start() for m in _CONDITIONAL.finditer(task)]
+    ifs = [m.start() for m in CONDITIONAL.finditer(task)]
     out, start, k = [], 0, 0
     for brk in [*SENTENCE.finditer(task), None]:
         end = len(task) if brk is None else brk.start()

@@ -12,7 +12,6 @@ from typing import Callable
 
 from referee.audit.extract.lexicon import ID_RE, ids_in
 from referee.core.caseless import Cue
-from referee.core.prefilter import FastRegex
 
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _PATTERNS = (
@@ -31,10 +30,9 @@ _PATTERNS = (
                           r"|(?<![A-Za-z])['‘]([^'’\n]{2,80})['’](?![A-Za-z])")),
 )
 _QUOTE, _DIGIT = re.compile("[\"“'‘]"), re.compile(r"\d")  # dates, times, money and numbers each need a \d
-# case-insensitive kinds search a lowered copy (Cue), the others as they are; each skips ahead with an RE2
-# prefilter where it is installed
-_FAST: dict[str, Cue | FastRegex] = {kind: Cue(pat.pattern, pat.flags & ~re.I) if pat.flags & re.I else FastRegex(pat)
-                                     for kind, pat in _PATTERNS}
+# case-insensitive kinds search a lowered copy (Cue), the others as they are
+_FAST: dict[str, Cue | re.Pattern[str]] = {kind: Cue(pat.pattern, pat.flags & ~re.I) if pat.flags & re.I else pat
+                                           for kind, pat in _PATTERNS}
 _TOKEN = ID_RE  # an id is a token of these characters (lexicon.ids_in finds them)
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _ONE_DIGIT = re.compile(r"-?\d")

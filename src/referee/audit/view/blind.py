@@ -20,7 +20,7 @@ from referee.audit.view.terminal import is_terminal, split_call
 VIEW_VERSION = 2  # 2: a terminal answer call keeps its name only (its words are the claim channel)
 
 
-_PLAIN = frozenset({str, int, bool, type(None)})  # the scalars orjson writes exactly as `json` does
+_PLAIN = frozenset({str, int, bool, type(None)})  # scalars a frozen copy and a thaw keep as they are
 
 
 def _freeze(value: Any) -> Any:
@@ -41,7 +41,7 @@ def _json_like(odd: list) -> bool:
 
 
 def _scan(value: Any, odd: list) -> None:
-    """Note in `odd` what in a value is not plain JSON: `float` for a float (orjson may write it otherwise, thaw
+    """Note in `odd` what in a value is not plain JSON: `float` for a float (thaw
     keeps it), the type of anything else, `None` for a mapping with a key that is no string (thaw makes it one);
     with nothing but floats noted, thawing the frozen copy gives back the value itself. Nothing is copied: the
     view is frozen when first read, and the rules extractor reads the plain values alone."""
@@ -151,9 +151,9 @@ class ViewObservation(_Frozen):
         if got is None:
             parts = [self.text or ""]
             if d["_src_data"] is not None:
-                parts.append(canonical_json(self.plain_data(), fast=d.get("_plain", False)))
+                parts.append(canonical_json(self.plain_data()))
             if d["_src_ui"] is not None:
-                parts.append(canonical_json(self.plain_ui(), fast=d.get("_plain", False)))
+                parts.append(canonical_json(self.plain_ui()))
             got = d["_as_text"] = "\n".join(parts)
         return got
 
@@ -237,38 +237,34 @@ def _obs_parts(o: Observation | None) -> ObsParts | None:
     return None if o is None else (o.text, o.ui, o.data, o.screenshot, bool(o.error))
 
 
-def _obs(o: ObsParts | None, odd: list | None = None) -> ViewObservation | None:
+def _obs(o: ObsParts | None) -> ViewObservation | None:
     if o is None:
         return None
     text, ui, data, screenshot, error = o
     got = ViewObservation(text=text, ui=ui, data=data, screenshot=screenshot, error=error)
     if ui is None and data is None:  # text alone (a shell's output, a chat turn): nothing to freeze or note
-        got.__dict__.update(_plain=True, _plain_data=None, _plain_ui=None)
+        got.__dict__.update(_plain_data=None, _plain_ui=None)
         return got
     of_ui: list = []
     of_data: list = []
     _scan(ui, of_ui)
     _scan(data, of_data)
-    got.__dict__["_plain"] = not of_ui and not of_data  # JSON's types, floats aside: as_text may use orjson
     if _json_like(of_data):
         got.__dict__["_plain_data"] = data  # what thaw would make of the frozen copy: the data itself
     if _json_like(of_ui):
         got.__dict__["_plain_ui"] = ui
-    if odd is not None:
-        odd.extend(of_ui + of_data)
     return got
 
 
-def _step(index: int, name: str | None, args: Mapping[str, Any], o: ObsParts | None, odd: list) -> ViewStep:
+def _step(index: int, name: str | None, args: Mapping[str, Any], o: ObsParts | None) -> ViewStep:
     if name is None:
-        return ViewStep(index=index, action=None, args={}, observation=_obs(o, odd))
+        return ViewStep(index=index, action=None, args={}, observation=_obs(o))
     plain: dict = dict(args)
     of_args: list = []
     _scan(plain, of_args)
-    got = ViewStep(index=index, action=name, args=plain, observation=_obs(o, odd))
+    got = ViewStep(index=index, action=name, args=plain, observation=_obs(o))
     if _json_like(of_args):
         got.__dict__["_plain_args"] = plain
-    odd.extend(of_args)
     return got
 
 
@@ -284,34 +280,17 @@ def _view_json(task: str, initial: ViewObservation | None, steps: tuple[ViewStep
 
 _json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
 
-try:  # the optional accelerator (referee[fast]): the same text, written some five times faster
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - depends on the install
-    _orjson = None  # type: ignore[assignment]
+def canonical_bytes(obj: Any) -> bytes:
+    """`canonical_json(obj)` as UTF-8.
 
-
-def canonical_bytes(obj: Any, fast: bool = False) -> bytes:
-    """`canonical_json(obj)` as UTF-8. With `fast`, the caller knows `obj` holds only dicts, lists, strings,
-    ints, booleans and None: orjson then writes it, byte for byte as `json` does (its escapes are the
-    same for every character; sorted keys are code point order in both). Floats are left to `json`
-    (orjson writes 1.5e-05 as 0.000015), and so is anything orjson refuses (an int past 64 bits, a lone
-    surrogate, a key that is no string).
-
-    >>> canonical_bytes({"b": [1, None], "a": "é"}, fast=True) == canonical_json({"b": [1, None], "a": "é"}).encode()
+    >>> canonical_bytes({"b": [1, None], "a": "é"}) == canonical_json({"b": [1, None], "a": "é"}).encode()
     True
     """
-    if fast and _orjson is not None:
-        try:
-            return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
-        except TypeError:  # orjson.JSONEncodeError is one
-            pass
     return _json(obj).encode("utf-8")
 
 
-def canonical_json(obj: Any, fast: bool = False) -> str:
-    """Deterministic JSON text: sorted keys, no spaces, UTF-8 kept (`fast`: see canonical_bytes)."""
-    if fast and _orjson is not None:
-        return canonical_bytes(obj, fast).decode("utf-8")
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON text: sorted keys, no spaces, UTF-8 kept."""
     return _json(obj)
 
 
@@ -358,11 +337,10 @@ def freeze_view(parts: ViewParts) -> ClaimBlindView:
     The hashed text is `canonical_json(view.as_json())`, written in one call from the plain parts
     rather than from a thaw of what was just frozen.
     """
-    odd: list = []  # floats and types JSON lacks, met while freezing: then `json` alone writes the hashed text
-    steps = tuple(_step(i, name, args, o, odd) for i, (name, args, o) in enumerate(parts.steps))
-    initial = _obs(parts.initial, odd)
+    steps = tuple(_step(i, name, args, o) for i, (name, args, o) in enumerate(parts.steps))
+    initial = _obs(parts.initial)
     try:
-        text = canonical_bytes(_parts_json(parts), fast=not odd)
+        text = canonical_bytes(_parts_json(parts))
     except TypeError:  # keys of mixed types (only a trace built in Python has them): the frozen copy's string keys
         text = canonical_bytes(_view_json(parts.task, initial, steps, parts.tools))
     digest = hashlib.sha256(text).hexdigest()
