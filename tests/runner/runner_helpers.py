@@ -185,12 +185,14 @@ class Run:
 
 
 def do_run(plan_path: Path, *, out: Path, cwd: Path, env: dict, agent: str | None = None,
-           extra: list[str] = (), timeout: float = 120) -> Run:
+           extra: list[str] = (), timeout: float = 120, process: bool = False) -> Run:
+    """`referee run PLAN --out OUT`: in this process unless `process` (an agent that reads the runner's own
+    process, as /proc/PPID/environ, needs the runner in a process started with `env`)."""
     args = ["run", str(plan_path), "--out", str(out)]
     if agent is not None:
         args += ["--agent", agent]
     args += list(extra)
     t0 = time.monotonic()
-    rc, so, se = run_cli(args, cwd=cwd, env=env, timeout=timeout)
+    rc, so, se = run_cli(args, cwd=cwd, env=env, timeout=timeout, process=process)
     dirs = find_run_dirs(out)
     return Run(rc, so, se, out, dirs[-1] if dirs else None, time.monotonic() - t0)

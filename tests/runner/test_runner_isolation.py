@@ -287,7 +287,9 @@ def _loot(run) -> str:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_an_isolated_agent_cannot_read_the_runners_environment_from_proc(tmp_path, run_plan, cli_env, mode):
-    run = run_plan(_thief_plan(actor(agent(tmp_path, "environ_thief.sh"), mode)), env={**cli_env, **SECRETS})
+    # the runner in a process of its own, started with the secrets: the thief reads /proc/PID/environ
+    run = run_plan(_thief_plan(actor(agent(tmp_path, "environ_thief.sh"), mode)), env={**cli_env, **SECRETS},
+                   process=True)
     assert run.run_dir is not None, run.explain()
     assert (run.run_dir / "agent/s/loot.txt").exists(), "the thief did not run"
     everything = _loot(run)
@@ -297,7 +299,8 @@ def test_an_isolated_agent_cannot_read_the_runners_environment_from_proc(tmp_pat
 
 
 def test_control_an_unisolated_agent_does_read_the_runners_environment(tmp_path, run_plan, cli_env):
-    run = run_plan(_thief_plan(actor(agent(tmp_path, "environ_thief.sh"), "none")), env={**cli_env, **SECRETS})
+    run = run_plan(_thief_plan(actor(agent(tmp_path, "environ_thief.sh"), "none")), env={**cli_env, **SECRETS},
+                   process=True)
     assert run.run_dir is not None, run.explain()
     assert SECRETS["OPENAI_API_KEY"] in (run.run_dir / "agent/s/loot.txt").read_text()  # the attack is real
 

@@ -42,8 +42,8 @@ def test_agent_cannot_read_the_runners_secrets_from_proc(sec):
     env = dict(sec.env)
     env.update(SECRETS)
     r = sec.run({"name": "environ-thief", "steps": [{"id": "steal", "do": f"STEAL_ENV\nSAVE result.txt {DONE}",
-                                                     "validators": _done()}]}, env=env)
-    assert not r.hung, r.hang_message()
+                                                     "validators": _done()}]}, env=env, process=True)
+    assert not r.hung, r.hang_message()  # process: the runner's own /proc/PID/environ must hold the secrets
     assert r.verdict("steal") == "PASS", "the agent did not get to act:\n" + r.explain()
     needles = [*SECRETS.values(), "dbpass-SECRET-5521"]
     hits = files_containing(sec.out, needles)
