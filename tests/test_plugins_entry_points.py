@@ -346,7 +346,7 @@ def test_tools_with_a_plugin_extractor_that_does_not_take_them(tmp_path, site):
     rc, err, _ = _audit(tmp_path, env_with(site), src, "--format", "linetrace", "--backend", "sceptic",
                         "--tools", tools)
     assert rc == 2
-    assert "--tools is read by the rules backend; the 'sceptic' backend does not use it" in err
+    assert "--tools is read by the rules and rules+llm backends; the 'sceptic' backend does not use it" in err
 
 
 @pytest.mark.parametrize("option, bad, what, near", [
@@ -493,5 +493,5 @@ def test_backends_are_built_from_declarations():
     assert b.default_runs == 5
     b.close()
     assert made == ["client", "closed"]
-    with pytest.raises(UsageError, match="--tools is read by the rules backend; the 'llm' backend does not use it"):
+    with pytest.raises(UsageError, match=r"--tools is read by the rules and rules\+llm backends; the 'llm' backend "):
         make_backends("llm", "rules", llm_client=llm_client, tools=Path("tools.yaml"))

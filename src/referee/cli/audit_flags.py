@@ -57,7 +57,8 @@ FLAGS: list[Callable[[Any], Any]] = [
                  show_default=True, help="A coding agent's session of many prompts (Claude Code, Codex CLI, Gemini "
                                          "CLI, ...): one run per user prompt (<session>#<n>), or the whole session as "
                                          "one run."),
-    click.option("--backend", default="rules", show_default=True, help="evidence extractor: rules | llm | a plugin"),
+    click.option("--backend", default="rules", show_default=True,
+                 help="evidence extractor: rules | llm | rules+llm (a model where rules leave unknowns) | a plugin"),
     click.option("--claims", default="rules", show_default=True, help="claim reader: rules | llm | a plugin"),
     click.option("--tools", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                  help="a tool map (tools.yaml): your tools' names or patterns -> read/create/edit/delete/send, "

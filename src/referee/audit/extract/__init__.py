@@ -24,12 +24,12 @@ extractors: Registry[Any] = Registry("extractor backend", "referee.extractors", 
 
 
 def get_extractor_factory(name: str) -> Any:
-    """The factory registered under `name` (rules, llm, or a `referee.extractors` entry point).
+    """The factory registered under `name` (rules, llm, rules+llm, or a `referee.extractors` entry point).
 
     >>> get_extractor_factory("rules")().name
     'rules'
     """
-    from referee.audit.extract import llm, rules  # noqa: F401  (registration)
+    from referee.audit.extract import combined, llm, rules  # noqa: F401  (registration)
 
     return extractors.get(name)
 

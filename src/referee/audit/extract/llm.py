@@ -111,17 +111,26 @@ class LLMExtractor:
         return model
 
     def extract(self, view: ClaimBlindView, sample: int = 0) -> dict[str, Finding]:
+        return self.ask(view, sample, FINDING_FIELDS)
+
+    def ask(self, view: ClaimBlindView, sample: int, fields: tuple[str, ...]) -> dict[str, Finding]:
+        """One call about `fields` only (all evidence fields: the `llm` backend's own prompt, unchanged); the
+        `rules+llm` backend asks about the fields its rules left unknown (referee.audit.extract.combined)."""
+        whole = set(fields) >= set(FINDING_FIELDS)
+        only = "" if whole else f"\n\nAnswer only these fields: {', '.join(fields)}."
+        schema = SCHEMA if whole else {"type": "object", "properties": {f: _FIELD for f in fields},
+                                       "required": list(fields)}
         messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": render_view(view) + f"\n\n(extraction run {sample})"}]
-        res = self.client.chat(messages, json_schema=SCHEMA, schema_name="evidence", temperature=self.temperature)
+                    {"role": "user", "content": render_view(view) + only + f"\n\n(extraction run {sample})"}]
+        res = self.client.chat(messages, json_schema=schema, schema_name="evidence", temperature=self.temperature)
         if res.data is None:
             # no answer to stand by (transport failure, timeout, a malformed response, no JSON object): the
             # auditor makes the sample unknown and caches nothing, so a later run asks again
             raise LLMError(f"model answer unusable: {res.error or 'no JSON'}"[:200])
-        if not any(_answered(res.data.get(f)) for f in FINDING_FIELDS):
+        if not any(_answered(res.data.get(f)) for f in fields):
             # a JSON object that answers nothing asked ({"foo": "bar", "transition": 42}): no more an answer than
             # no JSON, and cached it would stand for this view until the prompt version changes
-            raise LLMError(f"model answer unusable: no evidence field answered ({', '.join(FINDING_FIELDS)})")
+            raise LLMError(f"model answer unusable: no evidence field answered ({', '.join(fields)})")
         return parse_fields(res.data)
 
 

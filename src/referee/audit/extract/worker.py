@@ -25,12 +25,16 @@ Extracted = tuple[ViewFacts | None, list[tuple[str, bool]] | None, list[str], st
 
 def extract_sample(extractor: Any, view: Any, sample: int, errors: list[str]) -> tuple[dict[str, Finding], bool]:
     """One sample's findings and whether the backend answered. A BackendError is no answer: every field
-    `unknown`, the reason added to `errors`, and (the caller's part) nothing cached, so a resume asks again."""
+    `unknown` (but those the error `kept`), the reason added to `errors`, and (the caller's part) nothing cached, so
+    a resume asks again."""
     try:
         return extractor.extract(view, sample), True
     except BackendError as exc:
         errors.append(f"extraction sample {sample}: {exc.message}"[:300])
-        return {f: Finding(value="unknown", note=exc.message[:200]) for f in FINDING_FIELDS}, False
+        # a backend that settled fields before its call failed (rules+llm: the rules' findings) keeps them
+        kept = getattr(exc, "kept", None)
+        return kept if kept is not None else {f: Finding(value="unknown", note=exc.message[:200])
+                                              for f in FINDING_FIELDS}, False
     except Exception as exc:
         if (failed := plugin_failure(extractor, "extractor", exc)) is None:
             raise

@@ -127,5 +127,5 @@ def render(s: AuditSummary) -> str:
         lines.append(f"re-audited with other settings: {s.reaudited} (--reaudit-changed)")
     if s.llm_calls:
         lines.append(f"model calls: {s.llm_calls}; tokens: prompt {s.prompt_tokens}, completion {s.completion_tokens}, "
-                     f"total {s.prompt_tokens + s.completion_tokens}")
+                     f"total {s.prompt_tokens + s.completion_tokens}; {s.llm_calls / max(s.n, 1):.2f} calls per record")
     return "\n".join(lines)

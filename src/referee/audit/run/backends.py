@@ -97,8 +97,8 @@ def make_backends(extractor: str = "rules", claims: str = "rules", *, llm_client
     (ex_reg, ex_factory), (cr_reg, cr_factory) = _factories(extractor, claims)
     if tools is not None and not takes_tools(ex_factory):
         readers = [n for n, f in ex_reg.items() if takes_tools(f)]
-        raise UsageError(f"--tools is read by the {' and '.join(readers) or 'rules'} backend; "
-                         f"the {extractor!r} backend does not use it")
+        which = f"{' and '.join(readers)} backends" if len(readers) > 1 else f"{''.join(readers) or 'rules'} backend"
+        raise UsageError(f"--tools is read by the {which}; the {extractor!r} backend does not use it")
     client = None
     chosen = ((ex_reg, extractor, ex_factory), (cr_reg, claims, cr_factory))
     for reg, name, factory in chosen:
