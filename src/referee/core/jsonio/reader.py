@@ -8,7 +8,14 @@ import json
 import re
 from typing import Any, BinaryIO, Iterator
 
-from referee.core.jsonio.depth import MAX_DEPTH, digits_message, parsed_deeper, too_many_digits, without_lone_surrogates
+from referee.core.jsonio.depth import (
+    MAX_DEPTH,
+    digits_message,
+    nested_deeper,
+    parsed_deeper,
+    too_many_digits,
+    without_lone_surrogates,
+)
 from referee.core.jsonio.window import JsonValue, Window, match_end, scan_brackets
 
 _DECODE = json.JSONDecoder().raw_decode  # (value, end) of the value at an index: the one parser
@@ -203,7 +210,7 @@ class Reader:
         if ref is None or not ref.opener:
             return
         opener = ref.opener
-        sep, decode, count = _SEP.match, _DECODE, buf.count
+        sep, decode, count, find = _SEP.match, _DECODE, buf.count, buf.find
         end_ok = len(buf) - _MARGIN
         gap, gap_nl, lay = None, 0, ref  # the text between records: the same as last time means the same layout
         try:
@@ -222,8 +229,10 @@ class Reader:
                     value, end = decode(buf, j)
                 except (ValueError, RecursionError):
                     return
-                value = without_lone_surrogates(value, buf, j, end)
-                if end >= end_ok or parsed_deeper(value, buf, j, end):
+                # the checks `_checked` makes, inlined: most records hold no escape and few brackets
+                if find("\\u", j, end) >= 0:
+                    value = without_lone_surrogates(value, buf, j, end)
+                if end >= end_ok or count("[", j, end) + count("{", j, end) > MAX_DEPTH and nested_deeper(value):
                     return  # the window's edge, or a record too deep: the general path says so
                 k = count("\n", j, end)
                 if needle is not None:
@@ -245,7 +254,7 @@ class Reader:
                     self.pos = pos
                     self._compact()
                     buf, pos = w.buf, self.pos
-                    count = buf.count
+                    count, find = buf.count, buf.find
                     end_ok = len(buf) - _MARGIN
         finally:
             self.pos, self.line = pos, line
