@@ -66,6 +66,14 @@ class GroundingSpec(_Model):
     all_ungrounded: DispositionValue = "flag"    # every atom is found nowhere, and the trace has observations
 
 
+class ReviewSpec(_Model):
+    """A cap on review, the user's choice of load: at most `max_load` of all runs inspected (flags count), and/or
+    only runs whose risk is at least `min_risk`; the riskiest undecided runs are reviewed first (decide/review.py)."""
+
+    max_load: float | None = Field(default=None, gt=0.0, le=1.0)
+    min_risk: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
 class Policy(_Model):
     """A policy file (YAML): which evidence fields each task class needs, how votes count, and the disposition table."""
 
@@ -78,6 +86,7 @@ class Policy(_Model):
     disposition: dict[ClaimKey, dict[StateKey, DispositionValue]]
     task_classes: TaskClassSpec
     grounding: GroundingSpec = Field(default_factory=GroundingSpec)
+    review: ReviewSpec | None = None  # absent: every run keeps the table's disposition
 
     @field_validator("required")
     @classmethod
