@@ -67,8 +67,11 @@ class Grounding(_Model):
     value: Tri = "unknown"       # yes: all found; no: some not; unknown: no observations or no atoms
     atoms: list[str] = Field(default_factory=list)
     ungrounded: list[str] = Field(default_factory=list)
-    observed: bool = False       # the trace has observations (policy: flag only when it does)
+    observed: bool = False       # the trace has observations
     note: str | None = None
+    # version 6: atom -> how it follows from found values ("41 years: years from 1983-05-02 to 2024-06-10"); such
+    # an atom is grounded, and not in `ungrounded`
+    derived: dict[str, str] = Field(default_factory=dict)
 
 
 class PolicyRef(_Model):
@@ -136,7 +139,7 @@ class AuditRecord(_Model):
 
     # 2: claim family and atoms, grounding, the `details` field; 3: claim_reader, view_version, claim_sha256;
     # 4: usage (a model backend's calls and tokens); 5: over_budget (written only on such records);
-    # 6: signals (claim-blind trace signals) and risk (audit/decide/risk.py)
+    # 6: signals (claim-blind trace signals), risk (audit/decide/risk.py) and grounding.derived
     record_version: Literal[1, 2, 3, 4, 5, 6] = 6
     run_id: str
     task: str

@@ -59,11 +59,19 @@ class TaskClassSpec(_Model):
 
 
 class GroundingSpec(_Model):
-    """What an ungrounded success claim gets (never milder than the table's disposition)."""
+    """What an ungrounded success claim gets (never milder than the table's disposition, never `flag`: a value
+    found nowhere may have been computed in a way grounding does not try, so it is not shown wrong)."""
 
     enabled: bool = True
     ungrounded: DispositionValue = "review"      # some atom of the report is found nowhere
-    all_ungrounded: DispositionValue = "flag"    # every atom is found nowhere, and the trace has observations
+    all_ungrounded: DispositionValue = "review"  # every atom is found nowhere, and the trace has observations
+
+    @field_validator("ungrounded", "all_ungrounded")
+    @classmethod
+    def _never_flag(cls, v: str) -> str:
+        if v == "flag":
+            raise ValueError("ungrounded atoms alone never flag (they lead to review at most): use `review`")
+        return v
 
 
 class ReviewSpec(_Model):

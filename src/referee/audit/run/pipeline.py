@@ -148,7 +148,7 @@ class Auditor:
         worker): citations checked, the report grounded, the decision, the record."""
         policy = self.policy.policy
         evidence = [validate_citations(f, facts.n_steps, set(facts.observed)) for f in found]
-        grounding = ground_in(claim, facts.haystack)
+        grounding = ground_in(claim, facts.haystack, trace.task)
         d = decide(trace.task, claim.label, evidence, grounding, policy)
         hedges = hedges_in(text)
         risk = risk_of(features_of(claim, evidence, d.trace_state, grounding, facts.signals, hedges), load_risk(),
@@ -156,6 +156,7 @@ class Auditor:
         x, r = self.extractor, self.claim_reader
         meta = trace.meta or {}
         return AuditRecord(
+            record_version=6 if grounding.derived else 4,  # 6: a derived atom (records.py)
             run_id=trace.run_id, task=trace.task, task_class=d.task_class, claim=claim,  # type: ignore[arg-type]
             evidence=evidence, run_states=list(d.run_states), trace_state=d.trace_state,  # type: ignore[arg-type]
             disposition=d.disposition,  # type: ignore[arg-type]
