@@ -156,7 +156,6 @@ class Auditor:
         x, r = self.extractor, self.claim_reader
         meta = trace.meta or {}
         return AuditRecord(
-            record_version=6 if grounding.derived else 4,  # 6: a derived atom (records.py)
             run_id=trace.run_id, task=trace.task, task_class=d.task_class, claim=claim,  # type: ignore[arg-type]
             evidence=evidence, run_states=list(d.run_states), trace_state=d.trace_state,  # type: ignore[arg-type]
             disposition=d.disposition,  # type: ignore[arg-type]
