@@ -5,7 +5,12 @@ is not kept). Uses the CLI exactly as a user would: `referee audit` with a sniff
 `referee eval --json`. Positives come from the blind claim labels (tests/data/claims), so the
 claim reader is measured, not assumed.
 
-    python benchmarks/bench_corpora.py [--policy causal] [--out DIR] [--markdown]
+    python benchmarks/bench_corpora.py [--policy causal] [--out DIR] [--loco] [--resamples 1000]
+
+Per corpus it prints the auditor's equal-load difference against claim-gate-only with its 95% interval
+(`eq_difference`), flag precision (`precision`), and the risk ordering's difference at the auditor's load
+with the shipped risk weights (`risk_difference`). `--loco` adds the leave-one-corpus-out table of risk
+(tools/fit_risk.py): each corpus scored with weights fitted on the other corpora only.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
     return done
 
 
-def measure(name: str, src: Path, stem: str, work: Path, policy: str) -> dict:
+def measure(name: str, src: Path, stem: str, work: Path, policy: str, resamples: int = 1000) -> dict:
     out = work / f"{name}.audit.jsonl"
     gold = work / f"{name}.gold.jsonl"
     for p in (out, Path(str(out) + ".cache.sqlite")):
@@ -85,7 +90,7 @@ def measure(name: str, src: Path, stem: str, work: Path, policy: str) -> dict:
             fh.write(json.dumps({"run_id": row["run_id"], "completed": row["completed"],
                                  "claim": blind[row["run_id"]]}) + "\n")
     ev = json.loads(run(REFEREE + ["eval", str(out), "--gold", str(labelled), "--json", "--no-plot",
-                                   "--resamples", "0"]).stdout)
+                                   "--resamples", str(resamples)]).stdout)
     overall = {(o["method"], o["axis"]): o for o in ev["overall"]}
 
     def m(method: str, key: str):
@@ -103,14 +108,26 @@ def measure(name: str, src: Path, stem: str, work: Path, policy: str) -> dict:
             "gate_load": m("claim-gate-only", "inspection_load"), "gate_f1": m("claim-gate-only", "f1"),
             "gate_blocked_recall_at_load": None if "auditor" not in eq else
             round(eq["auditor"]["gate_blocked_recall_at_load"] or 0, 3),
+            "eq_difference": ival(eq.get("auditor", {}), "difference"),
+            "risk_difference": ival(ev.get("risk_curve") or {}, "difference"),
+            "risk_area": ival(ev.get("risk_curve") or {}, "area"),
             "success_claims_blocked": round(sum(r["claim"]["label"] == "success" and r["disposition"] != "pass"
                                                 for r in recs) / success, 3) if success else None,
             "records_per_s": round(len(recs) / secs, 1)}
 
 
+def ival(row: dict, key: str) -> str | None:
+    """`value [lo, hi]` of one statistic of an eval row (its interval when eval computed one)."""
+    v = row.get(key)
+    if v is None:
+        return None
+    lo, hi = row.get(f"{key}_lo"), row.get(f"{key}_hi")
+    return f"{v:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")
+
+
 COLS = ["corpus", "runs", "claim_accuracy", "positives", "flag", "review", "pass", "precision", "recall", "f1",
-        "blocked_recall", "load", "gate_load", "gate_f1", "gate_blocked_recall_at_load", "success_claims_blocked",
-        "records_per_s"]
+        "blocked_recall", "load", "gate_load", "gate_f1", "gate_blocked_recall_at_load", "eq_difference",
+        "risk_difference", "risk_area", "success_claims_blocked", "records_per_s"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default="causal")
     ap.add_argument("--out", type=Path, default=None, help="keep the audit files here (default: a temp folder)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of eval (0: no intervals)")
+    ap.add_argument("--loco", action="store_true", help="also the leave-one-corpus-out table of risk")
     a = ap.parse_args(argv)
     work = a.out or Path(tempfile.mkdtemp(prefix="referee-corpora-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -125,16 +144,36 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         print("no corpora under", shared_dir() / "corpora", file=sys.stderr)
         return 1
-    rows = [measure(n, p, s, work, a.policy) for n, p, s in found]
+    rows = [measure(n, p, s, work, a.policy, a.resamples) for n, p, s in found]
+    loco = loco_rows(work, [n for n, _, _ in found], a.resamples) if a.loco and len(found) > 1 else []
     if a.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps({"corpora": rows, "loco": loco} if a.loco else rows, indent=1))
         return 0
     print(f"policy {a.policy}; audit files in {work}")
     print("| " + " | ".join(COLS) + " |")
     print("|" + "---|" * len(COLS))
     for r in rows:
         print("| " + " | ".join("n/a" if r[c] is None else str(r[c]) for c in COLS) + " |")
+    if loco:
+        print("\nleave-one-corpus-out risk (weights fitted on the other corpora only; tools/fit_risk.py):")
+        print("| corpus | fitted on | load | risk blocked recall | gate at load | difference [95%] | area [95%] |")
+        print("|---|---|---|---|---|---|---|")
+        for r in loco:
+            print(f"| {r['corpus']} | {' + '.join(r['fitted_on'])} | {r['load']} | {r['risk_blocked_recall']} | "
+                  f"{r['gate_blocked_recall']} | {r['difference']} {r['difference_ci']} | {r['area']} "
+                  f"{r['area_ci']} |")
     return 0
+
+
+def loco_rows(work: Path, names: list[str], resamples: int) -> list[dict]:
+    """The leave-one-corpus-out rows of tools/fit_risk.py over the audit files just written."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import fit_risk
+
+    from referee.evaluation.bootstrap import BootstrapSpec
+
+    corpora = [fit_risk.load_corpus(work, n) for n in names]
+    return fit_risk.loco(corpora, 0.01, BootstrapSpec(resamples=resamples, seed=0) if resamples > 0 else None)
 
 
 if __name__ == "__main__":

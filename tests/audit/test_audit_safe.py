@@ -236,7 +236,7 @@ def test_a_resume_with_other_settings_stops_and_names_the_difference(tmp_path):
     assert rc == 0, err
     first = out.read_bytes()
     rec = lines(out)[0]
-    assert rec["record_version"] == 4 and rec["claim_reader"]["name"] == "rules" and rec["view_version"] == 2
+    assert rec["record_version"] == 6 and rec["claim_reader"]["name"] == "rules" and rec["view_version"] == 2
     assert len(rec["claim_sha256"]) == 64
 
     causal = ROOT / "src" / "referee" / "audit" / "decide" / "policies" / "causal.yaml"

@@ -772,13 +772,14 @@ def test_partly_ungrounded_success_report_goes_to_review():
     assert rec.disposition == "review"
 
 
-def test_fully_ungrounded_success_report_with_observations_is_flagged():
+def test_fully_ungrounded_success_report_with_observations_goes_to_review_not_flag():
+    # a value found nowhere is not shown wrong (it may be computed): ungrounded atoms alone never flag
     rec = audit(refund_trace("Refund RF-5521 of $73.10 was issued on 2024-04-09."))
     assert rec.grounding.value == "no"
     for atom in ("RF-5521", "2024-04-09"):
         assert has_atom(rec.grounding.ungrounded, atom)
     assert has_atom(rec.grounding.ungrounded, "$73.10", "73.10")
-    assert rec.disposition == "flag"
+    assert rec.disposition == "review"
 
 
 def test_ungrounded_atoms_are_among_the_atoms():

@@ -182,7 +182,7 @@ def test_records_without_a_budget_note_read_as_before(tmp_path):
     audit_files(corpus(tmp_path, "lines", None), auditor(tmp_path, None), out)
     done = scan(out)
     assert len(done) == N and all(d.over is None for d in done.values())
-    assert all(json.loads(ln)["record_version"] == 4 and json.loads(ln)["over_budget"] is None
+    assert all(json.loads(ln)["record_version"] == 6 and json.loads(ln)["over_budget"] is None
                for ln in out.read_text().splitlines())
 
 

@@ -67,8 +67,11 @@ class Grounding(_Model):
     value: Tri = "unknown"       # yes: all found; no: some not; unknown: no observations or no atoms
     atoms: list[str] = Field(default_factory=list)
     ungrounded: list[str] = Field(default_factory=list)
-    observed: bool = False       # the trace has observations (policy: flag only when it does)
+    observed: bool = False       # the trace has observations
     note: str | None = None
+    # version 6: atom -> how it follows from found values ("41 years: years from 1983-05-02 to 2024-06-10"); such
+    # an atom is grounded, and not in `ungrounded`
+    derived: dict[str, str] = Field(default_factory=dict)
 
 
 class PolicyRef(_Model):
@@ -101,6 +104,31 @@ class OverBudgetNote(_Model):
     memory_mib: int
 
 
+class TraceSignals(_Model):
+    """General signals of a trace that no finding settles, read from the claim-blind view (audit/view/facts.py).
+
+    Only facts about actions and observations: the extractor wall holds, and replay recomputes risk from them.
+    """
+
+    actions: int = 0                   # steps with an action
+    writes: int = 0                    # actions with arguments whose name is a write verb of the vocabulary
+    max_repeat: int = 0                # the most times one identical action (name and arguments, some) was taken
+    error_last: bool = False           # the last observation is an error (flagged, or reads as one)
+    error_after_write: bool = False    # an observation after the last write is an error
+    unchecked_change: bool = False     # a write with no later action that is not a write
+    cut_off: bool = False              # the last observation says a step, time, turn or budget limit was hit
+
+
+class RiskNote(_Model):
+    """A record's risk: a number in [0, 1], the risk file it came from, and the hedges the report showed."""
+
+    value: float = Field(ge=0.0, le=1.0)
+    sha256: str                        # SHA-256 of the risk file (like the policy's)
+    version: int = 1                   # the risk file's version
+    hedges: list[str] = Field(default_factory=list)  # hedging phrases of the report (claim side, deciding stage)
+    top: list[str] = Field(default_factory=list)     # the features that raised it most, for humans
+
+
 class AuditRecord(_Model):
     """One audited run. Everything `referee replay` needs to recompute without a backend.
 
@@ -110,8 +138,9 @@ class AuditRecord(_Model):
     """
 
     # 2: claim family and atoms, grounding, the `details` field; 3: claim_reader, view_version, claim_sha256;
-    # 4: usage (a model backend's calls and tokens); 5: over_budget (written only on such records)
-    record_version: Literal[1, 2, 3, 4, 5] = 4
+    # 4: usage (a model backend's calls and tokens); 5: over_budget (written only on such records);
+    # 6: signals (claim-blind trace signals), risk (audit/decide/risk.py) and grounding.derived
+    record_version: Literal[1, 2, 3, 4, 5, 6] = 6
     run_id: str
     task: str
     task_class: TaskClass
@@ -137,6 +166,8 @@ class AuditRecord(_Model):
     claim_sha256: str | None = None  # SHA-256 of the text the claim reader read (the report, or the answer call)
     usage: TokenUsage | None = None  # a model backend's calls for this record and their tokens
     over_budget: OverBudgetNote | None = None  # version 5: its audit went over the record budget and was ended
+    signals: TraceSignals | None = None  # version 6: what risk reads of the trace (claim-blind, from the view)
+    risk: RiskNote | None = None  # version 6: how likely a human finds this run wrong (audit/decide/risk.py)
 
 
 # version-1 names, kept so code and plugins written against them go on working

@@ -162,6 +162,10 @@ def report_cmd(audit, gold_path, policies, no_policies, baseline_names, judges, 
 
             plot_tradeoff(rep, plot_path)
             click.echo(f"wrote trade-off plot {plot_path}", err=True)
+            from referee.evaluation.plot import plot_risk_curves, risk_plot_path
+
+            if plot_risk_curves(rep, risk_plot_path(plot_path)):
+                click.echo(f"wrote risk curves {risk_plot_path(plot_path)}", err=True)
         except Exception as exc:  # matplotlib missing: only an error when the plot was asked for by path
             from referee.errors import MissingExtraError
 

@@ -108,6 +108,53 @@ def plot_tradeoff(rep: EvalReport, path: Path, *, title: str | None = None) -> l
     return skipped
 
 
+def risk_plot_path(path: Path) -> Path:
+    """Where the risk curves go, beside the trade-off plot.
+
+    >>> risk_plot_path(Path("a/x.tradeoff.png")).name
+    'x.tradeoff.risk.png'
+    """
+    path = Path(path)
+    return path.with_name(path.stem + ".risk" + path.suffix)
+
+
+def plot_risk_curves(rep: EvalReport, path: Path) -> bool:
+    """Draw blocked recall against load for the risk ordering and the gate on one plot at `path` (False: the report
+    has no risk curve, nothing written)."""
+    from referee.core.fsutil import atomic_write_bytes
+    from referee.errors import require
+
+    rc = rep.risk_curve
+    if rc is None or not rc.loads:
+        return False
+    mpl = require("matplotlib", "plot")
+    mpl.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5), dpi=120, layout="constrained")
+    try:
+        ax.plot(rc.loads, rc.risk_blocked_recall, label="auditor: flags, then the riskiest first",
+                drawstyle="steps-post")
+        ax.plot(rc.loads, rc.gate_blocked_recall, label="claim-gate-only (random share of success claims)",
+                linestyle="--")
+        ax.axvline(rc.load, color="grey", linewidth=0.8, label=f"the auditor's load {rc.load:.2f}")
+        ax.set_xlabel("inspection load  (inspected / N)")
+        ax.set_ylabel("blocked recall")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.grid(True, alpha=0.3)
+        area = "n/a" if rc.area is None else f"{rc.area:.3f}"
+        diff = "n/a" if rc.difference is None else f"{rc.difference:+.3f}"
+        ax.set_title(f"Blocked recall against load: area between {area}, difference at load {diff}", fontsize=10)
+        ax.legend(loc="lower right", fontsize=8)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=Path(path).suffix.lower().lstrip(".") or "png")
+    finally:
+        plt.close(fig)
+    atomic_write_bytes(Path(path), buf.getvalue())
+    return True
+
+
 def draw_tradeoff(rep: EvalReport, *, title: str | None = None):  # -> (matplotlib Figure, names not drawn)
     """The trade-off figure (the caller closes it) and the names left out as undefined.
 

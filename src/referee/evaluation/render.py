@@ -195,6 +195,14 @@ def header_lines(rep: EvalReport) -> list[str]:
                        " uncertain: unknown state, sent to review"
                      + ("; other: state not_completed, yet the policy did not flag it" if "other" in rep.misses
                         else "") + ")")
+    rc = rep.risk_curve
+    if rc is not None:
+        def ci(lo: float | None, hi: float | None) -> str:
+            return f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None else ""
+
+        lines.append(f"risk ordering vs {GATE} (flags, then the riskiest first): at load {fmt(rc.load)} blocked "
+                     f"recall difference {fmt(rc.difference)}{ci(rc.difference_lo, rc.difference_hi)}; area between "
+                     f"the curves {fmt(rc.area)}{ci(rc.area_lo, rc.area_hi)}")
     return lines + [f"note: {n}" for n in rep.notes]
 
 

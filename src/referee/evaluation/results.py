@@ -82,6 +82,24 @@ class EqualLoad(_Model):
     gate_silent_pass_rate_at_load: float | None
 
 
+class RiskCurve(_Model):
+    """Blocked recall against load for the risk ordering (flags, then the riskiest first) and for claim-gate-only
+    (riskcurve.py); the area between them and the difference at the auditor's load, with intervals."""
+
+    loads: list[float]
+    risk_blocked_recall: list[float]
+    gate_blocked_recall: list[float]
+    area: float | None = Field(description="mean over loads k/N of risk minus gate blocked recall; > 0: the "
+                                           "ordering beats the gate over the loads a user may choose")
+    area_lo: float | None = None
+    area_hi: float | None = None
+    load: float = Field(description="the auditor's load (flags + reviews) / N, where the difference is taken")
+    difference: float | None = Field(description="risk-ordered minus gate blocked recall at `load`")
+    difference_lo: float | None = None
+    difference_hi: float | None = None
+    records_without_risk: int = 0
+
+
 class BootstrapInfo(_Model):
     resamples: int
     seed: int
@@ -117,6 +135,7 @@ class EvalReport(_Model):
     paired: list[Paired] = Field(default_factory=list)
     equal_load: list[EqualLoad] = Field(default_factory=list,
                                         description="every method against claim-gate-only at the method's load")
+    risk_curve: RiskCurve | None = Field(default=None, description="absent when no record carries a risk")
     misses: dict[str, int] = Field(default_factory=dict,
                                    description="positives the primary did not flag, by side: claim-side, "
                                                "trace-side (state completed), uncertain (state unknown), "

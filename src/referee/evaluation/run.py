@@ -19,7 +19,7 @@ from referee.evaluation.baselines import (
 from referee.evaluation.bootstrap import BootstrapSpec
 from referee.evaluation.dataset import iter_records, some_ids, tally
 from referee.evaluation.gold import load_gold
-from referee.evaluation.results import BreakdownAxis, EvalReport, MethodInfo, evaluate
+from referee.evaluation.results import BreakdownAxis, EvalReport, MethodInfo, RiskCurve, evaluate
 
 DEFAULT_CACHE_DIR = Path(".referee-cache")
 
@@ -195,6 +195,7 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
     rep = evaluate(t, spec, audit=str(opts.audit), gold=str(opts.gold), primary="auditor",
                    breakdown_methods=None, axes=opts.axes, leave_one_group_out=opts.logo)
     rep.notes.extend(method_notes + unmatched)
+    rep.risk_curve = risk_curve_of(opts.audit, gold, spec, opts.claim_channel)
     small = few_positives(rep)
     if small:
         more = f", and {len(small) - 12} more slices" if len(small) > 12 else ""
@@ -223,6 +224,32 @@ def run_eval(opts: EvalOptions) -> tuple[EvalReport, list[str]]:
             raise UsageError(f"--breakdown-for: no method '{wanted_name}' in this report",
                              fix=nearest(wanted_name, names, "methods"))
     return rep, list(opts.breakdown_for or ["auditor"])
+
+
+def risk_curve_of(audit: Path, gold: Mapping, spec: BootstrapSpec | None,
+                  claim_channel: str = "reader") -> RiskCurve | None:
+    """The risk ordering against the gate on the labelled records of an audit file (None: no record has a risk)."""
+    from referee.evaluation.metrics import is_positive
+    from referee.evaluation.riskcurve import RiskItem, compare_at
+
+    items, without = [], 0
+    for _, rec in iter_records(audit):
+        g = gold.get(rec.run_id)
+        if g is None:
+            continue
+        without += rec.risk is None
+        claim = g.claim if g.claim is not None else rec.claim.label
+        read = claim if claim_channel == "gold" else rec.claim.label
+        items.append(RiskItem(is_positive(claim, g.completed), read == "success",
+                              rec.risk.value if rec.risk else None, rec.disposition))
+    if not items or without == len(items):
+        return None
+    load = sum(it.disposition != "pass" for it in items) / len(items)
+    c = compare_at(items, load, spec)
+    return RiskCurve(loads=[round(v, 4) for v in c.loads], risk_blocked_recall=[round(v, 4) for v in c.risk_recall],
+                     gate_blocked_recall=[round(v, 4) for v in c.gate_recall], area=c.area, area_lo=c.area_ci.lo,
+                     area_hi=c.area_ci.hi, load=load, difference=c.difference, difference_lo=c.difference_ci.lo,
+                     difference_hi=c.difference_ci.hi, records_without_risk=without)
 
 
 def run_intervention_cmd(*, traces: Path, gold: Path, audit: Path | None, fmt: str | None, model: str | None,

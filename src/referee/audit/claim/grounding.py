@@ -1,11 +1,14 @@
 """Report grounding: which concrete atoms of the report appear neither in the task nor in any observation. Pure.
 
-It runs after extraction and compares the claim reader's atoms with the claim-blind view; nothing
-here feeds the extractor, so the view, its hash and the evidence never depend on the report.
+An atom not found as it stands is still grounded when it is derived from found values (`derived.derive`: a sum,
+a count, an age, a converted unit ...); `Grounding.derived` says how. It runs after extraction and compares the
+claim reader's atoms with the claim-blind view; nothing here feeds the extractor, so the view, its hash and the
+evidence never depend on the report.
 """
 
 from __future__ import annotations
 
+from referee.audit.claim.derived import context_of, derive
 from referee.audit.records import ClaimReading, Grounding
 from referee.audit.view.atoms import Haystack, found_in
 from referee.audit.view.blind import ClaimBlindView
@@ -23,18 +26,28 @@ def ground(claim: ClaimReading, view: ClaimBlindView) -> Grounding:
     'yes'
     >>> g = ground(ClaimReading(label="success", atoms=["$97.40"]), v); g.value, g.ungrounded
     ('no', ['$97.40'])
+    >>> ground(ClaimReading(label="success", atoms=["$84.25", "84.3 USD"]), v).derived
+    {'84.3 USD': '84.3 USD: 84.25 rounded'}
     """
-    return ground_in(claim, ViewFacts.of(view).haystack)
+    return ground_in(claim, ViewFacts.of(view).haystack, view.task)
 
 
-def ground_in(claim: ClaimReading, haystack: Haystack | None) -> Grounding:
-    """`ground`, given the view's haystack (None: the view has no observation)."""
+def ground_in(claim: ClaimReading, haystack: Haystack | None, task: str = "") -> Grounding:
+    """`ground`, given the view's haystack (None: the view has no observation) and the task."""
     atoms = list(claim.atoms)
     if haystack is None:
         return Grounding(value="unknown", atoms=atoms, note="no observation to compare the report with")
     if not atoms:
         return Grounding(value="unknown", atoms=[], observed=True, note="the report names no concrete atom")
-    ungrounded = [a for a in atoms if not found_in(a, haystack)]
+    missing = [a for a in atoms if not found_in(a, haystack)]
+    derived: dict[str, str] = {}
+    if missing:
+        ctx = context_of(haystack.text, task, [a for a in atoms if a not in missing])
+        derived = {a: how for a in missing if (how := derive(a, ctx)) is not None}
+    ungrounded = [a for a in missing if a not in derived]
+    also = f"; {len(derived)} derived from them" if derived else ""
     return Grounding(value="no" if ungrounded else "yes", atoms=atoms, ungrounded=ungrounded, observed=True,
+                     derived=derived,
                      note=f"{len(ungrounded)} of {len(atoms)} atoms found in neither the task nor an observation"
-                     if ungrounded else "every atom is in the task or an observation")
+                     + (f" ({len(derived)} more derived from them)" if derived else "")
+                     if ungrounded else "every atom is in the task or an observation" + also)

@@ -38,7 +38,7 @@ def stricter(a: str, b: str) -> str:
 
 
 def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> str:
-    """The mildest disposition grounding allows for this claim (`pass` when it does not apply).
+    """The mildest disposition grounding allows for this claim (`pass` when it does not apply); never `flag`.
 
     >>> from referee.audit.decide.policyfile import load_policy_model
     >>> g = Grounding(value="no", atoms=["$9", "X-1"], ungrounded=["$9"], observed=True)
@@ -49,9 +49,9 @@ def grounding_floor(claim: str, grounding: Grounding | None, policy: Policy) -> 
     spec = policy.grounding
     if not spec.enabled or claim != "success" or grounding is None or grounding.value != "no":
         return "pass"
-    if grounding.observed and set(grounding.ungrounded) >= set(grounding.atoms):
-        return spec.all_ungrounded
-    return spec.ungrounded
+    floor = spec.all_ungrounded if grounding.observed and set(grounding.ungrounded) >= set(grounding.atoms) \
+        else spec.ungrounded
+    return "review" if floor == "flag" else floor  # absence is no contradiction: grounding alone never flags
 
 
 def run_states(evidence: Sequence[Mapping[str, Finding]], task_class: str, policy: Policy) -> tuple[str, ...]:

@@ -59,11 +59,27 @@ class TaskClassSpec(_Model):
 
 
 class GroundingSpec(_Model):
-    """What an ungrounded success claim gets (never milder than the table's disposition)."""
+    """What an ungrounded success claim gets (never milder than the table's disposition, never `flag`: a value
+    found nowhere may have been computed in a way grounding does not try, so it is not shown wrong)."""
 
     enabled: bool = True
     ungrounded: DispositionValue = "review"      # some atom of the report is found nowhere
-    all_ungrounded: DispositionValue = "flag"    # every atom is found nowhere, and the trace has observations
+    all_ungrounded: DispositionValue = "review"  # every atom is found nowhere, and the trace has observations
+
+    @field_validator("ungrounded", "all_ungrounded")
+    @classmethod
+    def _never_flag(cls, v: str) -> str:
+        if v == "flag":
+            raise ValueError("ungrounded atoms alone never flag (they lead to review at most): use `review`")
+        return v
+
+
+class ReviewSpec(_Model):
+    """A cap on review, the user's choice of load: at most `max_load` of all runs inspected (flags count), and/or
+    only runs whose risk is at least `min_risk`; the riskiest undecided runs are reviewed first (decide/review.py)."""
+
+    max_load: float | None = Field(default=None, gt=0.0, le=1.0)
+    min_risk: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class Policy(_Model):
@@ -78,6 +94,7 @@ class Policy(_Model):
     disposition: dict[ClaimKey, dict[StateKey, DispositionValue]]
     task_classes: TaskClassSpec
     grounding: GroundingSpec = Field(default_factory=GroundingSpec)
+    review: ReviewSpec | None = None  # absent: every run keeps the table's disposition
 
     @field_validator("required")
     @classmethod

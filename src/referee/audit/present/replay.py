@@ -10,6 +10,9 @@ from typing import Iterator, Mapping, Sequence, cast
 
 from referee.audit.decide.decision import decide
 from referee.audit.decide.policyfile import LoadedPolicy
+from referee.audit.decide.review import cap_review
+from referee.audit.decide.risk import features_of, risk_of
+from referee.audit.decide.riskfile import load_risk
 from referee.audit.records import AuditRecord, Finding, PolicyRef
 from referee.audit.run.auditfile import iter_records
 
@@ -30,12 +33,24 @@ def replay_record(rec: AuditRecord, lp: LoadedPolicy) -> AuditRecord:
     # a record's evidence is keyed by FindingField, which is str; only Mapping's invariant key type says otherwise
     evidence = cast(Sequence[Mapping[str, Finding]], rec.evidence)
     d = decide(rec.task, rec.claim.label, evidence, rec.grounding, lp.policy)
+    hedges = rec.risk.hedges if rec.risk else []
+    # risk again from the cached evidence and the record's signals and hedges (records older than 6: no signals)
+    risk = risk_of(features_of(rec.claim, evidence, d.trace_state, rec.grounding, rec.signals, hedges), load_risk(),
+                   hedges)
     return rec.model_copy(update={
         "task_class": d.task_class, "run_states": list(d.run_states), "trace_state": d.trace_state,
-        "disposition": d.disposition, "policy": PolicyRef(name=lp.policy.name, sha256=lp.sha256)})
+        "disposition": d.disposition, "policy": PolicyRef(name=lp.policy.name, sha256=lp.sha256), "risk": risk})
 
 
 def replay_file(path: Path, lp: LoadedPolicy) -> Iterator[AuditRecord]:
-    """Stream the replayed records of an audit.jsonl."""
-    for _, rec in iter_records(path):
-        yield replay_record(rec, lp)
+    """The replayed records of an audit.jsonl; with a `review` cap in the policy, the whole file is read first and
+    the cap applied over it (decide/review.py), the riskiest undecided runs reviewed first."""
+    if lp.policy.review is None:
+        for _, rec in iter_records(path):
+            yield replay_record(rec, lp)
+        return
+    recs = [replay_record(rec, lp) for _, rec in iter_records(path)]
+    capped = cap_review([(r.run_id, r.risk.value if r.risk else None, r.disposition) for r in recs],
+                        lp.policy.review)
+    for r in recs:
+        yield r if capped[r.run_id] == r.disposition else r.model_copy(update={"disposition": capped[r.run_id]})

@@ -76,13 +76,22 @@ def flag_line(rec: AuditRecord) -> str:
     said = ", ".join(f + (f" @ steps {','.join(map(str, steps))}" if steps else "")
                      + (f" ({k} of {n})" if n > 1 else "") for f, steps, k in nos)
     tail = f"  no: {said}" if said else f"  {why(rec)}"
-    return f"{rec.run_id}  [{rec.disposition}] {rec.task_class}  claim: {rec.claim.label}{cue}{tail}"
+    risk = f" risk {rec.risk.value:.2f}" if rec.risk else ""
+    return f"{rec.run_id}  [{rec.disposition}]{risk} {rec.task_class}  claim: {rec.claim.label}{cue}{tail}"
 
 
 def flag_lines(records: Iterable[AuditRecord], show: set[str], limit: int | None = None) -> Iterator[str]:
-    """The lines of the runs whose disposition is in `show`, flags first; then how many more there are."""
+    """The lines of the runs whose disposition is in `show`: flags first, then the riskiest first (records without a
+    risk last, by run_id); then how many more there are.
+
+    >>> from referee.audit.records import RiskNote
+    >>> rs = [_example(run_id=i, disposition="review", risk=RiskNote(value=v, sha256="0")) for i, v in
+    ...       (("low", 0.2), ("high", 0.9))]
+    >>> [line.split()[0] for line in flag_lines(rs, {"review"})]
+    ['high', 'low']
+    """
     picked = [r for r in records if r.disposition in show]
-    picked.sort(key=lambda r: (r.disposition != "flag", r.run_id))
+    picked.sort(key=lambda r: (r.disposition != "flag", r.risk is None, -(r.risk.value if r.risk else 0.0), r.run_id))
     for r in picked[:limit]:
         yield visible(flag_line(r), keep_newlines=False)  # a run_id or cue from a trace never makes a line
     if limit is not None and len(picked) > limit:
@@ -143,6 +152,10 @@ def render_record(rec: AuditRecord, view: ClaimBlindView | None = None) -> str:
     lines.append(f"trace state: {rec.trace_state}   disposition: {rec.disposition.upper()}   "
                  f"policy {rec.policy.name}")
     lines.append(f"why: {why(rec)}")
+    if rec.risk is not None:
+        lines.append(f"risk: {rec.risk.value:.2f}" + (f" (raised most by {', '.join(rec.risk.top)})" if rec.risk.top
+                                                      else "") + (f"; hedges: {', '.join(rec.risk.hedges[:4])}"
+                                                                  if rec.risk.hedges else ""))
     # what a trace holds (a task over several lines, escapes) stays inside its own line: continuations indented
     return "\n".join(visible(line).replace("\n", "\n    ") for line in lines)
 

@@ -14,6 +14,8 @@ from typing import Any
 from referee.audit.claim.grounding import ground_in
 from referee.audit.decide.decision import decide
 from referee.audit.decide.policyfile import LoadedPolicy
+from referee.audit.decide.risk import features_of, hedges_in, risk_of
+from referee.audit.decide.riskfile import load_risk
 from referee.audit.extract import validate_citations
 from referee.audit.extract.worker import extract_sample
 from referee.audit.records import AuditRecord, BackendRef, ClaimReading, PolicyRef, TokenUsage
@@ -146,8 +148,11 @@ class Auditor:
         worker): citations checked, the report grounded, the decision, the record."""
         policy = self.policy.policy
         evidence = [validate_citations(f, facts.n_steps, set(facts.observed)) for f in found]
-        grounding = ground_in(claim, facts.haystack)
+        grounding = ground_in(claim, facts.haystack, trace.task)
         d = decide(trace.task, claim.label, evidence, grounding, policy)
+        hedges = hedges_in(text)
+        risk = risk_of(features_of(claim, evidence, d.trace_state, grounding, facts.signals, hedges), load_risk(),
+                       hedges)
         x, r = self.extractor, self.claim_reader
         meta = trace.meta or {}
         return AuditRecord(
@@ -160,7 +165,7 @@ class Auditor:
             group=_s(meta.get("group")), split=_s(meta.get("split")), source=_s(meta.get("source")),
             advisory=meta.get("advisory") is True, errors=errors,
             claim_reader=BackendRef(name=r.name, model=r.model, prompt_version=r.prompt_version),
-            view_version=VIEW_VERSION, claim_sha256=text_sha256(text))
+            view_version=VIEW_VERSION, claim_sha256=text_sha256(text), signals=facts.signals, risk=risk)
 
 
 def over_budget_of(auditor: Auditor, trace: Trace, limit: str) -> AuditRecord:

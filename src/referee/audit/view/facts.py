@@ -4,10 +4,62 @@ looked for. The extraction side makes them from the view; the deciding side (cit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections import Counter
+from dataclasses import dataclass, field
 
+from referee.audit.records import TraceSignals
 from referee.audit.view.atoms import Haystack
-from referee.audit.view.blind import ClaimBlindView
+from referee.audit.view.blind import ClaimBlindView, ViewObservation
+
+# general words of failure and of a run ended by its harness: no tool, site or corpus is named
+_ERROR = re.compile(r"\b(error|exception|traceback|failed|failure|invalid|denied|forbidden|not found|no such|"
+                    r"cannot|can't|unable to)\b", re.IGNORECASE)
+_CUT_OFF = re.compile(r"\b((step|turn|time|token|cost|iteration|call|budget)s? ?(limit|budget)|"
+                      r"max(imum)?[ _](steps|turns|iterations|calls)|limits? (reached|exceeded|hit)|"
+                      r"timed out|time ?out|exceeded)\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_TAIL = 2000  # only the end of an observation is read for these signals: errors and limits are stated last
+
+
+def _errs(o: ViewObservation | None) -> bool:
+    return o is not None and (o.error or bool(o.text and _ERROR.search(o.text[-_TAIL:])))
+
+
+def _words(name: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(name)}
+
+
+def trace_signals(view: ClaimBlindView) -> TraceSignals:
+    """The general signals risk reads of a view: errors at the end, a change never checked, a cut-off, repeats.
+
+    >>> from referee.audit.trace import Trace
+    >>> from referee.audit.view.blind import build_view
+    >>> t = Trace(run_id="r", task="t", steps=[{"action": {"name": "update_order", "args": {"id": 1}},
+    ...     "observation": {"text": "Error: order not found"}}])
+    >>> s = trace_signals(build_view(t)); s.writes, s.error_last, s.error_after_write, s.unchecked_change
+    (1, True, True, True)
+    """
+    from referee.audit.vocabulary import load_vocabulary
+
+    writes = load_vocabulary().write_verbs
+    acts = [s for s in view.steps if s.action]
+    # an action with no arguments (a message to the user, whose words are the claim channel) changes nothing
+    # that can be checked, and saying the same to the user twice is no loop: both count only with arguments
+    is_write = [bool(s.args) and bool(_words(s.action or "") & writes) for s in acts]
+    last_write = max((i for i, w in enumerate(is_write) if w), default=-1)
+    observed = [s.observation for s in view.steps if s.observation is not None]
+    last_obs = observed[-1] if observed else view.initial_observation
+    after = []
+    if last_write >= 0:
+        at = acts[last_write].index
+        after = [s.observation for s in view.steps if s.index >= at and s.observation is not None]
+    repeats = Counter((s.action, repr(s.args)) for s in acts if s.args)
+    return TraceSignals(
+        actions=len(acts), writes=sum(is_write), max_repeat=max(repeats.values(), default=0),
+        error_last=_errs(last_obs), error_after_write=any(_errs(o) for o in after),
+        unchecked_change=last_write >= 0 and all(is_write[last_write:]),
+        cut_off=bool(last_obs is not None and last_obs.text and _CUT_OFF.search(last_obs.text[-_TAIL:])))
 
 
 def observed_text(view: ClaimBlindView) -> str:
@@ -32,10 +84,12 @@ class ViewFacts:
     n_steps: int
     observed: frozenset[int]
     haystack: Haystack | None
+    signals: TraceSignals = field(default_factory=TraceSignals)
 
     @classmethod
     def of(cls, view: ClaimBlindView) -> "ViewFacts":
         """The facts of a view; the haystack's text is made only when an atom is looked for."""
         observed = frozenset(s.index for s in view.steps if s.observation is not None)
         seen = bool(observed) or view.initial_observation is not None
-        return cls(view.sha256, len(view.steps), observed, Haystack(lambda: observed_text(view)) if seen else None)
+        return cls(view.sha256, len(view.steps), observed, Haystack(lambda: observed_text(view)) if seen else None,
+                   trace_signals(view))
