@@ -129,7 +129,10 @@ def features_of(claim: ClaimReading, evidence: Sequence[Mapping[str, Finding]], 
     """
     s = signals or TraceSignals()
     values = [fe.value for sample in evidence for fe in sample.values()]
-    share = (lambda v: values.count(v) / len(values)) if values else (lambda v: 0.0)
+
+    def share(v: str) -> float:
+        return values.count(v) / len(values) if values else 0.0
+
     atoms = grounding.atoms if grounding else claim.atoms
     ungrounded = len(grounding.ungrounded) / len(grounding.atoms) if grounding and grounding.atoms else 0.0
     return {
