@@ -128,7 +128,7 @@ def features_of(claim: ClaimReading, evidence: Sequence[Mapping[str, Finding]], 
     (1.0, 1.0, 0.0, 0.0)
     """
     s = signals or TraceSignals()
-    values = [fe.value for sample in evidence for fe in sample.values()]
+    values: list[str] = [fe.value for sample in evidence for fe in sample.values()]
 
     def share(v: str) -> float:
         return values.count(v) / len(values) if values else 0.0
