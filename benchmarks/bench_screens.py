@@ -55,7 +55,7 @@ def start_datasette(tmp: Path) -> tuple[subprocess.Popen, str]:
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                raise SystemExit("datasette did not start")
+                raise SystemExit("datasette did not start") from None
             time.sleep(0.1)
 
 

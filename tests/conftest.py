@@ -151,7 +151,7 @@ def pg_url():
     if bindir is None or not (bindir / "pg_ctl").exists():
         msg = ("!!! PostgreSQL IS NOT INSTALLED: no initdb/pg_ctl under /usr/lib/postgresql/*/bin or on PATH; "
                "the PostgreSQL tests are SKIPPED. Install it with: apt-get install postgresql !!!")
-        warnings.warn(msg)
+        warnings.warn(msg, stacklevel=2)
         print("\n" + msg, file=sys.stderr)
         pytest.skip(msg)
 

@@ -327,7 +327,7 @@ def test_lone_surrogates_one_record_per_line_read_as_replacement_char(tmp_path):
     # the reference: the same trace written with U+FFFD (and the emoji) in their place, plus controls
     # that differ from it in one place each, to show that place reaches the record
     ref = [odd_trace(*FIXED)]
-    for i, (field, bad) in enumerate([("task", "?"), ("args-key", "?"), ("obs-data", "?"), ("report", "?")]):
+    for field, bad in [("task", "?"), ("args-key", "?"), ("obs-data", "?"), ("report", "?")]:
         t = odd_trace(*FIXED, run_id=f"ctl-{field}")
         if field == "task":
             t["task"] = t["task"].replace("\ufffd", bad)

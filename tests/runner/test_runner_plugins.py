@@ -79,6 +79,7 @@ def test_a_broken_plugin_does_not_stop_a_built_in_lookup(monkeypatch):
 
     class Broken:
         name = "broken"
+        value = "nothing_here:thing"
 
         def load(self):
             raise ModuleNotFoundError("No module named 'nothing_here'")
@@ -87,7 +88,9 @@ def test_a_broken_plugin_does_not_stop_a_built_in_lookup(monkeypatch):
     reg: Registry[str] = Registry("thing", "referee.test_things")
     reg.add("builtin", "B")
     assert reg.get("builtin") == "B" and "builtin" in reg
-    with pytest.raises(Exception):
+    from referee.errors import PluginError
+
+    with pytest.raises(PluginError, match="nothing_here"):
         reg.get("broken")  # the plugin itself still fails loudly when it is asked for
 
 

@@ -57,7 +57,7 @@ def test_two_audits_on_one_out_file_write_each_run_once(sec):
             for p in procs:
                 if p.poll() is None:
                     p.kill()
-    for rc, so, se in results:
+    for rc, _so, se in results:
         assert "Traceback" not in se and "internal error" not in se, se[-2000:]
         assert rc in (0, 1, 2), f"rc={rc}\n{se[-2000:]}"
     got = [r["run_id"] for r in _records(out)]

@@ -148,7 +148,7 @@ def test_audit_never_reads_a_manifest_path_out_of_the_run_directory(finished, tm
     """Two copies whose manifests point the SKIPPED step's capture at different files outside:
     if the audit read them, the claim-blind views (and their hashes) would differ."""
     views = []
-    for i, content in enumerate(("listing OUTSIDE-AAA-111", "listing OUTSIDE-BBB-222")):
+    for content in ("listing OUTSIDE-AAA-111", "listing OUTSIDE-BBB-222"):
         d = finished.base / "copies" / uuid.uuid4().hex[:8] / "finished" / finished.finished_dir.name
         d.parent.mkdir(parents=True)
         copy_run(finished.finished_dir, d)

@@ -55,8 +55,8 @@ def _sentences(text: str) -> list[str]:
 
 def _last(pattern: cues.Cue, text: str) -> Any:
     last = None
-    for last in pattern.finditer(text):
-        pass
+    for match in pattern.finditer(text):
+        last = match
     return last
 
 

@@ -159,7 +159,7 @@ def slot_options(data: Iterable[Any], keys: Collection[str] | None = None) -> di
             ks = by_keys[sig] = {_norm(k) for k in m if _is_word_value(k)}
         if len(ks) >= 2:
             keysets.append(ks)
-    for k, vals in opts.items():
+    for vals in opts.values():
         for ks in keysets:
             if vals & ks and len(ks) <= 12:
                 vals |= ks

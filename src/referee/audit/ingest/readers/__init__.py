@@ -24,6 +24,9 @@ class ReadOptions:
     # a coding agent's session of many prompts: one run per prompt (`<session>#<n>`), or `whole`: one run
     session_runs: str = "per-prompt"
 
+
+DEFAULT_OPTIONS = ReadOptions()  # frozen: one shared default for every reader's `options` argument
+
 # an entry point (group `referee.readers`) names a reader function, or a class whose instances are one
 trace_readers: Registry[Reader] = Registry("trace format", "referee.readers", item=FUNCTION)
 

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from referee.audit.ingest.readers import ReadOptions, trace_readers
+from referee.audit.ingest.readers import DEFAULT_OPTIONS, ReadOptions, trace_readers
 from referee.audit.ingest.readers.sessions import session_items
 from referee.audit.trace import SHAPE_ERRORS, TraceItem, record_error, shape_error
 from referee.core.jsonio.values import iter_json_values
@@ -205,7 +205,7 @@ def _from_export(records: list[tuple[int | None, dict]]) -> list[tuple[int | Non
             if r.get("role") in ("user", "assistant")]
 
 
-def read_claude_code(path: Path, options: ReadOptions = ReadOptions()) -> Iterator[TraceItem]:
+def read_claude_code(path: Path, options: ReadOptions = DEFAULT_OPTIONS) -> Iterator[TraceItem]:
     """Yield one run per user prompt of a Claude Code session (`<session>#<n>`), or one per session."""
     file = str(path)
     events: list[tuple[int | None, dict]] = []

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-from referee.audit.ingest.readers import ReadOptions, trace_readers
+from referee.audit.ingest.readers import DEFAULT_OPTIONS, ReadOptions, trace_readers
 from referee.audit.ingest.readers.sessions import session_items
 from referee.audit.ingest.readers.shellout import exit_code_in
 from referee.audit.trace import SHAPE_ERRORS, TraceItem, record_error, shape_error
@@ -238,7 +238,7 @@ def _items(lines: list[tuple[int | None, dict]]) -> Iterator[tuple[int | None, s
             yield line, "session_meta", v
 
 
-def read_codex_cli(path: Path, options: ReadOptions = ReadOptions()) -> Iterator[TraceItem]:
+def read_codex_cli(path: Path, options: ReadOptions = DEFAULT_OPTIONS) -> Iterator[TraceItem]:
     """Yield one run per user prompt of a Codex CLI rollout (`<session>#<n>`), or one per session."""
     file = str(path)
     lines: list[tuple[int | None, dict]] = []

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from referee.audit.ingest.readers import ReadOptions, trace_readers
+from referee.audit.ingest.readers import DEFAULT_OPTIONS, ReadOptions, trace_readers
 from referee.audit.ingest.readers.sessions import session_items
 from referee.audit.trace import SHAPE_ERRORS, TraceItem, record_error, shape_error
 from referee.core.jsonio.values import iter_json_values
@@ -205,7 +205,7 @@ def _defs(messages: list[dict]) -> list[dict] | None:
     return [{"name": n, "description": d} for n, d in sorted(TOOL_DEFS.items()) if n in used] or None
 
 
-def read_gemini_cli(path: Path, options: ReadOptions = ReadOptions()) -> Iterator[TraceItem]:
+def read_gemini_cli(path: Path, options: ReadOptions = DEFAULT_OPTIONS) -> Iterator[TraceItem]:
     """Yield one run per user prompt of a Gemini CLI session (`<session>#<n>`), or one per session."""
     file = str(path)
     stream: list[tuple[int | None, dict]] = []

@@ -132,7 +132,7 @@ def items_to_messages(items: list[Any]) -> list[dict]:
     ['user', 'assistant', 'tool', 'assistant']
     """
     out: list[dict] = []
-    for n, item in enumerate(items):
+    for item in items:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")

@@ -265,7 +265,7 @@ def _measure(value: Any) -> None:
     the first limit crossed, so it costs at most that much."""
     nodes = chars = 0
     level = [value]
-    for depth in range(MAX_DEPTH + 1):
+    for _ in range(MAX_DEPTH + 1):
         below: list[Any] = []
         for v in level:
             t = type(v)
