@@ -57,7 +57,7 @@ class ClaimReading(_Model):
     votes: list[ClaimLabel] = Field(default_factory=list)
     backend: str = "rules"
     cue: str | None = None  # the phrase that decided a rules reading, for humans
-    family: ClaimFamily | None = None  # which cue family decided (claimcues.FAMILY_LABEL)
+    family: ClaimFamily | None = None  # which cue family decided (claim/cues.FAMILY_LABEL)
     atoms: list[str] = Field(default_factory=list)  # the report's concrete atoms, for grounding
 
 

@@ -155,7 +155,7 @@ FINAL_ANSWER = re.compile(r"^\s*(final answer|answer)\s*[:：]\s*(.+)$", re.I | 
 CODE_BLOCK = re.compile(r"```[\w+-]*+\n?(.*?)```", re.S)  # possessive: a fence and 100,000 letters is one scan
 LEAD_IN = re.compile(r"^\s*(thought|reasoning|analysis|final report|summary|report)\s*:\s*", re.I)
 
-# --- Which obstacle cues still stand beside a completion claim (claimcontext.py reads these) -------------------
+# --- Which obstacle cues still stand beside a completion claim (claim/context.py reads these) -------------------
 # Every shipped policy passes `failure_or_incomplete`, so a word must not turn a completion claim into one: only a
 # *stated* obstacle (the agent's own inability, work left undone, a referral elsewhere) does. An obstacle *word*
 # (failed, error, captcha, timed out, unfortunately, cannot be restored ...) that the context does not explain away

@@ -123,7 +123,7 @@ def _structured(report: str) -> ClaimReading | None:
 
 
 def read_claim_rules(report: str | None) -> ClaimReading:
-    """Read the claim by named cue families (claimcues.py); the record keeps the cue and its family.
+    """Read the claim by named cue families (claim/cues.py); the record keeps the cue and its family.
 
     >>> [read_claim_rules(r).family for r in ("Done - the duplicates were removed.", "The answer is 42.")]
     ['completion', 'delivered_result']

@@ -97,7 +97,7 @@ def _member(fh: BinaryIO, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
         raise MemberTooBig(f"it inflates to {info.file_size} bytes, more than referee reads of one member "
                            f"({MAX_RESULTS_BYTES} bytes); not read")
     data = _zstd_member(fh, info) if info.compress_type == ZIP_ZSTD else zf.read(info)
-    return loads(data)  # a member nested past jsonstream.MAX_DEPTH is a ValueError: one bad part
+    return loads(data)  # a member nested past jsonio.values.MAX_DEPTH is a ValueError: one bad part
 
 
 def _unread(name: str, exc: BaseException) -> str:
