@@ -80,8 +80,13 @@ def joint_at_load(items: Sequence[RiskItem], load: float) -> list[int]:
     ...        RiskItem(False, False, .5, "pass")]
     >>> joint_at_load(its, 1 / 3)
     [1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
+    >>> joint_at_load(its, 0.0)   # nothing inspected: nothing blocked
+    [1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0]
     """
-    capped = cap_review([(str(i), it.risk, it.disposition) for i, it in enumerate(items)], ReviewSpec(max_load=load))
+    runs = [(str(i), it.risk, it.disposition) for i, it in enumerate(items)]
+    # a load of 0 (an audit that inspected nothing) reviews nothing: flags stay, every other run passes
+    capped = cap_review(runs, ReviewSpec(max_load=load)) if load > 0 else \
+        {rid: "flag" if disp == "flag" else "pass" for rid, _, disp in runs}
     cells = [0] * N_JOINT
     for i, it in enumerate(items):
         cells[joint_cell(it.gate_blocks, it.positive, capped[str(i)])] += 1
