@@ -21,7 +21,7 @@ def shipped_policies() -> tuple[str, ...]:
     >>> "causal" in shipped_policies()
     True
     """
-    from referee.audit.decide.policyfile import SHIPPED
+    from referee.audit.decide import SHIPPED
 
     return tuple(SHIPPED)
 

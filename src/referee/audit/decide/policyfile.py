@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from referee.audit.decide import SHIPPED
 from referee.audit.decide.policy import Policy
 from referee.audit.decide.taskclass import check_classes
 from referee.core.fsutil import read_yaml, sha256_bytes
@@ -15,7 +16,6 @@ from referee.core.registry import Registry
 from referee.errors import PolicyError
 
 POLICY_DIR = Path(__file__).parent / "policies"
-SHIPPED = ("causal", "final-state", "low-load", "unanimous", "strict")
 
 policies: Registry[Path] = Registry("policy", item=Path)
 for _name in SHIPPED:

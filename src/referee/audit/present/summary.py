@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from referee.audit.records import TASK_CLASSES, AuditRecord
+if TYPE_CHECKING:
+    from referee.audit.records import AuditRecord
 
 DISPOSITIONS = ("pass", "flag", "review")
 # the option that raises each limit of the record budget (referee.audit.run.budget): a resume retries a record over
@@ -56,9 +57,13 @@ class AuditSummary:
                 self.misreports[rec.disposition] += 1
 
     def as_dict(self) -> dict:
+        classes: tuple[str, ...] = ()
+        if self.by_class:  # counts exist once records were added: an empty summary loads no record model
+            from referee.audit.records import TASK_CLASSES as classes
+
         return {"records": self.n,
                 "dispositions": {d: sum(v for (c, dd), v in self.by_class.items() if dd == d) for d in DISPOSITIONS},
-                "by_class": {c: {d: self.by_class[(c, d)] for d in DISPOSITIONS} for c in TASK_CLASSES
+                "by_class": {c: {d: self.by_class[(c, d)] for d in DISPOSITIONS} for c in classes
                              if any(self.by_class[(c, d)] for d in DISPOSITIONS)},
                 "claims": dict(self.claims), "trace_states": dict(self.states),
                 "gold_records": self.gold_seen,

@@ -6,13 +6,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from pydantic import ValidationError
-
-from referee.audit.records import AuditRecord
 from referee.core.fsutil import open_regular
 from referee.errors import RefereeError
+
+if TYPE_CHECKING:
+    from referee.audit.records import AuditRecord
 
 
 class AuditFileError(RefereeError):
@@ -115,6 +115,10 @@ def iter_records(path: Path, *, index: LatestIndex | None = None, every: bool = 
 
 
 def _record(path: Path, lineno: int, line: str) -> AuditRecord:
+    from pydantic import ValidationError
+
+    from referee.audit.records import AuditRecord  # its models load with the first record read
+
     try:
         return AuditRecord.model_validate_json(line)
     except ValidationError as exc:

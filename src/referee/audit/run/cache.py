@@ -7,9 +7,12 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from referee.audit.records import Finding, findings_json
 from referee.errors import UsageError
+
+if TYPE_CHECKING:
+    from referee.audit.records import Finding
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evidence (
@@ -90,6 +93,7 @@ class EvidenceCache:
     in this process includes the batch not yet committed.
 
     >>> import tempfile, pathlib
+    >>> from referee.audit.records import Finding
     >>> c = EvidenceCache(pathlib.Path(tempfile.mkdtemp()) / "c.sqlite")
     >>> c.put_evidence("llm", "m", "1", "abc", 0, {"action": Finding(value="yes", support=[2])})
     >>> c.get_evidence("llm", "m", "1", "abc", 0)["action"].support
@@ -193,6 +197,8 @@ class EvidenceCache:
         row = self._evidence_row("fields", (backend, model, prompt_version, view_sha256, sample))
         if row is None:
             return None
+        from referee.audit.records import Finding  # the records' models load with the first cached finding
+
         return {k: Finding.model_validate(v) for k, v in json.loads(row[0]).items()}
 
     def has_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,
@@ -202,6 +208,8 @@ class EvidenceCache:
 
     def put_evidence(self, backend: str, model: str | None, prompt_version: str, view_sha256: str, sample: int,
                      fields: dict[str, Finding]) -> None:
+        from referee.audit.records import findings_json
+
         self.put_evidence_json(backend, model, prompt_version, view_sha256, sample, findings_json(fields))
 
     def put_evidence_json(self, backend: str, model: str | None, prompt_version: str, view_sha256: str,

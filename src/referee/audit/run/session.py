@@ -78,13 +78,13 @@ def _audit(paths: Iterable[str | Path], out: Path, o: AuditOptions, events: Audi
         raise UsageError("--samples must be at least 1")
     if not _preview_run_dirs(traces, events):
         return result  # nothing to audit: no SKIPPED step in the run directories given
-    from referee.audit.decide.policyfile import load_policy
     from referee.audit.run.cache import EvidenceCache
     from referee.audit.run.stream import audit_files, is_blank
 
-    lp = load_policy(o.policy)
-    # an input with nothing in it (`echo > t.jsonl`) needs no backend, reader or worker: none is made
+    # an input with nothing in it (`echo > t.jsonl`) needs no backend, reader or worker: none is made, and a
+    # shipped policy (valid by the tests) is not built either; a user's policy file is checked in any case
     blank = o.format is None and all(is_blank(p) for p in traces)
+    lp = None if blank and _shipped(o.policy) else _load_policy(o.policy)
     backends = None if blank else _make_backends(o)
     try:
         executor = None if backends is None else _executor(o, backends, ex_options, events)
@@ -99,7 +99,7 @@ def _audit(paths: Iterable[str | Path], out: Path, o: AuditOptions, events: Audi
         """The auditor, made on first need (for a blank input: never)."""
         if "auditor" not in built:
             b = built.setdefault("backends", backends or _make_backends(o))
-            built["auditor"] = _auditor(o, lp, b, cache_db)
+            built["auditor"] = _auditor(o, lp or _load_policy(o.policy), b, cache_db)
         return built["auditor"]
 
     t0 = time.perf_counter()
@@ -120,6 +120,19 @@ def _audit(paths: Iterable[str | Path], out: Path, o: AuditOptions, events: Audi
 
         write_gold(o.gold_out, [GoldLabel(**r) for r in result.gold_rows])
     return result
+
+
+def _load_policy(policy: str) -> Any:
+    from referee.audit.decide.policyfile import load_policy
+
+    return load_policy(policy)
+
+
+def _shipped(policy: str) -> bool:
+    """Whether `policy` names one of the policies shipped with referee (its file is not read here)."""
+    from referee.audit.decide import SHIPPED
+
+    return policy in SHIPPED
 
 
 def _auditor(o: AuditOptions, lp: Any, backends: Backends, cache: Any) -> Auditor:
