@@ -39,11 +39,13 @@ def test_an_unknown_command_is_told_the_nearest_of_all_commands():
 
 
 # what an audit of an empty input must not load: the readers, the rules and the claim cues, the view, the JSON stack,
-# the worker pool and the LLM client (each loads with the first record, or the first pool, that needs it)
+# the worker pool and the LLM client, the record and policy models and pydantic itself (each loads with the first
+# record, or the first pool, that needs it)
 NOT_FOR_AN_EMPTY_AUDIT = ("referee.audit.ingest.readers", "referee.audit.extract", "referee.audit.claim",
                           "referee.audit.view", "referee.core.jsonio", "referee.audit.run.parallel",
                           "referee.audit.run.workerside", "referee.audit.run.pipeline", "referee.core.llm",
-                          "referee.rundir", "referee.audit.present.ci", "rich")
+                          "referee.rundir", "referee.audit.present.ci", "rich", "referee.audit.records",
+                          "referee.audit.decide.policy", "pydantic")
 
 
 def _audit_loads(tmp_path, traces: str, *flags: str) -> tuple[list[str], str]:
@@ -63,6 +65,17 @@ def test_an_audit_of_an_empty_file_loads_no_reader_rule_view_json_stack_or_pool(
     blank = tmp_path / "e.jsonl"
     blank.write_text("\n")  # what `echo > e.jsonl` makes
     assert _audit_loads(tmp_path, str(blank)) == ([], "")
+
+
+def test_an_empty_audit_still_checks_a_policy_file_of_the_users(tmp_path, capsys):
+    from referee.cli.main import main
+
+    blank, bad = tmp_path / "e.jsonl", tmp_path / "mine.yaml"
+    blank.write_text("\n")
+    bad.write_text("policy_version: 1\nname: mine\nrequired: {delete: [nonsense]}\n")
+    assert main(["audit", str(blank), "--out", str(tmp_path / "a.jsonl"), "--policy", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "mine.yaml" in err and "Traceback" not in err, err
 
 
 def test_an_audit_with_one_record_loads_what_it_needs_and_still_no_pool(tmp_path):
