@@ -76,7 +76,7 @@ def test_check_names_a_step_without_do_as_a_plan_error(tmp_path):
     code, out, err = referee(tmp_path, "check", plan)
     line = next((ln for ln in (out + err).splitlines() if "without `do:`" in ln), "")
     assert code == 2 and f"{plan}:6:5:" in line and "warning" not in line, out + err
-    assert "step 'empty'" in line and "add `do:" in line, out + err
+    assert "step 'empty'" in line and "add `do: <what the agent should do>`" in line, out + err
 
 
 def test_run_refuses_a_step_without_do_before_it_starts(tmp_path):

@@ -145,26 +145,6 @@ def test_actor_env_takes_a_variable_the_agent_then_sees(tmp_path):
     assert ran.step("a")["verdict"] == "PASS", ran.out + ran.err
 
 
-NO_DO = """\
-name: nodo
-steps:
-  - id: first
-    do: "make a note"
-    validators: [{kind: command_exit_code, command: "true"}]
-  - id: empty
-    validators: [{kind: command_exit_code, command: "true"}]
-"""
-
-
-def test_a_step_without_do_is_a_plan_error_naming_file_line_and_step(tmp_path):
-    plan = write_plan(tmp_path / "nodo.yaml", NO_DO)
-    code, out, err = referee(tmp_path, "check", plan)
-    line = next((ln for ln in (out + err).splitlines() if "`do:`" in ln), "")
-    assert code == 2, out + err
-    assert f"{plan}:6:5:" in line and "warning" not in line and "step 'empty'" in line, line
-    assert "add `do: <what the agent should do>`" in line, line
-
-
 def _lint_plan(folder: Path, text: str) -> Path:
     (folder / "control.txt").write_text("the home screen: nothing saved\n")
     return write_plan(folder / "lint.yaml", {
