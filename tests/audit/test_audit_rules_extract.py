@@ -117,7 +117,8 @@ def test_clause_target_left_undeleted():
     steps = [step("update_note", {"id": "N1A2"}, data={"id": "N1A2"}),
              step("delete_note", {"id": "N3B4"}, data={"deleted": "N3B4"})]
     v, note = final("Delete notes N1A2 and N3B4.", steps)
-    assert v == "no" and "N1A2" in note
+    # N1A2 was updated, never deleted: no delete on it is absence, not a contradiction (issue 32), so a person looks
+    assert v == "unknown" and "N1A2" in note
 
 
 def test_clause_conditional_or_other_verb_not_required():

@@ -275,13 +275,13 @@ def final_supports_goal(cx: Context) -> Finding:
     if written:
         left |= {n for n in task_numbers(cx.view.task) if len(n) >= 4 and any(len(w) == len(n) for w in written)} - \
             written - {n for a in ok_writes for n in re.findall(r"\d+", _obs_text(a.step.observation))}
-    missing = sorted(left)
-    if missing:
-        return _fe("no", [a.step.index for a in ok_writes], note=f"task target {missing[0]!r} was never acted on")
     last_ok = ok_writes[-1].step.index
     later_fail = [a.step.index for a in cx.relevant if a.step.index > last_ok and a.failed]
     if later_fail:
         return _fe("no", later_fail, note="the last relevant write failed")
+    if missing := sorted(left):  # no write on it is absence, not a contradiction: a person looks
+        return _fe("unknown", [a.step.index for a in ok_writes],
+                   note=f"task target {missing[0]!r}: no write acted on it that the rules recognise")
     handoff = [a.step.index for a in cx.acts if a.kind == "handoff" and a.step.index > last_ok]
     if handoff:
         return _fe("unknown", handoff, note="handed off to a human after the last write")
@@ -452,7 +452,12 @@ def clause(cx: Context) -> Finding | None:
         made = {t for w in cx.all_ok if tok in w.arg_ids for t in ids_in(_obs_text(w.step.observation))}
         if not any(a.arg_ids & made for a in of_kind):
             near = [a.step.index for a in cx.relevant] or [a.step.index for a in cx.ok_writes]
-            return _fe("no", near, note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")
+            if not of_kind:  # no successful write of that kind: a refused one shows it, none at all is absence
+                refused = [a.step.index for a in cx.writes if a.failed and a.groups & kinds and tok in a.arg_ids]
+                if refused:
+                    return _fe("no", refused, note=f"the task asks to {group} {tok!r}; the write on it failed")
+                return _fe("unknown", near, note=f"the task asks to {group} {tok!r}; no write of that kind recognised")
+            return _fe("no", near, note=f"the task asks to {group} {tok!r}; the writes of that kind name others")
     return None
 
 
