@@ -190,8 +190,8 @@ def _unrecognised(cx: Context, what: str) -> str:
     for a in _unclassified(cx):
         name = split_call(a.step.action or "", a.step.plain_args())[0][:40] or "?"
         names[name] = names.get(name, 0) + 1
-    if not names:
-        return f"{what}: the actions are reads, or writes of another kind"
+    if not names:  # every action was classified: reads (or lookups with no result), writes of another kind
+        return what
     shown = ", ".join(f"{n} x{k}" if k > 1 else n for n, k in sorted(names.items(), key=lambda x: -x[1])[:5])
     more = f" and {len(names) - 5} more" if len(names) > 5 else ""
     return f"{what}; actions not classified: {shown}{more} (a tool map, --tools, can name them)"
