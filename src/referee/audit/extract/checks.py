@@ -312,7 +312,8 @@ def _checked(cx: Context) -> Finding:
     if later_fail:
         return _fe("no", later_fail, note="the last relevant write failed")
     checks = [a for a in cx.acts if a.step.index > last_ok and a.via == "shell" and a.failed is not None
-              and acting.VERIFY.search(acting.command_text(a.step.action or "", a.step.plain_args()))]
+              and acting.VERIFY.search(cmd := acting.command_text(a.step.action or "", a.step.plain_args()))
+              and not (a.failed and acting.could_not_run(cmd, _obs_text(a.step.observation)))]
     if not checks:
         return _fe("unknown", [last_ok], note="no test or check ran after the last edit")
     last = checks[-1]
