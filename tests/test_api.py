@@ -68,7 +68,7 @@ def test_audit_runs_tells_its_events_to_the_sink_and_counts_them_in_the_result(t
     result = referee.audit_runs([_traces(tmp_path / "t.jsonl")], tmp_path / "a.jsonl", AuditOptions(workers=1), events)
     assert [kind for kind, _ in heard] == ["written", "duplicate", "skipped"]
     assert result.stats.written == 1 and result.stats.duplicates == 1 and len(result.stats.errors) == 1
-    assert result.summarize().as_dict()["dispositions"]["flag"] == 1
+    assert result.summarize().as_dict()["dispositions"]["review"] == 1  # no actions: absence never flags
 
 
 def test_audit_runs_with_on_error_stop_raises_the_bad_record(tmp_path):

@@ -78,7 +78,9 @@ def test_a_tool_named_by_no_verb_takes_the_verb_of_its_description_in_the_trace(
                       tools=[{"name": "vx_badge", "description": "Revoke a visitor badge. It stops opening doors."}])
     bare = Trace(run_id="r", task=task, steps=steps)
     assert values(described)["committed"] == "yes"
-    assert values(bare)["action"] == "no"
+    # without the description the rules cannot classify it: `unknown`, and the note names it and the tool map
+    assert values(bare)["action"] == "unknown"
+    assert "vx_badge" in (extract_rules(build_view(bare))["action"].note or "")
 
 
 def test_tools_enter_the_view_only_when_present(tmp_path):
@@ -102,10 +104,10 @@ def test_conditional_tasks_without_a_write_are_unknown(task, conditional):
     t = Trace(run_id="r", task=task, steps=[{"action": {"name": "get_invoice", "args": {"id": "INV-22"}},
                                              "observation": {"data": {"status": "paid"}}}])
     v = values(t)
-    if conditional:
-        assert v["action"] == "unknown" and v["final_supports_goal"] == "unknown"
-    else:  # the send was owed unconditionally and never made
-        assert v["action"] == "no"
+    if conditional:  # the lookup that answers the condition is the task's action; whether the write was due, unknown
+        assert v["action"] == "yes" and v["final_supports_goal"] == "unknown"
+    else:  # the send was owed unconditionally and not seen: absence alone is no `no` (issue 32)
+        assert v["action"] == "unknown" and v["final_supports_goal"] != "yes"
 
 
 def test_a_birthday_in_the_write_neither_verifies_nor_contradicts_the_tasks_date():

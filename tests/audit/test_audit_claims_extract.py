@@ -62,11 +62,12 @@ def test_delete_with_a_named_target(traces_dir):
     assert ev["action"].support == [1] and 1 in ev["final_supports_goal"].support
 
 
-def test_empty_list_means_no_action_and_no_transition(traces_dir):
+def test_empty_list_means_no_transition_and_no_action_is_unknown(traces_dir):
     ev = _ev(_small(traces_dir)["del-empty"])
-    assert ev["action"].value == "no" and ev["transition"].value == "no"
+    # the empty list shows there was nothing to delete; that no delete was made is absence, so `unknown`
+    assert ev["action"].value == "unknown" and ev["transition"].value == "no"
     assert ev["transition"].support  # the empty list it saw is cited
-    # "no write succeeded" is shown by no observation: abstention makes it unknown (action: no still decides)
+    # "no write succeeded" is shown by no observation: abstention makes it unknown (transition: no decides)
     assert ev["final_supports_goal"].value == "unknown"
 
 

@@ -117,7 +117,8 @@ def test_clause_target_left_undeleted():
     steps = [step("update_note", {"id": "N1A2"}, data={"id": "N1A2"}),
              step("delete_note", {"id": "N3B4"}, data={"deleted": "N3B4"})]
     v, note = final("Delete notes N1A2 and N3B4.", steps)
-    assert v == "no" and "N1A2" in note
+    # N1A2 was updated, never deleted: no delete on it is absence, not a contradiction (issue 32), so a person looks
+    assert v == "unknown" and "N1A2" in note
 
 
 def test_clause_conditional_or_other_verb_not_required():
@@ -175,9 +176,10 @@ def test_unlabelled_click_is_unknown_not_no():
     assert e["action"].value == "unknown" and e["final_supports_goal"].value == "unknown"
 
 
-def test_no_click_at_all_is_still_no():
+def test_no_click_at_all_is_unknown_not_no():
+    # opening an app is a read: nothing shows the note was not made, so absence is no `no` (issue 32)
     e = ev('Create a note titled "Groceries".', [step("open_app", {"name": "Notes"})])
-    assert e["action"].value == "no"
+    assert e["action"].value == "unknown"
 
 
 # -- other kinds, self-signals, questions --------------------------------------------------------
@@ -189,7 +191,7 @@ def test_write_of_another_kind_is_unknown():
 
 def test_agent_status_signal_is_not_an_action():
     e = ev("Delete note N1A2.", [step("status", {"goal_status": "complete"})])
-    assert e["action"].value == "no"
+    assert e["action"].value == "unknown" and "no actions at all" in (e["action"].note or "")
 
 
 @pytest.mark.parametrize("task,groups", [

@@ -277,7 +277,7 @@ def test_public_auditor_names_are_exported_lazily():
     probe = ("import sys, referee\nbefore = sorted(m for m in sys.modules if m.startswith('referee.'))\n"
              "t = referee.Trace(run_id='r', task='Delete note N42', steps=[], report='Done, N42 was deleted.')\n"
              "r = referee.audit_trace(t)\n"
-             "assert isinstance(r, referee.AuditRecord) and r.disposition == 'flag'\n"
+             "assert isinstance(r, referee.AuditRecord) and r.disposition == 'review'\n"
              "assert referee.replay(r, referee.load_policy('final-state')).policy.name == 'final-state'\n"
              "assert all(n in referee.__all__ for n in ('Trace', 'AuditRecord', 'Auditor', 'audit_trace', 'replay'))\n"
              "print(before)\n")

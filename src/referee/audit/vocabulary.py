@@ -51,6 +51,7 @@ class VocabularyFile(_Model):
     gui_click: list[str]
     commit_labels: list[str]
     self_signals: list[str]
+    condition_words: list[str]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class Vocabulary:
     gui_click: frozenset[str]
     commit_labels: tuple[str, ...]
     self_signals: frozenset[str]
+    condition_words: tuple[str, ...]  # words that make a task's sentence depend on a condition ("if", "unless")
     sha256: str
     raw: bytes
 
@@ -112,7 +114,8 @@ def parse_vocabulary(raw: bytes, source: str = "vocabulary.yaml") -> Vocabulary:
               for name, g in spec.groups.items()}
     return Vocabulary(groups=groups, read_verbs=frozenset(spec.read_verbs), gui_type=frozenset(spec.gui_type),
                       gui_click=frozenset(spec.gui_click), commit_labels=tuple(spec.commit_labels),
-                      self_signals=frozenset(spec.self_signals), sha256=hashlib.sha256(raw).hexdigest(), raw=raw)
+                      self_signals=frozenset(spec.self_signals), condition_words=tuple(spec.condition_words),
+                      sha256=hashlib.sha256(raw).hexdigest(), raw=raw)
 
 
 @lru_cache(maxsize=1)

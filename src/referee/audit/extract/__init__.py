@@ -49,8 +49,8 @@ def obs_text(o: ViewObservation | None) -> str:
 
 
 def abstain(fields: Mapping[str, Finding], observed: set[int]) -> dict[str, Finding]:
-    """No observation, no `no`: a `no` (other than for `action`, whose absence the actions themselves
-    show) must cite a step whose observation was recorded; otherwise it becomes `unknown`.
+    """No observation, no `no`: a `no` must cite a step whose observation was recorded (an error answer, a
+    read-back, another entity acted on); otherwise it becomes `unknown`, as absence alone never shows it.
 
     >>> out = abstain({"committed": Finding(value="no", support=[0])}, observed=set())
     >>> out["committed"].value, out["committed"].note
@@ -58,7 +58,7 @@ def abstain(fields: Mapping[str, Finding], observed: set[int]) -> dict[str, Find
     """
     out = dict(fields)
     for f, fe in fields.items():
-        if f != "action" and fe.value == "no" and not set(fe.support) & observed:
+        if fe.value == "no" and not set(fe.support) & observed:
             out[f] = Finding(value="unknown", support=[],
                                    note="abstained: no cited step has an observation that could show this")
     return out

@@ -334,6 +334,22 @@ VERIFY = re.compile(r"\b(pytest|py\.test|tox|nox|unittest|nosetests|python[\d.]*
                     r"(^|[;&|(]\s*)\./[\w./-]+", re.I | re.M)
 
 
+def could_not_run(command: str, output: str) -> bool:
+    """Whether a check never ran: its runner is missing (`python -m pytest` answered "No module named pytest",
+    `tox: command not found`), which says nothing of the code it was to check.
+
+    >>> could_not_run("python3 -m pytest tests/", "/usr/bin/python3: No module named pytest")
+    True
+    >>> could_not_run("python -m mypkg.cli", "ModuleNotFoundError: No module named 'mypkg.util'")
+    False
+    """
+    runner = re.search(r"-m\s+([\w.]+)", command)
+    if runner and re.search(rf"No module named '?{re.escape(runner.group(1))}'?(\s|$)", output):
+        return True
+    head = command.strip().split(maxsplit=1)[:1]
+    return bool(head) and bool(re.search(rf"{re.escape(head[0])}: (command )?not found", output))
+
+
 def command_text(name: str, args: Any) -> str:
     """The command a shell action ran (its `command`/`cmd`/... argument), or ''."""
     return _command_of(split_call(name, args)[1]) or ""

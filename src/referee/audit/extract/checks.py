@@ -40,6 +40,7 @@ from referee.audit.extract.lexicon import (
 from referee.audit.extract.targets import numeric_ids, target_finding, task_numbers
 from referee.audit.records import Finding
 from referee.audit.view.blind import ClaimBlindView
+from referee.audit.view.terminal import split_call
 
 Stage = Literal["field", "guard", "detail"]
 OUTCOME = ("action", "committed", "transition", "final_supports_goal")  # what a guard overrides
@@ -147,17 +148,53 @@ class Check:
 # ---- field checks: one finding each -----------------------------------------------------------------------------
 
 def action(cx: Context) -> Finding:
-    """The agent attempted a task-relevant write (for a question: a lookup that returned something)."""
+    """The agent attempted a task-relevant write (for a question, or a condition, a lookup that returned something).
+
+    `no` only when the trace shows it (every attempt answered with an error), never because nothing was recognised:
+    actions the rules could not classify, or none at all, are `unknown`, and the note names them."""
     if cx.relevant:
         return _fe("yes", [a.step.index for a in (cx.ok_writes or cx.relevant)])
+    if cx.conditional and (good := [a.step.index for a in cx.reads if a.failed is False]):
+        # "if X, do Y": the lookup that answers X is the task's action, whether or not Y was then due
+        return _fe("yes", good, note="a lookup that answers the task's condition")
     if cx.query_like and cx.reads:
         good = [a.step.index for a in cx.reads if a.failed is False]
         bad = [a.step.index for a in cx.reads if a.failed]
-        return _fe("yes", good) if good else (
-            _fe("no", bad, note="every lookup failed") if bad else _fe("unknown", note="lookups without a result"))
-    if cx.writes:
-        return _fe("no", [a.step.index for a in cx.writes], note="writes, but none of the kind the task asks")
-    return _fe("no", note="no task-relevant action in the trace")
+        if good:
+            return _fe("yes", good)
+        if bad and len(bad) == len(cx.reads) and any(a.kind == "read" for a in cx.reads):
+            return _fe("no", bad, note="every lookup failed")
+        return _fe("unknown", bad, note=_unrecognised(cx, "lookups without a result"))
+    if cx.writes and all(a.failed for a in cx.writes) and not _unclassified(cx):
+        return _fe("no", [a.step.index for a in cx.writes],
+                   note="every write failed, and none of the kind the task asks")
+    return _fe("unknown", note=_unrecognised(cx, "no task-relevant action recognised"))
+
+
+# the kinds of action that say nothing about the task's write: an action the rules could not classify, or a GUI
+# step that is no recognisable commit (a click on a label that commits nothing, typing, scrolling, navigation)
+_UNCLASSIFIED = frozenset({"other", "gui_other", "gui_unlabelled", "gui_type"})
+
+
+def _unclassified(cx: Context) -> list[Act]:
+    return [a for a in cx.acts if a.kind in _UNCLASSIFIED]
+
+
+def _unrecognised(cx: Context, what: str) -> str:
+    """Why `action` is `unknown`: the actions the rules could not classify, or that the trace has none at all.
+
+    Absence is never a `no` (docs/auditor.md, "Flag only on what the trace shows")."""
+    if not cx.acts:
+        return f"{what}: no actions at all"
+    names: dict[str, int] = {}
+    for a in _unclassified(cx):
+        name = split_call(a.step.action or "", a.step.plain_args())[0][:40] or "?"
+        names[name] = names.get(name, 0) + 1
+    if not names:  # every action was classified: reads (or lookups with no result), writes of another kind
+        return what
+    shown = ", ".join(f"{n} x{k}" if k > 1 else n for n, k in sorted(names.items(), key=lambda x: -x[1])[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"{what}; actions not classified: {shown}{more} (a tool map, --tools, can name them)"
 
 
 def committed(cx: Context) -> Finding:
@@ -238,13 +275,13 @@ def final_supports_goal(cx: Context) -> Finding:
     if written:
         left |= {n for n in task_numbers(cx.view.task) if len(n) >= 4 and any(len(w) == len(n) for w in written)} - \
             written - {n for a in ok_writes for n in re.findall(r"\d+", _obs_text(a.step.observation))}
-    missing = sorted(left)
-    if missing:
-        return _fe("no", [a.step.index for a in ok_writes], note=f"task target {missing[0]!r} was never acted on")
     last_ok = ok_writes[-1].step.index
     later_fail = [a.step.index for a in cx.relevant if a.step.index > last_ok and a.failed]
     if later_fail:
         return _fe("no", later_fail, note="the last relevant write failed")
+    if missing := sorted(left):  # no write on it is absence, not a contradiction: a person looks
+        return _fe("unknown", [a.step.index for a in ok_writes],
+                   note=f"task target {missing[0]!r}: no write acted on it that the rules recognise")
     handoff = [a.step.index for a in cx.acts if a.kind == "handoff" and a.step.index > last_ok]
     if handoff:
         return _fe("unknown", handoff, note="handed off to a human after the last write")
@@ -275,7 +312,8 @@ def _checked(cx: Context) -> Finding:
     if later_fail:
         return _fe("no", later_fail, note="the last relevant write failed")
     checks = [a for a in cx.acts if a.step.index > last_ok and a.via == "shell" and a.failed is not None
-              and acting.VERIFY.search(acting.command_text(a.step.action or "", a.step.plain_args()))]
+              and acting.VERIFY.search(cmd := acting.command_text(a.step.action or "", a.step.plain_args()))
+              and not (a.failed and acting.could_not_run(cmd, _obs_text(a.step.observation)))]
     if not checks:
         return _fe("unknown", [last_ok], note="no test or check ran after the last edit")
     last = checks[-1]
@@ -287,9 +325,11 @@ def _checked(cx: Context) -> Finding:
 # ---- guards: the first that applies overrides its fields --------------------------------------------------------
 
 def conditional_task(cx: Context) -> Finding | None:
-    """An "if X, do Y" task without a relevant write: whether X held, the trace does not decide.
+    """An "if X, do Y" task without a relevant write: whether X held, and so whether Y was due, is unknown.
 
-    Not acting is right when X does not hold, and rules cannot decide X."""
+    Not acting is right when X does not hold, and rules cannot decide X; the `action` check takes the lookup that
+    answers X as the task's action, so this guard leaves `action` alone. The condition words are in
+    vocabulary.yaml (`condition_words`)."""
     if not (cx.conditional and not cx.relevant):
         return None
     return _fe("unknown", [a.step.index for a in cx.reads if a.failed is False],
@@ -413,7 +453,12 @@ def clause(cx: Context) -> Finding | None:
         made = {t for w in cx.all_ok if tok in w.arg_ids for t in ids_in(_obs_text(w.step.observation))}
         if not any(a.arg_ids & made for a in of_kind):
             near = [a.step.index for a in cx.relevant] or [a.step.index for a in cx.ok_writes]
-            return _fe("no", near, note=f"the task asks to {group} {tok!r}; no successful write of that kind names it")
+            if not of_kind:  # no successful write of that kind: a refused one shows it, none at all is absence
+                refused = [a.step.index for a in cx.writes if a.failed and a.groups & kinds and tok in a.arg_ids]
+                if refused:
+                    return _fe("no", refused, note=f"the task asks to {group} {tok!r}; the write on it failed")
+                return _fe("unknown", near, note=f"the task asks to {group} {tok!r}; no write of that kind recognised")
+            return _fe("no", near, note=f"the task asks to {group} {tok!r}; the writes of that kind name others")
     return None
 
 
@@ -434,7 +479,7 @@ CHECKS: tuple[Check, ...] = (
     Check("target_id", ("target_id",), "field", target_id),
     Check("transition", ("transition",), "field", transition),
     Check("final_supports_goal", ("final_supports_goal",), "field", final_supports_goal),
-    Check("conditional_task", OUTCOME, "guard", conditional_task),
+    Check("conditional_task", OUTCOME[1:], "guard", conditional_task),
     Check("unnamed_clicks", OUTCOME, "guard", unnamed_clicks),
     Check("other_kind", OUTCOME, "guard", other_kind),
     Check("code_change", ("details",), "guard", code_change),

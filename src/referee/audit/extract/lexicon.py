@@ -152,7 +152,7 @@ def shape(tok: str) -> str:
 
 SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")  # where a task's sentences break
 # a sentence or clause that makes its action depend on something: "if X, do Y", "otherwise ...", "unless ..."
-CONDITIONAL = re.compile(r"\b(if|unless|otherwise|else|in case|only when|provided that|whether)\b", re.I)
+CONDITIONAL = re.compile(r"\b(" + "|".join(_VOCABULARY.condition_words) + r")\b", re.I)
 
 
 @lru_cache(maxsize=256)  # both task_groups variants of a task ask: split it once

@@ -122,8 +122,8 @@ class Auditor:
         >>> from referee.audit.extract.rules import RulesExtractor
         >>> a = Auditor(load_policy("causal"), RulesExtractor(), RulesClaimReader())
         >>> t = Trace(run_id="r", task="Delete note N42", steps=[], report="Done, N42 was deleted.")
-        >>> a.audit(t).disposition
-        'flag'
+        >>> a.audit(t).disposition  # a success claim over no actions at all: absence alone never flags
+        'review'
         """
         errors: list[str] = []
         with usage_meter() as used:  # the model calls of this trace, in this thread

@@ -36,7 +36,7 @@ def audit_runs(paths: Iterable[str | Path], out: str | Path, options: AuditOptio
     >>> _ = (d / "t.jsonl").write_text(json.dumps({"trace_version": 1, "run_id": "r1", "task": "Delete note N42",
     ...     "steps": [], "report": "Done, N42 was deleted."}) + "\\n")
     >>> result = audit_runs([d / "t.jsonl"], d / "audit.jsonl", AuditOptions(workers=1))
-    >>> result.stats.written, result.summarize().as_dict()["dispositions"]["flag"]
+    >>> result.stats.written, result.summarize().as_dict()["dispositions"]["review"]  # no actions: for a person
     (1, 1)
     """
     options = options or AuditOptions()
