@@ -16,8 +16,9 @@ with what the child would have had:
 
 `process_needed(env)` says when a child cannot be stood in for (other import paths, another locale or
 interpreter setting, a call from a thread, an event loop running here): the callers then start the child as
-before. A test about signals, process groups, isolation of the runner's own process, `-j` workers or the
-console script starts the child itself.
+before. A test about signals, process groups, what the runner's own process imports or shows an agent (its
+/proc/PID/environ is the environment it was started with), `-j` workers or the console script starts the
+child itself (`process=True`).
 """
 
 from __future__ import annotations
