@@ -217,9 +217,10 @@ elif sys.argv[2] == "ignore":
 last = -1.0
 while True:
     t = time.process_time()
-    if t - last >= 0.05:
-        with open(os.path.join(D, "progress.txt"), "w") as f:
+    if t - last >= 0.05:  # written whole, then renamed: a kill between open and write left it empty once
+        with open(os.path.join(D, "progress.tmp"), "w") as f:
             f.write("%.2f" % t)
+        os.replace(os.path.join(D, "progress.tmp"), os.path.join(D, "progress.txt"))
         last = t
     if t >= target:
         break
