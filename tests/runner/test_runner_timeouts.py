@@ -13,11 +13,11 @@ PLACES = {
     "app.ready_timeout_s": "steps: [{{id: a, do: x}}]\napp: {{start: 'true', url: 'http://127.0.0.1:{{port}}', "
                            "ready_timeout_s: {t}}}\n",
     "step timeout_s": "steps:\n  - {{id: a, do: x, timeout_s: {t}}}\n",
-    "http capture": "steps:\n  - {{id: a, capture: [{{kind: http, name: h, url: 'http://127.0.0.1:9/', "
+    "http capture": "steps:\n  - {{id: a, do: x, capture: [{{kind: http, name: h, url: 'http://127.0.0.1:9/', "
                     "timeout_s: {t}}}]}}\n",
-    "command capture": "steps:\n  - {{id: a, capture: [{{kind: command, name: c, command: 'true', "
+    "command capture": "steps:\n  - {{id: a, do: x, capture: [{{kind: command, name: c, command: 'true', "
                        "timeout_s: {t}}}]}}\n",
-    "command_exit_code": "steps:\n  - {{id: a, validators: [{{kind: command_exit_code, command: 'true', "
+    "command_exit_code": "steps:\n  - {{id: a, do: x, validators: [{{kind: command_exit_code, command: 'true', "
                          "timeout_s: {t}}}]}}\n",
     "script action": "steps:\n  - {{id: a, script: [{{wait_for: {{text: hi, timeout_s: {t}}}}}]}}\n"
                      "actor: {{kind: browser}}\n",
