@@ -49,7 +49,7 @@ def test_other_commands_given_a_fifo_say_so_in_one_line(fifo, tmp_path, cmd):
 
 def test_lint_with_a_fifo_control_says_so_in_one_line(tmp_path):
     plan = tmp_path / "p.yaml"
-    plan.write_text("steps:\n  - id: s\n    validators: [{kind: text_contains, evidence: x, text: hi}]\n")
+    plan.write_text("steps:\n  - id: s\n    do: x\n    validators: [{kind: text_contains, evidence: x, text: hi}]\n")
     os.mkfifo(tmp_path / "control.png")
     rc, out, err = run_cli(["lint", plan, "--control", tmp_path / "control.png"], env=base_cli_env(), timeout=HANG)
     line = assert_one_line_error(rc, out, err)
