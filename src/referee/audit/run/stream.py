@@ -335,8 +335,10 @@ def _audit_locked(paths: Iterable[Path], auditor: Auditor | Callable[[], Auditor
                 return
             if not isinstance(inp, InputItem):  # a folder that could not be walked
                 admit(inp, lambda: None)
-            elif inp.fmt is None and is_blank(inp.path):
-                continue  # nothing in it: no reader to load (a reader finds no record in it either)
+            elif executor is None and inp.fmt is None and is_blank(inp.path):
+                # nothing in it: no reader to load (a reader finds no record in it either); with workers, a file
+                # they read is not opened here too
+                continue
             elif executor is not None and session_runs == "per-prompt" and \
                     (raw := executor.raw_file(inp.path, inp.fmt, allow)) is not None:
                 yield raw  # a file the executor's workers read themselves
