@@ -46,9 +46,11 @@ _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _UNIT_WORD = r"(km|kilometers?|kilometres?|mi|miles?|kg|kilograms?|lbs?|pounds?|°?\s?[cf]\b|celsius|fahrenheit|" \
              r"seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)"
-_WITH_UNIT = re.compile(r"(?<![\w.])(-?\d[\d,]*(?:\.\d+)?)\s?" + _UNIT_WORD + r"(?![a-z])", re.I)
+_WITH_UNIT = re.compile(r"(?<![\w.,])(-?\d[\d,]*(?:\.\d+)?)\s?" + _UNIT_WORD + r"(?![a-z])", re.I)
 _AMOUNT = re.compile(r"[$€£¥]?\s?-?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|°\s?[cf]|[a-z]{1,12}))?", re.I)
-_PERCENT = re.compile(r"(?<![\w.])(-?\d[\d,]*(?:\.\d+)?)\s?(%|percent)", re.I)
+# a number starts only where no digit, comma or point precedes it: a match tried at every "1," of "1,1,1,...!"
+# would scan to the end from each, quadratic (tools/redos_check.py)
+_PERCENT = re.compile(r"(?<![\w.,])(-?\d[\d,]*(?:\.\d+)?)\s?(%|percent)", re.I)
 # a unit's dimension and its size in that dimension's base unit
 _UNITS: dict[str, tuple[str, float]] = {
     "km": ("length", 1000.0), "kilometer": ("length", 1000.0), "kilometre": ("length", 1000.0),
@@ -280,7 +282,8 @@ def _years(a: date, b: date) -> float:
     return float(b.year - a.year - ((b.month, b.day) < (a.month, a.day)))
 
 
-_LIST_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
+# a string never closed runs to the end of the text: tried again from each later quote it would be quadratic
+_LIST_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{},]')
 
 
 def _lists(text: str) -> list[tuple[float | None, ...]]:
