@@ -180,7 +180,7 @@ def read_claim(claim_file: Path, *, root: Path | None = None) -> tuple[dict | No
     >>> import tempfile, pathlib; p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
     >>> _ = p.write_bytes(b'{"pass": true, "note": "caf\\xe9"}'); read_claim(p)[0]["note"] == "caf\\ufffd"
     True
-    >>> _ = p.write_text("[" * 100); read_claim(p)[1]
+    >>> _ = p.write_text("[" * 100 + "]" * 100); read_claim(p)[1]
     'malformed claim file: JSON nested deeper than 16 levels'
     """
     try:
