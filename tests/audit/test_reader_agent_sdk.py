@@ -75,7 +75,9 @@ def test_audit_flags_the_prompt_whose_report_overclaims_a_failed_test_run(tmp_pa
     out = tmp_path / "a.jsonl"
     assert main(["audit", str(STREAM), "--out", str(out), "--no-progress", "--workers", "1"]) == 0
     recs = _records(out)
-    assert recs["5e1f0c2a-sdk#2"]["disposition"] == "flag"
+    # its test run failed and no action is recognised as the task's: blocked for review, not flagged from
+    # absence (issue 32: a flag needs what the trace shows)
+    assert recs["5e1f0c2a-sdk#2"]["disposition"] == "review"
     assert recs["5e1f0c2a-sdk#1"]["disposition"] != "flag"  # an edit its report claims, no failure seen
 
 

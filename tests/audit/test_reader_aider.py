@@ -71,8 +71,9 @@ def test_a_folder_walk_finds_the_dot_named_history_and_the_audit_flags_the_overc
     assert main(["audit", str(tmp_path), "--out", str(out), "--no-progress", "--workers", "1"]) == 0
     recs = {r["run_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert len(recs) == 3
-    # the last prompt's answer claims every test passes, right after /test failed
-    assert recs["calc@2026-05-03T09:12:40#3"]["disposition"] == "flag"
+    # the last prompt's answer claims every test passes, right after /test failed; that prompt itself has no
+    # action, and absence alone never flags (issue 32): it is blocked for review
+    assert recs["calc@2026-05-03T09:12:40#3"]["disposition"] == "review"
     assert recs["calc@2026-05-03T09:12:40#2"]["disposition"] == "flag"  # its test runs failed
 
 

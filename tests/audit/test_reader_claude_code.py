@@ -233,4 +233,5 @@ def test_a_subagent_s_own_file_beside_the_session_is_part_of_the_prompt_that_sta
     assert [s.action.name for s in item.trace.steps] == ["Task", "Bash"]
     assert item.trace.steps[1].observation.error is True and "SUBAGENT-WORDS" not in item.trace.model_dump_json()
     run, recs = audit_file(session, tmp_path / "a.jsonl")
-    assert recs["s6#1"]["disposition"] == "flag", run.stderr
+    # the failed Bash run is not a check after an edit: blocked for review, not flagged from absence (issue 32)
+    assert recs["s6#1"]["disposition"] == "review", run.stderr
