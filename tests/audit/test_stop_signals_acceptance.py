@@ -21,6 +21,7 @@ if str(ROOT) not in sys.path:
 
 from tests.security.sec_helpers import procs_with, wait_gone  # noqa: E402
 from tests.support.scale_work import write_corpus  # noqa: E402
+from tests.support.signals import default_stop_signals  # noqa: E402
 
 N = 800  # traces; with --chunk-size 10 an audit of them takes a second or more on 2 cores
 CHUNK = ["--chunk-size", "10"]
@@ -149,7 +150,7 @@ def _stop_and_resume(tmp_path: Path, corpus, sig: signal.Signals, expect_line: s
     mark = uuid.uuid4().hex
     cmd = _cmd(traces, out, *extra)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(mark),
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_stop_signals)
     try:
         seen = _wait_for_records(proc, out, first, wait, mark=mark, helpers=helpers, pool=pool)
         before = len(_marked_pids(mark))
@@ -182,7 +183,7 @@ def _stop_and_resume(tmp_path: Path, corpus, sig: signal.Signals, expect_line: s
         return
     mark2 = uuid.uuid4().hex
     proc2 = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(mark2),
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=default_stop_signals)
     try:
         so2, se2 = proc2.communicate(timeout=120)
     finally:

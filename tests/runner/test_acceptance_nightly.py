@@ -29,6 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from referee.cli.main import main
+from tests.support.signals import default_stop_signals
 
 HERE = Path(__file__).parent / "acceptance_nightly"
 APP = HERE / "app.py"
@@ -622,6 +623,7 @@ def test_an_interrupted_run_moves_no_link_and_history_skips_it(kit: Kit) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=default_stop_signals,  # a test run started in the background inherits SIGINT ignored
     )
     try:
         deadline = time.monotonic() + 60

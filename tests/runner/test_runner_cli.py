@@ -23,6 +23,7 @@ from tests.runner.runner_helpers import (
     wait_unmarked,
     write_plan,
 )
+from tests.support.signals import default_stop_signals
 
 VALIDATOR_KINDS = ["http_status_eq", "http_body_contains", "json_path_eq", "file_exists", "text_contains",
                    "regex_match", "command_exit_code", "sql_row_present", "ddb_row_present"]
@@ -165,7 +166,8 @@ def test_ctrl_c_stops_the_app_and_agent_exits_130_and_leaves_a_gradeable_run(tmp
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "referee.cli.main", "run", str(path), "--agent", agent_cmd("honest"),
                              "--out", str(out)], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=default_stop_signals)
     app_pid = None
     try:
         deadline = time.monotonic() + 60
