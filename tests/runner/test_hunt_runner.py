@@ -26,6 +26,7 @@ from tests.runner.runner_helpers import (
     wait_unmarked,
     write_plan,
 )
+from tests.support.signals import default_stop_signals
 
 
 def _sh(tmp_path: Path, name: str, body: str) -> str:
@@ -292,12 +293,9 @@ def _sleepy_plans(tmp_path: Path) -> tuple[list[str], list[Path]]:
 
 
 def _start_many(tmp_path: Path, cli_env: dict, ps: list[str]) -> subprocess.Popen:
-    def default_sigint():  # a background job of a script inherits SIGINT ignored; a terminal's does not
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-
     cmd = [PY, "-m", "referee.cli.main", "run", *ps, "-j", "2", "--out", str(tmp_path / "runs")]
     return subprocess.Popen(cmd, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=default_sigint)
+                            text=True, start_new_session=True, preexec_fn=default_stop_signals)
 
 
 def _wait_apps(pidfiles: list[Path], timeout: float = 30) -> list[int]:
