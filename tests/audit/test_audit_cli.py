@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from referee.audit.run.cache import BATCH_S
 from referee.cli.main import main
+from tests.conftest import run_cli
 from tests.support.llm_stub import Hang, LLMStub
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,6 +136,20 @@ def test_replay_under_final_state_changes_the_vacuous_delete(traces_dir, tmp_pat
     assert recs["create-err"]["trace_state"] == "not_completed"
 
 
+def _committed(db: Path) -> int:
+    """Evidence rows committed to the cache (read-only: never creates or locks it for long)."""
+    if not db.exists():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT COUNT(*) FROM evidence").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:  # not set up yet, or locked for a commit
+        return 0
+
+
 def test_resume_after_sigkill_repeats_no_answered_call(tmp_path):
     """Kill a real `referee audit` subprocess mid-run; the rerun re-asks nothing answered before the last batch."""
     traces = tmp_path / "t.jsonl"
@@ -166,14 +182,19 @@ def test_resume_after_sigkill_repeats_no_answered_call(tmp_path):
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert reached.wait(60), proc.stderr.read() if proc.poll() is not None else "stub never reached"
-        time.sleep(BATCH_S + 1.0)  # the cache commits in batches of at most BATCH_S: older answers are on disk
+        # the cache commits in batches of at most BATCH_S: wait until every answer given is on disk
+        db = out.with_name(out.name + ".cache.sqlite")
+        deadline = time.monotonic() + BATCH_S + 60
+        while _committed(db) < kill_after and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _committed(db) == kill_after, f"{_committed(db)} answers committed, {kill_after} given"
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         first = len(answered)
         partial = records(out) if out.exists() else []
         assert 0 < len(partial) < 12
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
+        rc, _, err = run_cli(cmd[3:], env=env)  # the rerun: in this process (the killed one was a child)
+        assert rc == 0, err
     assert len(answered) == 12 * 2          # every extraction answered exactly once across both processes
     assert len(set(answered)) == len(answered)
     assert first == kill_after
