@@ -11,7 +11,7 @@ DEMO_APT := chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core bubblewra
 APT_PKGS := postgresql xvfb $(DEMO_APT)
 DEMO_STAMP := $(VENV)/.demo-installed
 
-.PHONY: demo test setup sysdeps demo-sysdeps bench clean check redos-check
+.PHONY: demo test setup sysdeps demo-sysdeps bench clean check static suite redos-check
 
 # apt-get only what is missing: $(call apt,PACKAGES)
 define apt
@@ -54,18 +54,34 @@ $(DEMO_STAMP): pyproject.toml
 demo: demo-sysdeps $(DEMO_STAMP)
 	$(VENV)/bin/referee demo
 
-# the walls of DESIGN.md (import-linter contracts in pyproject.toml), lint and types, then the suite
+# the walls of DESIGN.md (import-linter contracts in pyproject.toml), lint, types and the regex check
 check: setup
+	@$(MAKE) --no-print-directory static
+
+static:
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check src tests benchmarks tools
 	$(VENV)/bin/mypy src/referee
 	$(PY) tools/redos_check.py
 
-# on every core (up to 4): each worker starts with a run of whole files in order (a file's module fixtures start
-# once) and takes half of a busy worker's rest when it runs dry; each worker has its own PostgreSQL, moto server
-# and signing key. REFEREE_HYPOTHESIS=thorough: every Hypothesis example (tests/support/hypo.py)
-test: check
-	$(PY) -m pytest -q -p no:cacheprovider -n auto --maxprocesses 4 --dist worksteal
+# the static checks run beside the suite (their verdict is printed when they end, their log if they fail; either
+# failing fails the target). One worker more than the cores, up to 4: a third of the suite's time is spent waiting
+# (on servers, browsers, signals, agents' timeouts), and the extra worker fills it. Each worker starts with a run of
+# whole files in order (a file's module fixtures start once) and takes half of a busy worker's rest when it runs
+# dry; each has its own PostgreSQL, moto server and signing key. REFEREE_HYPOTHESIS=thorough: every Hypothesis
+# example (tests/support/hypo.py)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((n + 1)); [ $$n -gt 4 ] && n=4; echo $$n)
+
+test: setup
+	@( $(MAKE) --no-print-directory static > $(VENV)/static.log 2>&1; rc=$$?; \
+	   if [ $$rc = 0 ]; then echo "static checks passed (lint-imports, ruff, mypy, redos_check)"; \
+	   else cat $(VENV)/static.log; echo "static checks FAILED (log above, also in $(VENV)/static.log)"; fi; \
+	   exit $$rc ) & static=$$!; \
+	$(MAKE) --no-print-directory suite; rc=$$?; \
+	wait $$static || { echo "make test: the static checks failed (see above)"; exit 1; }; exit $$rc
+
+suite:
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
 # every regex of the package searched over worst-case inputs (docs/security-inputs.md), the accepted ones too
 redos-check: setup
