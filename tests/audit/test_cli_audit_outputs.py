@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -98,7 +99,13 @@ def test_one_writer_holds_through_a_symlink_to_the_out_file(tmp_path):
     answer = {f: {"value": "yes", "support": [0]} for f in
               ("action", "target_id", "transition", "committed", "final_supports_goal")}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    with LLMStub(default=answer, latency_s=0.4) as stub:
+    gate = threading.Event()  # the first audit's answers wait until the second has tried: it holds its lock
+
+    def held(body: dict) -> dict:
+        gate.wait(60)
+        return answer
+
+    with LLMStub(handler=held) as stub:
         args = ["audit", "t.jsonl", "--backend", "llm", "--base-url", stub.url, "--model", "m",
                 "--samples", "1", "--concurrency", "1"]
         first = subprocess.Popen([sys.executable, "-m", "referee", *args, "--out", "nightly.jsonl"],
@@ -109,6 +116,7 @@ def test_one_writer_holds_through_a_symlink_to_the_out_file(tmp_path):
                 time.sleep(0.05)
             second = cli(*args, "--out", "latest.jsonl", cwd=tmp_path, timeout=60, process=True)  # a second process
         finally:
+            gate.set()
             first.communicate(timeout=60)
     assert second.returncode == 2, second.stderr[-2000:]
     assert "is being written by another process" in second.stderr
