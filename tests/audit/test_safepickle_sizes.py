@@ -147,10 +147,11 @@ def test_a_gzip_pickle_that_inflates_past_the_cap_is_refused(tmp_path, monkeypat
 
 
 def _gzip_of_zeros_pickle(path: Path, n: int) -> None:
-    """step_0.pkl.gz: a pickle whose BINBYTES8 holds `n` zero bytes, as gzip members (each 64 MiB of zeros
-    compressed once and repeated: a multi-member gzip stream is the concatenation of what its members hold)."""
+    """step_0.pkl.gz: a pickle whose BINBYTES8 holds `n` zero bytes, as gzip members (each 4 MiB of zeros
+    compressed once and repeated: a multi-member gzip stream is the concatenation of what its members hold;
+    4 MiB compresses in a fraction of the time 64 MiB takes, to a file of the same ~3 MB)."""
     head = b"\x80\x04\x8e" + struct.pack("<Q", n)
-    member = 64 << 20
+    member = 4 << 20
     co = zlib.compressobj(9, zlib.DEFLATED, 31)
     zeros = co.compress(b"\0" * member) + co.flush()
     with open(path, "wb") as fh:
