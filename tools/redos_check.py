@@ -8,7 +8,8 @@ unmatched delimiters and quotes, runs of word characters, and repeats of strings
 own literals. An input is suspect when the search over 4n characters costs over 8 times what it costs over
 n (linear: 4, quadratic: 16) and takes at least 1 ms of CPU time; a suspect is measured again at twice the
 size and must grow the same way to be reported. A search that runs past the hard timeout (exponential
-backtracking) is reported too: each worker process is watched by this one and killed.
+backtracking; `--timeout`, CPU seconds of the worker) is reported too: each worker process is watched by this
+one and killed.
 
 Searched the way the package uses them: a module-level pattern at every start (`finditer`: the worst use),
 a literal written into `re.match(...)`/`re.fullmatch(...)` from the text's start only. Not measured, and
@@ -16,7 +17,7 @@ counted apart: a pattern with no repeat longer than 100 (each start costs at mos
 so no input makes it superlinear) and a pattern in ACCEPTED (its call site bounds what it reads; `--all`
 measures these too). Times are CPU times of the worker, so a busy machine does not make a finding.
 
-    python tools/redos_check.py [--module referee.audit] [--size 500] [--list] [--family NAME] [--all]
+    python tools/redos_check.py [--module referee.audit] [--size 500] [--timeout 20] [--list] [--family NAME] [--all]
 
 Exit 0: no pattern grows faster than linearly; 1: the findings, one line each; 2: usage error.
 It reads `re._parser`, which the package itself may not rely on; this tool is not shipped.
@@ -430,10 +431,26 @@ def worker(root: str, start: int, size: int, family: str | None, measure_accepte
     print(json.dumps({"end": len(found)}), flush=True)
 
 
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds a process has used so far (Linux's /proc), or None where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _spent(pid: int, cpu0: float | None, wall0: float) -> float:
+    """Seconds the worker spent on its current step: CPU seconds where they can be read, else wall seconds."""
+    now = _cpu_s(pid) if cpu0 is not None else None
+    return now - cpu0 if now is not None and cpu0 is not None else time.monotonic() - wall0
+
+
 def check(root: str = "referee", size: int = SIZE, family: str | None = None,
           timeout_s: float = HARD_TIMEOUT_S, measure_accepted: bool = False) -> tuple[list[str], int, dict[str, int]]:
-    """Findings (one line each), the number of patterns and how many were not measured, by why; each worker
-    is killed past `timeout_s` without a word, and the pattern it was on is a finding."""
+    """Findings (one line each), the number of patterns and how many were not measured, by why; a worker
+    that spends `timeout_s` of CPU time on one step without a word is killed, and the pattern it was on is a
+    finding (a busy machine's waits are not counted; wall time where the CPU time cannot be read)."""
     findings: list[str] = []
     skipped: dict[str, int] = {}
     start, total = 0, None
@@ -448,17 +465,23 @@ def check(root: str = "referee", size: int = SIZE, family: str | None = None,
         threading.Thread(target=lambda out=proc.stdout, q=lines: [q.put(x) for x in out] + [q.put("")],
                          daemon=True).start()
         current: dict[str, Any] = {"begin": start, "family": "?", "where": "?", "pattern": "?"}
+        begun_wall, begun_cpu = time.monotonic(), None
         while True:
-            try:  # a worker's start (imports, the policies) may take longer than one search on a busy machine
-                line = lines.get(timeout=timeout_s if "pattern" in current and current["where"] != "?" else 300)
+            searching = current["where"] != "?"  # not yet: the worker's start (imports, the policies)
+            wait = max(timeout_s - _spent(proc.pid, begun_cpu, begun_wall), 0.02) if searching else 300.0
+            try:
+                line = lines.get(timeout=wait)
             except queue.Empty:
+                if (searching and _spent(proc.pid, begun_cpu, begun_wall) < timeout_s
+                        and time.monotonic() - begun_wall < max(300.0, 10 * timeout_s)):
+                    continue  # a busy machine: the search has not had its timeout's worth of CPU yet
                 proc.kill()
                 proc.wait()
                 why = current.get("accepted")
                 if why is not None:
                     print(f"accepted ({why}): {current['where']}: {current['pattern']}", file=sys.stderr)
                 else:
-                    findings.append(f"{current['where']}: {current['pattern']}: no answer in {timeout_s:.0f} s on "
+                    findings.append(f"{current['where']}: {current['pattern']}: no answer in {timeout_s:g} s on "
                                     f"input family {current['family']} (exponential, or quadratic at this size)")
                     print(findings[-1], flush=True)
                 start = current["begin"] + 1
@@ -469,6 +492,7 @@ def check(root: str = "referee", size: int = SIZE, family: str | None = None,
             msg = json.loads(line)
             if "begin" in msg:
                 current = msg
+                begun_wall, begun_cpu = time.monotonic(), _cpu_s(proc.pid)
             elif "skipped" in msg:
                 kind = msg["why"].split(":")[0]
                 skipped[kind] = skipped.get(kind, 0) + 1
@@ -495,6 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--module", default="referee", help="the package or module whose patterns are checked")
     ap.add_argument("--size", type=int, default=SIZE, help="n: inputs of n and 4n characters")
+    ap.add_argument("--timeout", type=float, default=HARD_TIMEOUT_S, metavar="SECONDS",
+                    help="a search with no answer after this long is a finding (default %(default)s)")
     ap.add_argument("--all", action="store_true", help="measure the accepted patterns too")
     ap.add_argument("--family", default=None, help="only input families whose name starts with this")
     ap.add_argument("--list", action="store_true", help="list the patterns found and stop")
@@ -509,7 +535,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{f.where}: {f.pattern!r}" + (f" ({why})" if (why := skip_reason(f, a.all)) else ""))
         return 0
     t0, c0 = time.perf_counter(), _children_cpu()
-    findings, n, skipped = check(a.module, a.size, a.family, measure_accepted=a.all)
+    if a.timeout <= 0:
+        ap.error("--timeout must be positive")
+    findings, n, skipped = check(a.module, a.size, a.family, timeout_s=a.timeout, measure_accepted=a.all)
     print(f"redos_check: {n} patterns, {len(findings)} growing faster than linearly "
           f"(not measured: {skipped.get('no repeat longer than %d' % LONG, 0)} without a long repeat, "
           f"{skipped.get('accepted', 0)} accepted; {time.perf_counter() - t0:.0f} s, "

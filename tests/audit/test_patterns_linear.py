@@ -59,11 +59,15 @@ def _check(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProce
 
 
 def test_the_check_names_each_backtracking_pattern_and_passes_the_linear_one(tmp_path):
-    done = _check(tmp_path, BAD, "--size", "1000")
+    # NESTED and COMMENTS are exponential: they never finish, so each costs the whole timeout (3 CPU-s, not the
+    # default 20); a quadratic pattern's measurement at this size takes about 1 CPU-s
+    done = _check(tmp_path, BAD, "--size", "1000", "--timeout", "3")
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     for name in ("NESTED", "LINE_START", "COMMENTS", "TWO_CLASSES"):
         assert any(f"hostile_pkg.{name}:" in line for line in lines), (name, done.stdout)
+    assert any("hostile_pkg.NESTED:" in line and "no answer in 3 s" in line for line in lines), done.stdout
+    assert any("for 4x the input" in line for line in lines), done.stdout  # a growth measured, not a timeout
     assert any("__init__.py:10:" in line for line in lines), done.stdout  # the inline code-block pattern
     assert not any("FINE" in line for line in lines), done.stdout
     assert "6 patterns, 5 growing faster than linearly (not measured: 1 without a long repeat" in done.stderr
