@@ -10,7 +10,6 @@ import os
 import shlex
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -190,22 +189,22 @@ def silent_endpoint():
 
 def test_ddb_capture_has_a_time_limit(tmp_path, cli_env, silent_endpoint):
     """One get_item against an endpoint that accepts and never answers held the run for 636 s: ddb had no
-    `timeout_s`. With `timeout_s: 2` the capture fails (ERROR) in seconds, saying why."""
+    `timeout_s`. With `timeout_s: 1` the capture fails (ERROR) in seconds, saying why."""
     env = {**cli_env, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_EC2_METADATA_DISABLED": "true"}
-    t0 = time.monotonic()
+    # a get_item never given up holds the run until the test times out; the reasons say the capture's own
+    # timeout_s stopped it
     run = _run(tmp_path, env, [
         {"id": "hang", "do": "x", "validators": [
             {"kind": "ddb_row_present", "table": "users", "key": {"pk": "a"}, "endpoint_url": silent_endpoint,
-             "region": "us-east-1", "timeout_s": 2}]},
+             "region": "us-east-1", "timeout_s": 1}]},
         {"id": "cap", "do": "x", "capture": [
             {"kind": "ddb", "name": "item", "table": "users", "key": {"pk": "a"}, "endpoint_url": silent_endpoint,
-             "region": "us-east-1", "timeout_s": 2}],
+             "region": "us-east-1", "timeout_s": 1}],
          "validators": [{"kind": "ddb_row_present", "evidence": "item"}]}], timeout=90)
-    took = time.monotonic() - t0
     assert run.verdicts() == {"hang": "ERROR", "cap": "ERROR"}, run.explain()
-    assert "within 2 s (timeout_s)" in run.reasons("hang"), run.reasons("hang")
-    assert took < 40, f"took {took:.0f} s"
+    assert "within 1 s (timeout_s)" in run.reasons("hang"), run.reasons("hang")
+    assert "within 1 s (timeout_s)" in run.reasons("cap"), run.reasons("cap")
 
 
 def test_a_wal_file_the_agent_planted_beside_a_database_it_cannot_write_is_not_read(tmp_path, run_plan):
