@@ -149,12 +149,12 @@ def test_adaptive_the_workers_start_when_the_rest_looks_worth_it(tmp_path, monke
     traces = write_corpus(tmp_path / "t.jsonl", 90, bad_at=(61,))
     monkeypatch.setattr(parallel, "START_IF_LEFT_S", 0.0)  # any work left is worth the workers
 
-    def slow_audit(out: Path, executor=None) -> None:
+    def slow_audit(out: Path, executor=None, seconds: float = 0.04) -> None:
         # 40 ms a view: each chunk takes a third of a second here, so the workers come up while chunks remain
-        a = auditor(extractor=scale_work.SlowExtractor(0.04))
+        a = auditor(extractor=scale_work.SlowExtractor(seconds))
         audit_files([traces], a, out, executor=executor)
 
-    slow_audit(tmp_path / "serial.jsonl")
+    slow_audit(tmp_path / "serial.jsonl", seconds=0.0)  # the same extractor, the same records: no need to wait
     said: list[str] = []
     ex = ParallelAudit(ExecutorOptions("local", 2, None, 8), adaptive=True, on_start=said.append)
     slow_audit(tmp_path / "pool.jsonl", executor=ex)
@@ -283,48 +283,64 @@ def _audit_cmd(traces: Path, out: Path, workers: int) -> list[str]:
             str(workers), "--chunk-size", "10", "--no-progress", "--show", "none"]
 
 
-def _audit_started(tmp_path: Path, n: int) -> tuple[Path, Path, subprocess.Popen]:
-    """A corpus of `n` traces, and `referee audit` of it with 2 workers, in a session of its own, once it has
-    written 40 records: (traces, out, the process)."""
-    traces = write_corpus(tmp_path / "t.jsonl", n, steps=16)
+N_KILLED = 300  # traces of the audits killed below: with chunks of 10 on 2 workers, 40 written is early on
+
+
+@pytest.fixture(scope="module")
+def killed_corpus(tmp_path_factory) -> tuple[Path, bytes]:
+    """The input of the audits killed below (read only) and the file `--workers 1` writes of it: one serial
+    reference for every test that kills and resumes."""
+    from tests.conftest import base_cli_env, run_cli
+
+    base = tmp_path_factory.mktemp("scale_killed")
+    traces = write_corpus(base / "t.jsonl", N_KILLED)
+    serial = base / "serial.jsonl"
+    rc, _, err = run_cli(_audit_cmd(traces, serial, 1)[3:], env=base_cli_env())
+    assert rc == 0, err
+    return traces, serial.read_bytes()
+
+
+def _audit_started(tmp_path: Path, traces: Path) -> tuple[Path, subprocess.Popen]:
+    """`referee audit TRACES` with 2 workers, in a session of its own, once it has written 40 records:
+    (out, the process)."""
     out = tmp_path / "pool.jsonl"
     proc = subprocess.Popen(_audit_cmd(traces, out, 2), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.monotonic() + 60
     while _lines(out) < 40 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    return traces, out, proc
+    return out, proc
 
 
-def _resume_is_serial(traces: Path, out: Path, at_stop: int) -> None:
-    """The same command again finishes the audit: the records written stand, the file ends a serial run's."""
-    done = subprocess.run(_audit_cmd(traces, out, 2), env=ENV, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert f" {at_stop} already there" in done.stdout
-    serial = out.with_name("serial.jsonl")
-    ref = subprocess.run(_audit_cmd(traces, serial, 1), env=ENV, capture_output=True, text=True, timeout=120)
-    assert ref.returncode == 0, ref.stderr
-    assert out.read_bytes() == serial.read_bytes()
+def _resume_is_serial(traces: Path, out: Path, at_stop: int, serial: bytes) -> None:
+    """The same command again (in this process: it is not the one stopped) finishes the audit: the records
+    written stand, the file ends a serial run's."""
+    from tests.conftest import base_cli_env, run_cli
+
+    rc, so, se = run_cli(_audit_cmd(traces, out, 2)[3:], env=base_cli_env())
+    assert rc == 0, se
+    assert f" {at_stop} already there" in so
+    assert out.read_bytes() == serial
 
 
-def test_sigkill_mid_audit_with_workers_then_resume_is_byte_identical_to_a_serial_run(tmp_path):
-    n = 600
-    traces, out, proc = _audit_started(tmp_path, n)
+def test_sigkill_mid_audit_with_workers_then_resume_is_byte_identical_to_a_serial_run(tmp_path, killed_corpus):
+    traces, serial = killed_corpus
+    out, proc = _audit_started(tmp_path, traces)
     os.killpg(proc.pid, signal.SIGKILL)  # the parent, its forkserver and its workers, all at once
     proc.wait(10)
     at_kill = _lines(out)
-    assert 40 <= at_kill < n, (at_kill, proc.stderr.read().decode()[-500:])
-    _resume_is_serial(traces, out, at_kill)  # the records written before the kill stand
+    assert 40 <= at_kill < N_KILLED, (at_kill, proc.stderr.read().decode()[-500:])
+    _resume_is_serial(traces, out, at_kill, serial)  # the records written before the kill stand
     ids = [json.loads(x)["run_id"] for x in out.read_text().splitlines()]
-    assert len(ids) == len(set(ids)) == n  # nothing written twice, nothing lost
+    assert len(ids) == len(set(ids)) == N_KILLED  # nothing written twice, nothing lost
 
 
-def test_sigkill_to_the_parent_alone_ends_its_workers_too(tmp_path):
+def test_sigkill_to_the_parent_alone_ends_its_workers_too(tmp_path, killed_corpus):
     # the OOM killer or `kill -9 PID` kills the parent alone: its workers' parent is the forkserver, so they
     # waited on their queue for ever (a black-box tester found them and the forkserver still there). Each
     # worker now watches the parent, and resume finishes the audit as after any SIGKILL
-    n = 400
-    traces, out, proc = _audit_started(tmp_path, n)
+    traces, serial = killed_corpus
+    out, proc = _audit_started(tmp_path, traces)
     try:
         pids = set(session_members(proc.pid))
         assert len(pids) >= 3, pids  # the parent, the forkserver, the workers
@@ -336,7 +352,7 @@ def test_sigkill_to_the_parent_alone_ends_its_workers_too(tmp_path):
         assert not left, f"processes of the killed audit still running: {sorted(left)}"
     finally:
         _kill_session(proc)
-    _resume_is_serial(traces, out, _lines(out))
+    _resume_is_serial(traces, out, _lines(out), serial)
 
 
 def _kill_session(proc: subprocess.Popen) -> None:
@@ -347,11 +363,11 @@ def _kill_session(proc: subprocess.Popen) -> None:
         pass
 
 
-def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_the_audit(tmp_path):
+def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_the_audit(tmp_path, killed_corpus):
     # what a job runner's timeout sends: to the parent only, not to its process group. Killed where it stood,
     # the parent left its forkserver and workers behind, holding its stderr open: communicate() never returned
-    n = 400
-    traces, out, proc = _audit_started(tmp_path, n)
+    traces, serial = killed_corpus
+    out, proc = _audit_started(tmp_path, traces)
     try:
         proc.send_signal(signal.SIGTERM)  # SIGHUP, SIGINT and Dask: tests/audit/test_stop_signals_acceptance.py
         _, err = proc.communicate(timeout=30)  # every holder of the pipe is gone
@@ -360,8 +376,8 @@ def test_sigterm_to_the_parent_alone_stops_its_workers_too_and_resume_finishes_t
     assert proc.returncode == 130, err
     assert "referee: interrupted (SIGTERM)" in err.decode()
     at_stop = _lines(out)
-    assert 40 <= at_stop < n, at_stop
-    _resume_is_serial(traces, out, at_stop)
+    assert 40 <= at_stop < N_KILLED, at_stop
+    _resume_is_serial(traces, out, at_stop, serial)
 
 
 def test_a_dask_worker_killed_mid_run_has_its_chunk_resubmitted_and_nothing_written_twice(tmp_path):
