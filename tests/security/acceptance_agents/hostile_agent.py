@@ -9,7 +9,7 @@ What it does depends on the step id:
   (``ACC_LEAK``, a file it may read) into its claim note, evidence names, stdout, stderr, a
   file's name and a file's bytes. Whether the log gave the secret away goes to
   ``$PWD/applog_probe.json`` (booleans only).
-- ``sparse*``: leaves 8 sparse files of 512 MiB.
+- ``sparse*``: leaves 8 sparse files of 512 MiB (``sparse_b``: other shapes, and 8 allocated files of 32 MiB).
 - anything else: an honest no-op claim.
 """
 
@@ -212,8 +212,10 @@ elif step == "sparse_b":
     with open(agent_dir / "half.bin", "wb") as f:  # 4 MiB of data, then 508 MiB of hole
         f.write(b"y" * (4 << 20))
         f.truncate(512 << 20)
-    for i in range(8):  # allocated (not sparse) but never written: 4 GiB at no cost of time
-        subprocess.run(["fallocate", "-l", "512M", str(agent_dir / f"alloc{i}.bin")], check=False)
+    # allocated (not sparse) but never written, at no cost of time: 8 x 32 MiB, past the 64 MiB step budget the
+    # test's plan sets (the budget is the point, not the size: hashing 1 GiB of zeros twice took ~20 s)
+    for i in range(8):
+        subprocess.run(["fallocate", "-l", "32M", str(agent_dir / f"alloc{i}.bin")], check=False)
     claim = {"pass": True, "note": "left big files", "evidence": ["alloc7.bin"]}
 
 elif step == "ws_secret":
@@ -257,7 +259,10 @@ elif step == "trap_live":
         (sub / f"f{i:03d}").write_text("x")
     os.symlink(os.environ["ACC_VICTIM"], home / "link")
     Path("home_path.json").write_text(json.dumps({"home": str(home), "uid": os.getuid(), "gid": os.getgid()}))
-    time.sleep(1.5)
+    # the step lasts until the test's swapper runs (its fill links sub2), so root removes a home being swapped
+    deadline = time.monotonic() + 60
+    while not (home / "sub2").is_symlink() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 elif step == "swaphome":
     home = os.environ["HOME"]

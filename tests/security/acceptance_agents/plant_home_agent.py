@@ -16,7 +16,9 @@ here = Path(__file__).resolve().parent
 home = os.environ["HOME"]
 victim = os.environ["ACC_VICTIM"]
 subprocess.run([sys.executable, str(here / "swapper.py"), home, victim, "90", "--daemon"], check=False)
-time.sleep(0.5)
+deadline = time.monotonic() + 30  # the daemon has filled the home (its last link), and swaps from now on
+while not Path(home, "sub2").is_symlink() and time.monotonic() < deadline:
+    time.sleep(0.02)
 Path("home_path.txt").write_text(home)
 Path(os.environ["REFEREE_CLAIM_FILE"]).write_text(json.dumps({"pass": True, "note": "trap set"}))
 time.sleep(60)
