@@ -57,15 +57,16 @@ _NAMED = ("cmdline", "environ")  # a runner, an app or an agent names the test's
 # ------------------------------------------------------------------ -j N: one plan's agent and the other plans
 
 
-def _three_plans(tmp_path: Path, first_agent: str, plan_dir: Path) -> list[str]:
-    """Plan a (its agent is `first_agent`), b (an agent that acts for 3 s) and c: with -j 2, c starts only after
-    a has finished. b and c check a file that does not exist, so both FAIL unless something changed them."""
+def _three_plans(tmp_path: Path, first_agent: str, plan_dir: Path, a_done: str) -> list[str]:
+    """Plan a (its agent is `first_agent`), b (an agent that acts until the shell test `a_done` holds: what a's
+    agent does is done, at most 30 s) and c: with -j 2, c starts only after a has done it. b and c check a file
+    that does not exist, so both FAIL unless something changed them."""
     plan_dir.mkdir(mode=0o1777, exist_ok=True)
     plan_dir.chmod(0o1777)
-    slow = _sh(tmp_path, "slow.sh", "sleep 3\n")
+    slow = _sh(tmp_path, "slow.sh", f"i=0; while ! {a_done} && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n")
     missing = str(tmp_path / "never-made.txt")
     paths = []
-    for name, agent in (("a", first_agent), ("b", slow), ("c", slow)):
+    for name, agent in (("a", first_agent), ("b", slow), ("c", "true")):
         plan = {"name": f"plan-{name}", "actor": {"kind": "command", "command": agent},
                 "steps": [{"id": "s1", "do": "nothing", "validators": [{"kind": "file_exists", "path": missing}]}]}
         p = write_plan(plan_dir / f"{name}.yaml", plan)
@@ -83,11 +84,12 @@ def test_minus_j_runs_the_plan_it_validated_not_one_an_agent_rewrote_meanwhile(t
                   f"c={shlex.quote(str(plan_dir))}/c.yaml\n"
                   f"new=$(sed 's#{tmp_path}/never-made.txt#/etc/hostname#' \"$c\")\n"
                   "printf '%s\\n' \"$new\" > \"$c\"\n")
-    ps = _three_plans(tmp_path, rewrite, plan_dir)
+    ps = _three_plans(tmp_path, rewrite, plan_dir, f"grep -q /etc/hostname {shlex.quote(str(plan_dir))}/c.yaml")
     rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs"), "--json"],
                            cwd=tmp_path, env=cli_env, timeout=120, process=True)
     runs = {r["plan"]: r for r in json.loads(out)["runs"]}
     assert set(runs) == {"plan-a", "plan-b", "plan-c"}, err
+    assert "/etc/hostname" in Path(ps[2]).read_text(), "plan a's agent did not rewrite c.yaml"
     c_dir = Path(runs["plan-c"]["run_dir"])
     # the plan that was validated checks never-made.txt; that is the plan c must be graded by
     assert _verdicts(c_dir) == {"s1": "FAIL"}, (c_dir / "plan.yaml").read_text()
@@ -104,7 +106,7 @@ def test_minus_j_child_runners_never_import_code_an_agent_left_in_the_working_di
     payload = (f"import os\nopen({str(marker)!r}, 'w').write(str(os.getuid()))\n"
                "raise ImportError('planted module')\n")
     plant = _sh(tmp_path, "plant.sh", f"cat > {shlex.quote(str(tmp_path))}/yaml.py <<'EOF'\n{payload}EOF\n")
-    ps = _three_plans(tmp_path, plant, tmp_path / "plans")
+    ps = _three_plans(tmp_path, plant, tmp_path / "plans", f"[ -s {shlex.quote(str(tmp_path))}/yaml.py ]")
     try:
         rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs")],
                                cwd=tmp_path, env=cli_env, timeout=120, process=True)
@@ -132,9 +134,9 @@ def test_what_an_agent_leaves_in_its_folder_never_crashes_the_run(tmp_path, cli_
     agent has turned its grade into an internal error and wiped out the rest of the run."""
     if what.startswith("a file name"):
         body = '[ "$REFEREE_STEP_ID" = s1 ] && printf hi > "$REFEREE_AGENT_DIR/$(printf \'bad\\377.txt\')"\n'
-    else:
-        body = ('if [ "$REFEREE_STEP_ID" = s1 ]; then cd "$REFEREE_AGENT_DIR"; i=0; '
-                'while [ $i -lt 1100 ]; do mkdir d && cd d || exit 9; i=$((i+1)); done; fi\n')
+    else:  # one mkdir -p: 1100 one-letter folders are a path within PATH_MAX
+        body = ('if [ "$REFEREE_STEP_ID" = s1 ]; then cd "$REFEREE_AGENT_DIR" && '
+                f'mkdir -p {"/".join(["d"] * 1100)} || exit 9; fi\n')
     agent = _sh(tmp_path, "leave.sh", body + 'echo \'{"pass": true}\' > "$REFEREE_CLAIM_FILE"\n')
     plan = write_plan(tmp_path / "plan.yaml", {"name": "leave", "steps": _two_steps()})
     try:
@@ -298,14 +300,27 @@ def _start_many(tmp_path: Path, cli_env: dict, ps: list[str]) -> subprocess.Pope
                             text=True, start_new_session=True, preexec_fn=default_stop_signals)
 
 
-def _wait_apps(pidfiles: list[Path], timeout: float = 30) -> list[int]:
+def _acting(tmp_path: Path) -> set[bytes]:
+    """The agent folders of this test's agents running now (REFEREE_AGENT_DIR in a live process's environment)."""
+    key = f"REFEREE_AGENT_DIR={tmp_path}/"
+    found = set()
+    for pid in marked_pids(key):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                found |= {v for v in fh.read().split(b"\0") if v.startswith(key.encode())}
+        except OSError:
+            pass
+    return found
+
+
+def _wait_apps(pidfiles: list[Path], tmp_path: Path, timeout: float = 30) -> list[int]:
+    """The plans' app pids, once every app is up and every plan's agent (of its first step) is running."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(p.exists() and p.read_text().strip() for p in pidfiles):
-            time.sleep(1.0)  # the agents of the first steps are running by now
+        if all(p.exists() and p.read_text().strip() for p in pidfiles) and len(_acting(tmp_path)) >= len(pidfiles):
             return [int(p.read_text()) for p in pidfiles]
-        time.sleep(0.1)
-    raise AssertionError("the plans' apps never started")
+        time.sleep(0.05)
+    raise AssertionError("the plans' apps and agents never started")
 
 
 def _cleanup(proc: subprocess.Popen, tmp_path: Path) -> None:
@@ -321,7 +336,7 @@ def test_sigterm_to_minus_j_stops_every_plans_runner_app_and_agent(tmp_path, cli
     ps, pidfiles = _sleepy_plans(tmp_path)
     proc = _start_many(tmp_path, cli_env, ps)
     try:
-        app_pids = _wait_apps(pidfiles)
+        app_pids = _wait_apps(pidfiles, tmp_path)
         os.kill(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=60)
         left = wait_unmarked(tmp_path, 15, _NAMED)
@@ -338,7 +353,7 @@ def test_sigint_to_minus_j_interrupts_the_plans_instead_of_waiting_for_them(tmp_
     ps, pidfiles = _sleepy_plans(tmp_path)
     proc = _start_many(tmp_path, cli_env, ps)
     try:
-        _wait_apps(pidfiles)
+        _wait_apps(pidfiles, tmp_path)
         t0 = time.monotonic()
         os.kill(proc.pid, signal.SIGINT)
         try:
