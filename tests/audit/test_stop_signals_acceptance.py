@@ -19,11 +19,12 @@ SRC = ROOT / "src"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.conftest import base_cli_env, run_cli  # noqa: E402
 from tests.security.sec_helpers import procs_with, wait_gone  # noqa: E402
 from tests.support.scale_work import write_corpus  # noqa: E402
 from tests.support.signals import default_stop_signals  # noqa: E402
 
-N = 800  # traces; with --chunk-size 10 an audit of them takes a second or more on 2 cores
+N = 400  # traces; with --chunk-size 10 an audit of them takes a second or more on 2 cores
 CHUNK = ["--chunk-size", "10"]
 MARK_VAR = "REFEREE_STOP_ACCEPTANCE_MARK"  # names this test's processes (and their workers) in /proc/PID/environ
 
@@ -113,7 +114,7 @@ def _wait_for_records(proc: subprocess.Popen, out: Path, at_least: int, timeout:
         if (k >= at_least and (not helpers or len([p for p in _marked_pids(mark) if p != proc.pid]) >= helpers)
                 and (not pool or _pool_up(mark))):
             return k
-        time.sleep(0.005)
+        time.sleep(0.02)  # each look scans /proc: a tighter loop takes the cores the audit needs
     pytest.fail(f"only {_lines(out)} records after {timeout} s; processes of this test:\n"
                 f"{_describe(_marked_pids(mark)) if mark else '?'}")
 
@@ -134,9 +135,8 @@ def corpus(tmp_path_factory) -> tuple[Path, bytes]:
     base = tmp_path_factory.mktemp("stop_signals_serial")
     traces = write_corpus(base / "t.jsonl", N, steps=16)
     out = base / "serial.jsonl"
-    res = subprocess.run(_cmd(traces, out, "--workers", "1", *CHUNK), capture_output=True, text=True,
-                         env=_env("serial-" + uuid.uuid4().hex), timeout=180, start_new_session=True)
-    assert res.returncode == 0, res.stderr
+    rc, _, err = run_cli(_cmd(traces, out, "--workers", "1", *CHUNK)[3:], env=base_cli_env(), timeout=180)
+    assert rc == 0, err
     serial = out.read_bytes()
     assert serial.count(b"\n") == N
     return traces, serial
@@ -181,14 +181,9 @@ def _stop_and_resume(tmp_path: Path, corpus, sig: signal.Signals, expect_line: s
 
     if not resume:
         return
-    mark2 = uuid.uuid4().hex
-    proc2 = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(mark2),
-                             start_new_session=True, preexec_fn=default_stop_signals)
-    try:
-        so2, se2 = proc2.communicate(timeout=120)
-    finally:
-        _cleanup(proc2, mark2)
-    assert proc2.returncode == 0, f"resume exit {proc2.returncode}\nstdout:\n{so2}\nstderr:\n{se2}"
+    # the resume is no process signalled: it runs in this one
+    rc2, so2, se2 = run_cli(cmd[3:], env=base_cli_env())
+    assert rc2 == 0, f"resume exit {rc2}\nstdout:\n{so2}\nstderr:\n{se2}"
     closing = [line for line in so2.splitlines() if "already there" in line]
     assert closing and f"; {stopped_at} already there" in closing[-1], so2
     assert out.read_bytes() == serial, "the resumed file is not byte for byte the --workers 1 run's"
