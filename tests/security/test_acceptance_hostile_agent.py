@@ -680,30 +680,60 @@ def test_a_page_the_agent_paints_over_cdp_fails_and_an_honest_change_passes(area
     assert proc.returncode == 1, explain(proc)
 
 
+@pytest.fixture(scope="module")
+def browser_leak_run():
+    """One browser run (a Chromium, the app, the runner) for the two tests below, which only read it: the
+    agent writes the secret it learnt out of band to the browser's console and refused requests
+    (`leak_console`), then stores it in the app through the app's form (`leak_page`)."""
+    if not HAVE_BROWSER:
+        pytest.skip("needs Chromium and Playwright")
+    base = Path(tempfile.mkdtemp(prefix="acc29-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        (base / "ws").mkdir()
+        (base / "ws").chmod(0o1777)
+        (base / "runs").mkdir()
+        (base / "runs").chmod(0o755)
+        leak = base / "leak.txt"
+        leak.write_text(SECRET + "\n")
+        leak.chmod(0o644)
+        plan = (
+            "name: browserleak\n" + app_block()
+            + "actor:\n"
+            "  kind: browser\n"
+            f'  command: "{VENV_PY} {AGENTS / "cdp_painter.py"}"\n'
+            "  isolation: bwrap\n"
+            "  timeout_s: 120\n"
+            f"  env: {{ACC_LEAK: '{leak}'}}\n"
+            "steps:\n"
+            "  - id: leak_console\n"
+            "    do: look around\n"
+            "    script: [{goto: /}]\n"
+            "    capture:\n"
+            '      - {kind: http, name: item, url: "/api/item?token=${ACC_TOKEN}"}\n'
+            "    validators:\n"
+            "      - {kind: http_status_eq, url: /health, expected: 200}\n"
+            "  - id: leak_page\n"
+            "    do: add a todo\n"
+            "    script: [{goto: /}]\n"
+            "    capture:\n"
+            '      - {kind: http, name: item, url: "/api/item?token=${ACC_TOKEN}"}\n'
+            "    validators:\n"
+            "      - {kind: dom_contains, text: never-there}\n"
+            "      - {kind: aria_contains, text: never-there}\n"
+        )
+        # a wide console, so that no table wraps the secret across lines
+        proc, run_dir = run_plan(base, plan, name="browserleak", env={"ACC_TOKEN": SECRET, "COLUMNS": "400"},
+                                 timeout=600)
+        assert (run_dir / "results.json").exists(), explain(proc)
+        yield proc, run_dir
+    finally:
+        subprocess.run(["rm", "-rf", "--one-file-system", str(base)], check=False)
+
+
 @pytest.mark.skipif(not HAVE_BROWSER, reason="needs Chromium and Playwright")
-def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_the_run(area):
-    leak = area / "leak.txt"
-    leak.write_text(SECRET + "\n")
-    leak.chmod(0o644)
-    plan = (
-        "name: console\n" + app_block()
-        + "actor:\n"
-        "  kind: browser\n"
-        f'  command: "{VENV_PY} {AGENTS / "cdp_painter.py"}"\n'
-        "  isolation: bwrap\n"
-        "  timeout_s: 120\n"
-        f"  env: {{ACC_LEAK: '{leak}'}}\n"
-        "steps:\n"
-        "  - id: leak_console\n"
-        "    do: look around\n"
-        "    script: [{goto: /}]\n"
-        "    capture:\n"
-        '      - {kind: http, name: item, url: "/api/item?token=${ACC_TOKEN}"}\n'
-        "    validators:\n"
-        "      - {kind: http_status_eq, url: /health, expected: 200}\n"
-    )
-    proc, run_dir = run_plan(area, plan, name="console", env={"ACC_TOKEN": SECRET}, timeout=600)
-    assert (run_dir / "results.json").exists(), explain(proc)
+def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_the_run(browser_leak_run):
+    proc, run_dir = browser_leak_run
     assert results(run_dir)["leak_console"]["claim"]["note"] == "leaked into the console"
     assert SECRET not in proc.stdout + proc.stderr
     hits = files_holding(run_dir, SECRET)
@@ -711,32 +741,8 @@ def test_the_secret_an_agent_writes_to_the_browser_console_reaches_no_file_of_th
 
 
 @pytest.mark.skipif(not HAVE_BROWSER, reason="needs Chromium and Playwright")
-def test_the_secret_an_agent_stores_in_the_app_reaches_no_file_of_the_run_nor_the_console(area):
-    leak = area / "leak.txt"
-    leak.write_text(SECRET + "\n")
-    leak.chmod(0o644)
-    plan = (
-        "name: pageleak\n" + app_block()
-        + "actor:\n"
-        "  kind: browser\n"
-        f'  command: "{VENV_PY} {AGENTS / "cdp_painter.py"}"\n'
-        "  isolation: bwrap\n"
-        "  timeout_s: 120\n"
-        f"  env: {{ACC_LEAK: '{leak}'}}\n"
-        "steps:\n"
-        "  - id: leak_page\n"
-        "    do: add a todo\n"
-        "    script: [{goto: /}]\n"
-        "    capture:\n"
-        '      - {kind: http, name: item, url: "/api/item?token=${ACC_TOKEN}"}\n'
-        "    validators:\n"
-        "      - {kind: dom_contains, text: never-there}\n"
-        "      - {kind: aria_contains, text: never-there}\n"
-    )
-    # a wide console, so that no table wraps the secret across lines
-    proc, run_dir = run_plan(area, plan, name="pageleak", env={"ACC_TOKEN": SECRET, "COLUMNS": "400"},
-                             timeout=600)
-    assert (run_dir / "results.json").exists(), explain(proc)
+def test_the_secret_an_agent_stores_in_the_app_reaches_no_file_of_the_run_nor_the_console(browser_leak_run):
+    proc, run_dir = browser_leak_run
     res = results(run_dir)["leak_page"]
     assert res["claim"]["note"] == "stored it in the app", res
     assert res["verdict"] == "FAIL", res
