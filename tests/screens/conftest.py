@@ -1,12 +1,17 @@
-"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, a Chromium per module, the journey run,
-and a tiny loopback server with a page that never finishes loading."""
+"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, a Chromium per session (per xdist
+worker), the journey run (once per test session, shared by the xdist workers), and a tiny loopback server with a page
+that never finishes loading."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -143,6 +148,11 @@ class Journey:
     out: str
     err: str
     ocr_trace: Path  # one JSON line per real OCR engine call during the run (REFEREE_OCR_TRACE)
+    key: Path  # the key that sealed the run (its own: each xdist worker has a signing key of its own)
+
+    def env(self) -> dict:
+        """The CLI's environment for grading or reporting the run (or a copy of it): with the run's key."""
+        return {**base_cli_env(), "REFEREE_KEY_FILE": str(self.key)}
 
     def results(self) -> dict:
         return json.loads((self.run_dir / "results.json").read_text())
@@ -154,23 +164,61 @@ class Journey:
         return next(v for v in self.step(step_id)["validators"] if v["name"] == name)
 
 
-@pytest.fixture(scope="session")
-def journey(tmp_path_factory, home_control) -> Journey:
-    """`referee run` of the journey plan through the CLI, once per session."""
-    base = tmp_path_factory.mktemp("journey")
+def _run_journey(base: Path, control: Path) -> dict:
+    """`referee run` of the journey plan into `base`; what the tests need of it, as JSON-ready data."""
+    base.mkdir(parents=True, exist_ok=True)
     db = make_shop_db(base / "shop.db")
     plan = base / "journey.yaml"
-    plan.write_text(yaml.safe_dump(journey_plan(db, [home_control]), sort_keys=False))
+    plan.write_text(yaml.safe_dump(journey_plan(db, [control]), sort_keys=False))
     trace = base / "ocr-calls.jsonl"
-    env = {**base_cli_env(), "REFEREE_OCR_TRACE": str(trace)}
+    keys = base / "signing-key"  # made on first use (mode 0600) by referee.rundir.keys
+    keys.mkdir(mode=0o700)
+    env = {**base_cli_env(), "REFEREE_OCR_TRACE": str(trace), "REFEREE_KEY_FILE": str(keys / "key")}
     # the agent adds a row to the app's database itself: that folder is its workspace (the working
     # directory, which an isolated agent may write; docs/security-isolation.md)
     rc, out, err = run_cli(["run", str(plan), "--out", str(base / "runs"), "--json"], cwd=base, env=env, timeout=240)
     try:
-        run_dir = Path(json.loads(out)["runs"][0]["run_dir"])
+        run_dir = str(json.loads(out)["runs"][0]["run_dir"])
     except (ValueError, KeyError, IndexError):
-        pytest.fail(f"referee run gave no run directory (rc={rc})\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}")
-    return Journey(plan, run_dir, rc, out, err, trace)
+        run_dir = None
+    return {"plan": str(plan), "run_dir": run_dir, "rc": rc, "out": out, "err": err, "ocr_trace": str(trace),
+            "key": str(keys / "key")}
+
+
+@pytest.fixture(scope="session")
+def journey(request, tmp_path_factory) -> Journey:
+    """`referee run` of the journey plan through the CLI, once per test session: under pytest-xdist the first
+    worker that needs it runs it (holding a lock in the temp folder all workers share) and leaves a marker with
+    what the tests need; the others wait on the lock and read the marker. The tests only read the run's files
+    (those that grade or report again do it on a copy)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:  # one process: nobody to share it with
+        base = tmp_path_factory.mktemp("journey")
+        done = _run_journey(base, request.getfixturevalue("home_control"))
+    else:
+        shared = tmp_path_factory.getbasetemp().parent  # this session's folder, above every worker's own
+        marker = shared / "journey.done.json"
+        with open(shared / "journey.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the worker dies)
+            if marker.is_file():
+                done = json.loads(marker.read_text())
+            else:
+                base = Path(tempfile.mkdtemp(prefix="journey-", dir=shared))
+                try:
+                    control = base / "controls" / "home.png"  # a copy: the worker's own temp folder is its own
+                    control.parent.mkdir(parents=True)
+                    shutil.copyfile(request.getfixturevalue("home_control"), control)
+                    done = _run_journey(base, control)
+                except (Exception, pytest.fail.Exception) as exc:  # the others fail the same way, not run it again
+                    done = {"run_dir": None, "rc": None, "out": "", "err": f"on {worker}: {exc!r}"}
+                tmp = marker.with_name(f"{marker.name}.{worker}")
+                tmp.write_text(json.dumps(done))
+                tmp.replace(marker)
+    if done["run_dir"] is None:
+        pytest.fail(f"referee run gave no run directory (rc={done['rc']})\nstdout: {done['out'][-3000:]}\n"
+                    f"stderr: {done['err'][-3000:]}")
+    return Journey(Path(done["plan"]), Path(done["run_dir"]), done["rc"], done["out"], done["err"],
+                   Path(done["ocr_trace"]), Path(done["key"]))
 
 
 class _PagesHandler(BaseHTTPRequestHandler):

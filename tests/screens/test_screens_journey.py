@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from tests.conftest import base_cli_env, run_cli
+from tests.conftest import run_cli
 
 
 def test_run_exit_code_and_verdicts(journey):
@@ -119,13 +119,15 @@ def test_regrading_reuses_the_ocr_cache(journey, tmp_path):
     assert len(calls) == len(set(calls)), "an image was OCR'd twice in one run"
     assert (journey.run_dir / "cache" / "ocr.json").is_file()
     results_at_run = (journey.run_dir / "results.json").read_bytes()
+    copy = tmp_path / "run"  # `grade` writes into the run directory: the journey's is only read (shared)
+    shutil.copytree(journey.run_dir, copy)
     trace = tmp_path / "regrade-calls.jsonl"
-    env = {**base_cli_env(), "REFEREE_OCR_TRACE": str(trace)}
+    env = {**journey.env(), "REFEREE_OCR_TRACE": str(trace)}
     for _ in range(2):
-        rc, out, err = run_cli(["grade", str(journey.run_dir), "--json"], env=env, timeout=180)
+        rc, out, err = run_cli(["grade", str(copy), "--json"], env=env, timeout=180)
         assert rc == 1, err
         assert not trace.exists() or trace.read_text() == ""  # measured: zero OCR calls
-        assert (journey.run_dir / "results.json").read_bytes() == results_at_run
+        assert (copy / "results.json").read_bytes() == results_at_run
 
 
 def test_grading_without_the_cache_ocrs_again_and_agrees(journey, tmp_path):
@@ -136,7 +138,8 @@ def test_grading_without_the_cache_ocrs_again_and_agrees(journey, tmp_path):
     dropped = sorted(k for k in cache if k.startswith("tesseract"))[0]
     (copy / "cache" / "ocr.json").write_text(json.dumps({k: v for k, v in cache.items() if k != dropped}))
     trace = tmp_path / "calls.jsonl"
-    rc, out, err = run_cli(["grade", str(copy)], env={**base_cli_env(), "REFEREE_OCR_TRACE": str(trace)}, timeout=180)
+    rc, out, err = run_cli(["grade", str(copy)], env={**journey.env(), "REFEREE_OCR_TRACE": str(trace)},
+                             timeout=180)
     assert rc == 1, err
     calls = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [(c["engine"], c["sha256"]) for c in calls] == [("tesseract", dropped.rsplit(":", 1)[1])]

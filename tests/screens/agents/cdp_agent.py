@@ -14,8 +14,6 @@ import os
 import sqlite3
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
 STEP = os.environ["REFEREE_STEP_ID"]
 AGENT_DIR = Path(os.environ["REFEREE_AGENT_DIR"])
 CLAIM = Path(os.environ["REFEREE_CLAIM_FILE"])
@@ -39,6 +37,8 @@ def main() -> None:
         (AGENT_DIR / "shot.png").write_bytes(b"\x89PNG\r\n\x1a\n this is not really a PNG")
         claim(True, "screenshot saved", ["shot.png"])
         return
+    from playwright.sync_api import sync_playwright  # only here: most steps' agent claims nothing, at once
+
     with sync_playwright() as p:
         browser = p.chromium.connect_over_cdp(os.environ["REFEREE_CDP_URL"])
         page = runner_page(browser)
