@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.sec_helpers import json_verdicts, procs_with, sha256, wait_gone
+from tests.security.conftest import Sec
+from tests.security.sec_helpers import json_verdicts, kill_token, make_base, procs_with, remove_tree, sha256, wait_gone
 
 DONE = "REAL-WORK-DONE"
 
@@ -53,8 +54,7 @@ def test_agent_rewriting_the_frozen_plan_gets_no_pass(sec):
 # ------------------------------------------------------------------ the OCR cache
 
 
-@pytest.fixture
-def text_png(sec):
+def _text_png(folder: Path) -> Path:
     """A screenshot that really shows 'Payment received 4711' (tesseract reads it)."""
     if shutil.which("tesseract") is None:
         pytest.skip("tesseract-ocr is not installed (apt-get install tesseract-ocr tesseract-ocr-eng)")
@@ -67,7 +67,7 @@ def text_png(sec):
     except TypeError:  # an old Pillow without the scalable default font
         font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
     ImageDraw.Draw(im).text((30, 60), "Payment received 4711", fill="black", font=font)
-    path = sec.base / "text.png"
+    path = folder / "text.png"
     im.save(path)
     path.chmod(0o644)
     return path
@@ -78,26 +78,34 @@ def _ocr_step(do: str) -> dict:
             "validators": [{"kind": "ocr_contains", "evidence": "shot.png", "text": "Payment received"}]}
 
 
-def _ocr_template(sec, text_png) -> Path:
-    """An OCR cache that says the text is there: the one an honest run leaves (the attacker's template)."""
-    cal = sec.run({"name": "ocr-calibration", "steps": [_ocr_step(f"COPY {text_png} shot.png")]})
-    assert not cal.hung, cal.hang_message()
-    assert cal.verdict("shot") == "PASS", "OCR does not read the calibration image:\n" + cal.explain()
-    cache = cal.run_dir / "cache" / "ocr.json"
-    if cache.is_file():
-        template = json.loads(cache.read_text())
-    else:  # the cache left the run directory: forge one in the format runs used to keep there
-        template = {f"tesseract:{sha256(text_png)}": {
-            "engine": "tesseract", "width": 900, "height": 200, "ms": 1.0,
-            "lines": [{"text": "Payment received 4711", "confidence": 0.95, "box": [35, 72, 494, 45]}]}}
-    path = sec.base / "ocr-template.json"
-    path.write_text(json.dumps(template))
-    path.chmod(0o644)
-    return path
+@pytest.fixture(scope="module")
+def ocr_template():
+    """An OCR cache that says the text is there: the one an honest run leaves (the attacker's template).
+    One calibration run for the tests of this module, which only read it (a world-readable file)."""
+    cal_sec = Sec(make_base())
+    try:
+        text_png = _text_png(cal_sec.base)
+        cal = cal_sec.run({"name": "ocr-calibration", "steps": [_ocr_step(f"COPY {text_png} shot.png")]})
+        assert not cal.hung, cal.hang_message()
+        assert cal.verdict("shot") == "PASS", "OCR does not read the calibration image:\n" + cal.explain()
+        cache = cal.run_dir / "cache" / "ocr.json"
+        if cache.is_file():
+            template = json.loads(cache.read_text())
+        else:  # the cache left the run directory: forge one in the format runs used to keep there
+            template = {f"tesseract:{sha256(text_png)}": {
+                "engine": "tesseract", "width": 900, "height": 200, "ms": 1.0,
+                "lines": [{"text": "Payment received 4711", "confidence": 0.95, "box": [35, 72, 494, 45]}]}}
+        path = cal_sec.base / "ocr-template.json"
+        path.write_text(json.dumps(template))
+        path.chmod(0o644)
+        yield path
+    finally:
+        kill_token(cal_sec.token)
+        remove_tree(cal_sec.base)
 
 
-def test_agent_forging_the_ocr_cache_does_not_make_a_blank_screenshot_pass(sec, text_png):
-    template = _ocr_template(sec, text_png)
+def test_agent_forging_the_ocr_cache_does_not_make_a_blank_screenshot_pass(sec, ocr_template):
+    template = ocr_template
     r = sec.run({"name": "ocr-forge", "steps": [_ocr_step(f"BLANK_PNG shot.png\nFORGE_OCR {template} shot.png")]})
     assert not r.hung, r.hang_message()
     assert r.verdict("shot") != "PASS", "a blank screenshot 'read' the text from the agent's cache:\n" + r.explain()
@@ -106,8 +114,8 @@ def test_agent_forging_the_ocr_cache_does_not_make_a_blank_screenshot_pass(sec, 
     assert rc != 0 and steps is not None and steps["shot"]["verdict"] != "PASS", text[-3000:]
 
 
-def test_ocr_cache_planted_in_a_finished_run_does_not_make_grade_pass(sec, text_png):
-    template = json.loads(_ocr_template(sec, text_png).read_text())
+def test_ocr_cache_planted_in_a_finished_run_does_not_make_grade_pass(sec, ocr_template):
+    template = json.loads(ocr_template.read_text())
     r = sec.run({"name": "ocr-blank", "steps": [_ocr_step("BLANK_PNG shot.png")]})
     assert not r.hung, r.hang_message()
     assert r.verdict("shot") == "FAIL", r.explain()
