@@ -32,14 +32,23 @@ def _manifest(out, plan: str) -> dict:
 def test_an_agent_cannot_write_the_agent_folder_of_another_run_going_on(tmp_path, cli_env):
     tmp_path.chmod(0o755)
     out = tmp_path / "runs"
-    writer = _script(tmp_path / "writer.sh", f"for i in $(seq 40); do for d in {out}/victim/*/agent/*/; do "
+    shared = tmp_path / "shared"  # where the attacker says it is done: both agents' accounts may write it
+    shared.mkdir(mode=0o1777)
+    shared.chmod(0o1777)
+    done = shared / "attacked"
+    # the attacker tries to write each agent folder of the victim's run while the victim's step goes on (up to
+    # 40 rounds, 0.2 s apart, until it has tried 3 times), then says it is done; the victim acts until then
+    writer = _script(tmp_path / "writer.sh", f"n=0; for i in $(seq 40); do for d in {out}/victim/*/agent/*/; do "
+                                             '[ -d "$d" ] || continue; n=$((n+1)); echo "tried $d"; '
                                              'echo GOOD > "$d/proof.txt" 2>/dev/null && echo "wrote $d"; done; '
-                                             "sleep 0.2; done\n")
+                                             f'[ $n -ge 3 ] && break; sleep 0.2; done; touch {done}\n')
+    victim_agent = _script(tmp_path / "victim.sh", f"i=0; while [ ! -e {done} ] && [ $i -lt 300 ]; do sleep 0.1; "
+                                                   "i=$((i+1)); done\n")
     attacker = write_plan(tmp_path / "attacker.yaml", {
         "name": "attacker", "actor": {"kind": "command", "command": writer, "isolation": "user"},
         "steps": [{"id": "a", "do": "write into the other run"}]})
     victim = write_plan(tmp_path / "victim.yaml", {
-        "name": "victim", "actor": {"kind": "command", "command": "sleep 4", "isolation": "user"},
+        "name": "victim", "actor": {"kind": "command", "command": victim_agent, "isolation": "user"},
         "steps": [{"id": "v", "do": "do nothing",
                    "validators": [{"kind": "text_contains", "evidence": "proof.txt", "text": "GOOD"}]}]})
     rc, stdout, stderr = run_cli(["run", str(attacker), str(victim), "-j", "2", "--out", str(out)], cwd=tmp_path,
@@ -47,6 +56,8 @@ def test_an_agent_cannot_write_the_agent_folder_of_another_run_going_on(tmp_path
     a, v = _manifest(out, "attacker"), _manifest(out, "victim")
     assert a["isolation"]["mode"] == v["isolation"]["mode"] == "user", (a["isolation"], v["isolation"])
     assert a["isolation"]["user"] != v["isolation"]["user"], "two runs at once shared one agent account"
+    (a_dir,) = [d for d in find_run_dirs(out) if d.parent.name == "attacker"]
+    assert "tried " in (a_dir / "agent/a/stdout.txt").read_text(), "the attacker never saw the victim's step"
     (v_dir,) = [d for d in find_run_dirs(out) if d.parent.name == "victim"]
     assert not (v_dir / "agent/v/proof.txt").exists(), "another run's agent wrote this run's evidence"
     results = json.loads((v_dir / "results.json").read_text())
@@ -57,7 +68,10 @@ def test_a_run_tracked_by_its_account_does_not_kill_the_agent_of_another_run(tmp
     """Run A's agent sleeps through its step; run B, made to track by uid (REFEREE_CGROUP=off: its sweep kills
     every process of its account), runs meanwhile."""
     tmp_path.chmod(0o755)
-    slow = _script(tmp_path / "slow.sh", 'sleep 5; echo GOOD > "$REFEREE_AGENT_DIR/proof.txt"\n')
+    release = tmp_path / "b-finished"  # made by the test once run B is over: A's agent acts until then (<= 60 s)
+    slow = _script(tmp_path / "slow.sh", 'touch "$REFEREE_AGENT_DIR/asleep"; '
+                                         f"i=0; while [ ! -e {release} ] && [ $i -lt 600 ]; do sleep 0.1; "
+                                         'i=$((i+1)); done; echo GOOD > "$REFEREE_AGENT_DIR/proof.txt"\n')
     plan_a = write_plan(tmp_path / "slow.yaml", {
         "name": "slow", "actor": {"kind": "command", "command": slow, "isolation": "user"},
         "steps": [{"id": "s", "do": "take your time",
@@ -68,14 +82,17 @@ def test_a_run_tracked_by_its_account_does_not_kill_the_agent_of_another_run(tmp
     a = subprocess.Popen([sys.executable, "-m", "referee.cli.main", "run", str(plan_a), "--out", str(tmp_path / "ra")],
                          cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while not list((tmp_path / "ra").glob("slow/*/agent/s")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.5)  # A's agent is asleep in its step
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "ra").glob("slow/*/agent/s/asleep")) and time.monotonic() < deadline:
+            assert a.poll() is None, a.communicate()
+            time.sleep(0.05)
+        assert list((tmp_path / "ra").glob("slow/*/agent/s/asleep")), "run A's agent never started"
+        # A's agent is in its step (and stays there until B is over)
         rc, out, err = run_cli(["run", str(plan_b), "--out", str(tmp_path / "rb")], cwd=tmp_path,
                                env={**cli_env, "REFEREE_CGROUP": "off"}, timeout=60)
         assert rc == 0, out + err
         assert _manifest(tmp_path / "rb", "quick")["isolation"]["tracking"] == "uid"
+        release.touch()
         a_out, a_err = a.communicate(timeout=60)
     finally:
         if a.poll() is None:
