@@ -11,16 +11,18 @@ import pytest
 from referee.grader.results import Integrity, RunResults, StepResult
 from referee.report.markdown import run_summary
 from referee.runner.history import compare, incomplete_reason, previous_complete, read_results
-from tests.runner.runner_helpers import agent_cmd, write_plan
+from tests.runner.runner_helpers import write_plan
 
 
 def _plan(tmp: Path, flag: Path, fixed: Path) -> Path:
     """Three steps graded by commands the runner runs: `stable` always holds, `flaky_add` holds while `flag`
-    exists, `fixed_step` once `fixed` exists. The agent claims pass every time."""
+    exists, `fixed_step` once `fixed` exists. The agent claims pass every time (a shell line: no interpreter
+    to start for each step)."""
     def exists(p: Path) -> dict:
         return {"kind": "command_exit_code", "command": f"test -e '{p}'"}
+    claim = """sh -c 'echo "{\\"pass\\": true, \\"note\\": \\"nothing to do\\"}" > "$REFEREE_CLAIM_FILE"'"""
     return write_plan(tmp / "nightly.yaml", {
-        "name": "nightly", "actor": {"kind": "command", "command": agent_cmd("honest", "--claim", "pass")},
+        "name": "nightly", "actor": {"kind": "command", "command": claim},
         "steps": [{"id": "stable", "do": "nothing to do", "validators": [{"kind": "command_exit_code",
                                                                            "command": "true"}]},
                   {"id": "flaky_add", "do": "nothing to do", "validators": [exists(flag)]},
@@ -46,11 +48,12 @@ def test_a_second_night_with_a_new_failure_names_it_in_the_job_summary(tmp_path,
     out, flag, fixed = tmp_path / "runs", tmp_path / "flag", tmp_path / "fixed"
     plan = _plan(tmp_path, flag, fixed)
     flag.write_text("x")
-    code, _, err = referee_cli("run", plan, "--out", out)  # night 1: stable, flaky_add pass; fixed_step fails
+    # in tmp_path: the runner sweeps its working folder after each step (the repo's .venv: 40,000 entries)
+    code, _, err = referee_cli("run", plan, "--out", out, cwd=tmp_path)  # night 1: flaky_add passes, fixed_step fails
     assert code == 1, err
     flag.unlink()
     # a partial run in between (--only): FAIL then FAIL would hide the new failure if it were compared with
-    code, _, err = referee_cli("run", plan, "--out", out, "--only", "flaky_add")
+    code, _, err = referee_cli("run", plan, "--out", out, "--only", "flaky_add", cwd=tmp_path)
     assert code == 1, err
     fixed.write_text("x")
     step_summary = tmp_path / "step_summary.md"
@@ -83,7 +86,8 @@ def test_a_second_night_with_a_new_failure_names_it_in_the_job_summary(tmp_path,
 
 def test_a_missing_summary_folder_is_a_usage_error_before_anything_runs(tmp_path, referee_cli):
     plan = _plan(tmp_path, tmp_path / "flag", tmp_path / "fixed")
-    code, _, err = referee_cli("run", plan, "--out", tmp_path / "runs", "--summary-md", tmp_path / "no" / "s.md")
+    code, _, err = referee_cli("run", plan, "--out", tmp_path / "runs", "--summary-md", tmp_path / "no" / "s.md",
+                               cwd=tmp_path)
     assert code == 2 and "--summary-md" in err and "folder does not exist" in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()
 
@@ -131,7 +135,8 @@ def one_run(tmp_path_factory) -> Path:
 
     tmp = tmp_path_factory.mktemp("one-run")
     (tmp / "flag").write_text("x")
-    code, _, err = run_cli(["run", _plan(tmp, tmp / "flag", tmp / "fixed"), "--out", tmp / "runs"], env=base_cli_env())
+    code, _, err = run_cli(["run", _plan(tmp, tmp / "flag", tmp / "fixed"), "--out", tmp / "runs"], env=base_cli_env(),
+                           cwd=tmp)
     assert code == 1, err
     (run,) = _runs(tmp / "runs")
     return run
