@@ -84,14 +84,16 @@ def evidence_rows(db: Path) -> list[tuple] | None:
         con.close()
 
 
-def audit(run_dir: Path, inputs: list[str], *extra: str, workers: int, chunk: str = CHUNK) -> Outcome:
-    """`referee audit INPUTS --out audit.jsonl --workers N --chunk-size 6` run in `run_dir`."""
+def audit(run_dir: Path, inputs: list[str], *extra: str, workers: int, chunk: str = CHUNK,
+          env: dict | None = None) -> Outcome:
+    """`referee audit INPUTS --out audit.jsonl --workers N --chunk-size 6` run in `run_dir` (in this process from
+    the main thread, in a child from any other)."""
     run_dir.mkdir(exist_ok=True)
     args = ["audit", *inputs, "--out", "audit.jsonl", "--workers", str(workers), "--chunk-size", chunk,
             "--no-progress", "--show", "all", "--summary-json", "summary.json", *extra]
     summary = run_dir / "summary.json"
     summary.unlink(missing_ok=True)
-    rc, so, se = run_cli(args, cwd=run_dir, env=base_cli_env(), timeout=120)
+    rc, so, se = run_cli(args, cwd=run_dir, env=env or base_cli_env(), timeout=120)
     assert "Traceback" not in se and "internal error" not in se, se
     err = se.splitlines()
     pool = [ln for ln in err if ln.startswith(POOL_LINE)]
@@ -130,11 +132,19 @@ def first_difference(a: bytes | None, b: bytes | None) -> str:
 
 
 def both(tmp_path: Path, inputs: list[str], *extra: str, chunk: str = CHUNK) -> tuple[Outcome, Outcome]:
-    """The same audit with --workers 1 (in tmp/w1) and --workers 2 (in tmp/w2); inputs relative to the run dir."""
-    with ThreadPoolExecutor(2) as pool:  # two independent folders: run side by side, to keep the file quick
-        serial = pool.submit(audit, tmp_path / "w1", inputs, *extra, workers=1, chunk=chunk)
-        pooled = pool.submit(audit, tmp_path / "w2", inputs, *extra, workers=2, chunk=chunk)
-        return serial.result(), pooled.result()
+    """The same audit with --workers 1 (in tmp/w1) and --workers 2 (in tmp/w2); inputs relative to the run dir.
+
+    Two independent folders: run side by side, to keep the file quick. The pooled audit runs in a child, started
+    from a thread (every path it touches is absolute); the serial one in this process meanwhile, which spares
+    one interpreter's start. The child's environment is made first: the in-process run sets this one's."""
+    env = base_cli_env()
+    with ThreadPoolExecutor(1) as pool:
+        pooled = pool.submit(audit, tmp_path / "w2", inputs, *extra, workers=2, chunk=chunk, env=env)
+        try:
+            serial = audit(tmp_path / "w1", inputs, *extra, workers=1, chunk=chunk)
+        finally:
+            got = pooled.result()
+        return serial, got
 
 
 def write(tmp_path: Path, name: str, data: str | bytes) -> str:
