@@ -4,8 +4,12 @@ Reads what `benchmarks/bench_corpora.py --out DIR` leaves in DIR: <name>.audit.j
 with trace signals) and <name>.gold+claims.jsonl (gold completion and the blind claim label). The target is
 the evaluation's positive: a success claim whose work was not done. The model is a logistic regression with
 an L2 penalty, fitted by gradient descent in numpy; features that raise risk (risk.RAISING) are kept at
-weight >= 0. Leave-one-corpus-out: each corpus is scored with weights fitted on the others only, and never
-with weights that saw it; the shipped file (--write) is fitted on every corpus given.
+weight >= 0. Each corpus gets an intercept of its own while the weights are fitted (risk orders the runs of
+one file, and corpora differ in how often a success claim is wrong: with one intercept, a feature common in
+a corpus of few positives learns that corpus's base rate instead of what it says within a corpus); the
+shipped intercept is then fitted on all runs with the weights held. Leave-one-corpus-out: each corpus is
+scored with weights fitted on the others only, and never with weights that saw it; the shipped file
+(--write) is fitted on every corpus given.
 
     python tools/fit_risk.py DIR [--write src/referee/audit/decide/risk.yaml] [--l2 0.01] [--json]
 """
@@ -58,23 +62,44 @@ def load_corpus(folder: Path, name: str) -> Corpus:
     return Corpus(name, np.array(rows, dtype=float).reshape(-1, len(NAMES)), np.array(ys, dtype=float), gates, disps)
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 0.01, steps: int = 4000, rate: float = 1.0) -> tuple[float, list]:
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 0.01, steps: int = 4000, rate: float = 1.0,
+        groups: np.ndarray | None = None) -> tuple[float, list]:
     """(intercept, weights) of an L2-penalised logistic regression; raising features projected to >= 0.
+
+    `groups` (a corpus index per row): each group gets its own intercept while the weights are fitted, and the
+    intercept returned is then fitted on every row with those weights held.
 
     >>> x = np.array([[0.0], [0.0], [1.0], [1.0]]); y = np.array([0.0, 0.0, 1.0, 0.0])
     >>> b, w = fit(x, y, l2=0.0, steps=20000); round(b, 1) < -3 and w[0] > 3
     True
+    >>> x = np.array([[1.0], [1.0], [0.0], [0.0]] * 2 + [[0.0]] * 8); y = np.array([1.0, 0, 0, 0] * 2 + [1.0] * 8)
+    >>> g = np.array([0] * 8 + [1] * 8)  # within group 0 the feature marks the positives; group 1 is all positive
+    >>> fit(x, y, l2=0.0)[1][0] < 0 < fit(x, y, l2=0.0, groups=g)[1][0]
+    True
     """
     n, d = x.shape
-    w, b = np.zeros(d), 0.0
+    gi = np.zeros(n, int) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
+    k = int(gi.max()) + 1 if n else 1
+    w, b = np.zeros(d), np.zeros(k)
     keep = np.array([NAMES[i] in RAISING for i in range(d)]) if d == len(NAMES) else np.zeros(d, bool)
     for _ in range(steps):
-        p = 1 / (1 + np.exp(-(x @ w + b)))
+        p = 1 / (1 + np.exp(-(x @ w + b[gi])))
         gw = x.T @ (p - y) / n + l2 * w
-        gb = float(np.mean(p - y))
+        gb = np.bincount(gi, weights=p - y, minlength=k) / np.maximum(np.bincount(gi, minlength=k), 1)
         w, b = w - rate * gw, b - rate * gb
         w[keep] = np.maximum(w[keep], 0.0)
-    return b, [float(v) for v in w]
+    if k == 1:
+        return float(b[0]), [float(v) for v in w]
+    b0, z = float(np.average(b, weights=np.bincount(gi, minlength=k))), x @ w
+    for _ in range(steps):
+        b0 -= rate * float(np.mean(1 / (1 + np.exp(-(z + b0))) - y))
+    return b0, [float(v) for v in w]
+
+
+def stack(corpora: list[Corpus]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows, positives and corpus index of every run of `corpora`."""
+    return (np.vstack([c.x for c in corpora]), np.concatenate([c.y for c in corpora]),
+            np.concatenate([np.full(len(c.y), i) for i, c in enumerate(corpora)]))
 
 
 def model_of(b: float, w: list) -> RiskModel:
@@ -93,7 +118,8 @@ def loco(corpora: list[Corpus], l2: float, spec: BootstrapSpec | None) -> list[d
     for held in corpora:
         train = [c for c in corpora if c.name != held.name]
         assert held.name not in {c.name for c in train}
-        b, w = fit(np.vstack([c.x for c in train]), np.concatenate([c.y for c in train]), l2)
+        x, y, g = stack(train)
+        b, w = fit(x, y, l2, groups=g)
         its = items(held, model_of(b, w))
         load = sum(d != "pass" for d in held.dispositions) / len(held.dispositions)
         cmp_ = compare_at(its, load, spec)
@@ -118,8 +144,8 @@ def risk_yaml(b: float, w: list, fitted_on: list[str], l2: float) -> str:
              "# carries this file's SHA-256.",
              "risk_version: 1",
              f"fitted_on: [{', '.join(fitted_on)}]",
-             f"note: L2 logistic regression (l2 {l2}) fitted on all of fitted_on; leave-one-corpus-out scores are in "
-             "docs/evaluation.md",
+             f"note: L2 logistic regression (l2 {l2}) fitted on all of fitted_on, weights with an intercept per "
+             "corpus, then one intercept; leave-one-corpus-out scores are in docs/evaluation.md",
              f"intercept: {round(b, 4)}",
              "features:"]
     for n, v in zip(NAMES, w):
@@ -140,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     corpora = [load_corpus(a.folder, n) for n in names]
     spec = BootstrapSpec(resamples=a.resamples, seed=0) if a.resamples > 0 else None
     rows = loco(corpora, a.l2, spec) if len(corpora) > 1 else []
-    b, w = fit(np.vstack([c.x for c in corpora]), np.concatenate([c.y for c in corpora]), a.l2)
+    x, y, g = stack(corpora)
+    b, w = fit(x, y, a.l2, groups=g)
     if a.write:
         a.write.write_text(risk_yaml(b, w, names, a.l2))
     if a.json:

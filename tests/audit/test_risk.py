@@ -17,6 +17,7 @@ from referee.audit.decide.review import cap_review, review_order
 from referee.audit.decide.risk import FEATURES, RAISING, RiskModel, hedges_in, parse_risk, record_features, score
 from referee.audit.decide.riskfile import RISK_FILE, load_risk
 from referee.audit.present.replay import replay_file
+from referee.audit.records import TraceSignals
 from referee.audit.run.pipeline import audit_trace
 from referee.audit.trace import Trace
 from referee.cli.main import cli
@@ -71,6 +72,58 @@ def test_an_error_after_the_write_raises_risk_over_the_same_run_without_one():
     calm, failed = audit_trace(_trace()), audit_trace(_trace(error=True))
     assert failed.signals.error_after_write and failed.signals.error_last and not calm.signals.error_last
     assert failed.risk.value >= calm.risk.value
+
+
+def _sh(command: str, out: str = "", error: bool = False) -> dict:
+    return {"action": {"name": "bash", "args": {"command": command}}, "observation": {"text": out, "error": error}}
+
+
+def _call(name: str, out: str = "ok", **args: object) -> dict:
+    return {"action": {"name": name, "args": args}, "observation": {"text": out}}
+
+
+EDIT, TEST, READ = "sed -i 's/<=/</' utils/range.py", "python -m pytest -q tests/", "cat utils/range.py"
+
+
+@pytest.mark.parametrize("steps, writes, unchecked, error_after, streak", [
+    # a shell edit is a write (extract/acting.py's recognition), and only a command that runs something checks it
+    ([_sh(EDIT)], 1, True, False, 1),
+    ([_sh(EDIT), _sh(READ)], 1, True, False, 1),
+    ([_sh(EDIT), _sh(TEST, "1 passed")], 1, False, False, 1),
+    ([_sh(EDIT), _sh(TEST, "1 failed", error=True)], 1, False, True, 1),
+    ([_sh("cat <<'EOF' > fix.py\nx = 1\nEOF"), _sh("echo done && git diff")], 1, True, False, 1),
+    ([_sh(READ), _sh(TEST)], 0, False, False, 1),
+    # the end-of-run signal neither writes nor checks
+    ([_sh(EDIT), _sh("submit")], 1, True, False, 1),
+    # named tools: a write by its verb, checked by any later action that is not a write
+    ([_call("cancel_order", id="O-7")], 1, True, False, 1),
+    ([_call("cancel_order", id="O-7"), _call("get_details", id="O-7")], 1, False, False, 1),
+    # a loop is one identical action back to back (a message without arguments between is no break); the same
+    # test command run again after edits in between is none
+    ([_sh(TEST), _sh(TEST), _sh(TEST)], 0, False, False, 3),
+    ([_call("get_details", id="O-7"), {"action": {"name": "think", "args": {}}}, _call("get_details", id="O-7")],
+     0, False, False, 2),
+    ([_sh(TEST), _sh(EDIT), _sh(TEST), _sh(EDIT), _sh(TEST)], 2, False, False, 1),
+])
+def test_trace_signals_see_shell_edits_checks_and_loops(steps, writes, unchecked, error_after, streak):
+    from referee.audit.view.blind import build_view
+    from referee.audit.view.facts import trace_signals
+
+    s = trace_signals(build_view(Trace(run_id="r", task="t", steps=steps)))
+    assert (s.writes, s.unchecked_change, s.error_after_write, s.max_streak) == (writes, unchecked, error_after, streak)
+
+
+@pytest.mark.parametrize("signals, many_writes, repeated", [
+    (TraceSignals(actions=3, writes=0, max_repeat=3, max_streak=1), 0.0, 0.0),  # a rerun test is no loop
+    (TraceSignals(actions=9, writes=5, max_streak=3), 0.5, 0.5),
+    (TraceSignals(actions=40, writes=25, max_streak=9), 1.0, 1.0),
+])
+def test_many_writes_and_repeated_are_in_the_unit_interval(signals, many_writes, repeated):
+    from referee.audit.decide.risk import features_of
+    from referee.audit.records import ClaimReading
+
+    f = features_of(ClaimReading(label="success"), [], "completed", None, signals, [])
+    assert (f["many_writes"], f["repeated"]) == (many_writes, repeated)
 
 
 @pytest.mark.parametrize("report, hedged", [

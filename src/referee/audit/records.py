@@ -111,11 +111,14 @@ class TraceSignals(_Model):
     """
 
     actions: int = 0                   # steps with an action
-    writes: int = 0                    # actions with arguments whose name is a write verb of the vocabulary
+    writes: int = 0                    # actions with arguments whose name is a write verb of the vocabulary, and
+                                       # shell commands that change a file
     max_repeat: int = 0                # the most times one identical action (name and arguments, some) was taken
+    max_streak: int = 0                # the most times one identical action was taken back to back (a loop)
     error_last: bool = False           # the last observation is an error (flagged, or reads as one)
     error_after_write: bool = False    # an observation after the last write is an error
-    unchecked_change: bool = False     # a write with no later action that is not a write
+    unchecked_change: bool = False     # a write with no later check (an action that is not a write; of shell
+                                       # commands, one that runs tests, a script, a linter or a build)
     cut_off: bool = False              # the last observation says a step, time, turn or budget limit was hit
 
 

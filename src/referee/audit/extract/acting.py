@@ -350,6 +350,28 @@ def could_not_run(command: str, output: str) -> bool:
     return bool(head) and bool(re.search(rf"{re.escape(head[0])}: (command )?not found", output))
 
 
+def shell_step(raw_name: str, raw_args: Any) -> str | None:
+    """What a shell action does, by the same recognition `recognise` uses: 'write' (it changes a file), 'check'
+    (it runs tests, a script, a linter or a build: VERIFY), 'signal' (the end-of-run signal), 'read' (anything
+    else); None for an action that is no shell command (the trace signals of audit/view/facts.py read this).
+
+    >>> shell_step("bash", {"command": "sed -i 's/a/b/' x.py"}), shell_step("bash", {"command": "pytest -q"})
+    ('write', 'check')
+    >>> shell_step("bash", {"command": "grep -n foo x.py"}), shell_step("bash", {"command": "submit"})
+    ('read', 'signal')
+    >>> shell_step("cancel_order", {"id": "O-7"}) is None
+    True
+    """
+    name, args = split_call(raw_name, raw_args)
+    if not words(name) & SHELL_NAMES or (command := _command_of(args)) is None:
+        return None
+    if command.strip() in SHELL_SIGNALS:
+        return "signal"
+    if shell_effect(command):
+        return "write"
+    return "check" if VERIFY.search(command) else "read"
+
+
 def command_text(name: str, args: Any) -> str:
     """The command a shell action ran (its `command`/`cmd`/... argument), or ''."""
     return _command_of(split_call(name, args)[1]) or ""

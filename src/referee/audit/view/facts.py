@@ -31,7 +31,12 @@ def _words(name: str) -> set[str]:
 
 
 def trace_signals(view: ClaimBlindView) -> TraceSignals:
-    """The general signals risk reads of a view: errors at the end, a change never checked, a cut-off, repeats.
+    """The general signals risk reads of a view: errors at the end, a change never checked, a cut-off, a loop.
+
+    A write is an action with arguments whose name is a write verb of the vocabulary, or a shell command that
+    changes a file (sed -i, a redirect, a heredoc, open(..., 'w'): extract/acting.py's shell recognition,
+    shell_step). A check is any later action that is not a write, except that a shell command is a check only
+    when it runs something (tests, a script, a linter, a build): reading a file back is not checking it.
 
     >>> from referee.audit.trace import Trace
     >>> from referee.audit.view.blind import build_view
@@ -39,14 +44,24 @@ def trace_signals(view: ClaimBlindView) -> TraceSignals:
     ...     "observation": {"text": "Error: order not found"}}])
     >>> s = trace_signals(build_view(t)); s.writes, s.error_last, s.error_after_write, s.unchecked_change
     (1, True, True, True)
+    >>> sh = lambda c, o="": {"action": {"name": "bash", "args": {"command": c}}, "observation": {"text": o}}
+    >>> t = Trace(run_id="r", task="t", steps=[sh("sed -i 's/a/b/' x.py"), sh("cat x.py"), sh("cat x.py")])
+    >>> s = trace_signals(build_view(t)); s.writes, s.unchecked_change, s.max_streak
+    (1, True, 2)
     """
+    from referee.audit.extract.acting import shell_step
     from referee.audit.vocabulary import load_vocabulary
 
     writes = load_vocabulary().write_verbs
     acts = [s for s in view.steps if s.action]
-    # an action with no arguments (a message to the user, whose words are the claim channel) changes nothing
-    # that can be checked, and saying the same to the user twice is no loop: both count only with arguments
-    is_write = [bool(s.args) and bool(_words(s.action or "") & writes) for s in acts]
+    is_write, is_check = [], []
+    for s in acts:
+        shell = shell_step(s.action or "", s.plain_args()) if s.args else None
+        # an action with no arguments (a message to the user, whose words are the claim channel) changes nothing
+        # that can be checked, and saying the same to the user twice is no loop: both count only with arguments
+        w = shell == "write" if shell is not None else bool(s.args) and bool(_words(s.action or "") & writes)
+        is_write.append(w)
+        is_check.append(shell == "check" if shell is not None else not w)
     last_write = max((i for i, w in enumerate(is_write) if w), default=-1)
     observed = [s.observation for s in view.steps if s.observation is not None]
     last_obs = observed[-1] if observed else view.initial_observation
@@ -54,11 +69,16 @@ def trace_signals(view: ClaimBlindView) -> TraceSignals:
     if last_write >= 0:
         at = acts[last_write].index
         after = [s.observation for s in view.steps if s.index >= at and s.observation is not None]
-    repeats = Counter((s.action, repr(s.args)) for s in acts if s.args)
+    keys = [(s.action, repr(s.args)) for s in acts if s.args]
+    repeats = Counter(keys)
+    streak = best = 0
+    for i, k in enumerate(keys):  # back to back among the actions with arguments (a message between is no break)
+        streak = streak + 1 if i and keys[i - 1] == k else 1
+        best = max(best, streak)
     return TraceSignals(
-        actions=len(acts), writes=sum(is_write), max_repeat=max(repeats.values(), default=0),
+        actions=len(acts), writes=sum(is_write), max_repeat=max(repeats.values(), default=0), max_streak=best,
         error_last=_errs(last_obs), error_after_write=any(_errs(o) for o in after),
-        unchecked_change=last_write >= 0 and all(is_write[last_write:]),
+        unchecked_change=last_write >= 0 and not any(is_check[last_write + 1:]),
         cut_off=bool(last_obs is not None and last_obs.text and _CUT_OFF.search(last_obs.text[-_TAIL:])))
 
 
