@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.conftest import run_cli
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "referee"
 
@@ -44,7 +47,10 @@ def test_the_library_never_imports_the_cli():
     # referee/__main__.py is `python -m referee`: the CLI's own entry point, which imports the CLI and nothing else
     lib = [f for f in SRC.rglob("*.py") if "cli" not in f.relative_to(SRC).parts and f != SRC / "__main__.py"]
     assert lib, "no library files found"
-    assert offending(lib, ("referee.cli",)) == []
+    # a file without the word `cli` cannot import referee.cli (`import referee.cli`, `from referee import cli`, ...):
+    # only those with it are parsed (6 of ~220, not 2 MB of source)
+    may = [f for f in lib if re.search(r"\bcli\b", f.read_text(encoding="utf-8"))]
+    assert offending(may, ("referee.cli",)) == []
     assert imported_modules(SRC / "__main__.py") <= {"sys", "referee.cli.main", "referee.cli.main.main"}
 
 
@@ -80,9 +86,10 @@ def test_grading_a_real_run_loads_no_runner_and_no_network_module(tmp_path):
         "steps:\n  - id: a\n    do: x\n    capture:\n      - {kind: command, name: echo, command: 'echo hi'}\n"
         "    validators:\n      - {kind: text_contains, evidence: out.txt, text: hello}\n"
         "      - {kind: command_exit_code, evidence: echo}\n")
-    rc = subprocess.run([sys.executable, "-m", "referee.cli.main", "run", "plan.yaml", "--agent",
-                         f"{sys.executable} agent.py", "--out", "runs"], cwd=tmp_path, capture_output=True, text=True)
-    assert rc.returncode == 0, rc.stderr
+    # the run in this process (what it imports is not the question); the grade below in a fresh interpreter
+    code, _out, err = run_cli(["run", "plan.yaml", "--agent", f"{sys.executable} agent.py", "--out", "runs"],
+                              cwd=tmp_path)
+    assert code == 0, err
     run_dir = next(p for p in (tmp_path / "runs" / "plan").iterdir() if p.is_dir() and not p.is_symlink())
     probe = ("import json, sys\nfrom referee.grader import grade\nr = grade(sys.argv[1])\n"
              "print(json.dumps({'summary': r.summary, 'modules': sorted(sys.modules)}))\n")
