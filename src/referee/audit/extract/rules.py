@@ -43,13 +43,15 @@ from referee.audit.extract.lexicon import (  # noqa: F401  (re-exported: the rul
 from referee.audit.records import Finding
 from referee.audit.view.blind import ClaimBlindView
 
-LOGIC_VERSION = "7"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
+LOGIC_VERSION = "8"  # 3: ways of acting in layers, abstention, task kinds, details; 4: their fixes after review;
 # 5: file-editor edits (an edit/write action on a file `path`) are judged by the last check after them, as shell edits;
 # 6: unseen agents' signals (GraphQL errors, REST path ids, refused GUI commits, URL hosts, SWE-agent commands)
 # 7: coding agents' file tools (file_path, absolute_path, apply_patch) are file edits, and the files they make are
 #    no ungrounded ids
+# 8: the trace signals risk reads count a shell command that changes a file as a write and one that runs something
+#    as its check, and `repeated` is a loop (max_streak): records of 7 carry signals of the old meaning
 # the rules are their code and their words: a new vocabulary.yaml is a new rules version, so cached evidence made
-# with other words is never reused ("7+vocabulary:<sha256[:12]>"; with a tool map "+tools:<sha256[:12]>" follows)
+# with other words is never reused ("8+vocabulary:<sha256[:12]>"; with a tool map "+tools:<sha256[:12]>" follows)
 RULES_VERSION = f"{LOGIC_VERSION}+vocabulary:{VOCABULARY_SHA256[:12]}"
 
 def extract_rules(view: ClaimBlindView, catalog: acting.ToolCatalog = acting.NO_TOOLS) -> dict[str, Finding]:
