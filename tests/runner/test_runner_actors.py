@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 
 import pytest
 
@@ -88,9 +87,7 @@ def test_step_timeout_kills_the_agent_and_its_children_and_the_run_goes_on(tmp_p
              "validators": [{"kind": "http_status_eq", "url": "/api/notes/by-title/after", "expected": 200}]},
         ],
     }
-    t0 = time.monotonic()
     run = run_plan(plan, timeout=90)
-    elapsed = time.monotonic() - t0
     pids = []
     try:
         assert run.run_dir is not None, run.explain()
@@ -99,7 +96,8 @@ def test_step_timeout_kills_the_agent_and_its_children_and_the_run_goes_on(tmp_p
                 p = run.run_dir / "agent" / sid / name
                 if p.exists():
                     pids.append(int(p.read_text()))
-        assert elapsed < 45, f"the run took {elapsed:.0f}s: the 2 s timeout did not stop the agent"
+        for sid in ("slow", "after"):  # the 2 s timeout stopped the sleeper (of 120 s) in each step
+            assert run.manifest["steps"][sid]["actor_timed_out"] is True, run.manifest["steps"][sid]
         assert len(pids) == 4, f"the sleeper did not record its pids in both steps: {pids}"
         survivors = wait_unmarked(tmp_path, 5)
         assert not survivors, f"agent processes {survivors} outlived their step's timeout"
@@ -118,10 +116,11 @@ def test_per_step_timeout(tmp_path, run_plan):
         {"id": "quick", "do": "SAVE a.txt ok",
          "validators": [{"kind": "text_contains", "evidence": "a.txt", "text": "ok"}]},
     ]}
-    t0 = time.monotonic()
     run = run_plan(plan, agent=agent_cmd("honest"), timeout=90)
     try:
-        assert time.monotonic() - t0 < 40, "the step's timeout_s: 2 did not stop the agent"
+        rec = run.manifest["steps"]["slow"]
+        assert rec["actor_timed_out"] is True and "timed out after 2s" in rec["actor_error"], rec  # not SLEEP 60
+        assert run.manifest["steps"]["quick"]["actor_timed_out"] is False
         assert (run.run_dir / "agent/slow/pid").read_text().strip(), "the agent did not start"
         assert not wait_unmarked(tmp_path, 5), "the agent outlived its step's timeout"
         assert run.verdict("slow") == "ERROR", run.explain()  # late.txt was never written
