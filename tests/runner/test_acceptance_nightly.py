@@ -480,8 +480,15 @@ def run_vars(kit: Kit, mp: pytest.MonkeyPatch, name: str, top: str = "") -> tupl
     return result, only_runs(kit.root / "runs" / name)[-1]
 
 
-def test_a_validator_text_from_a_variable_is_compared_with_its_value(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
-    result, run = run_vars(kit, monkeypatch, "vars")
+@pytest.fixture(scope="module")
+def vars_run(kit: Kit) -> tuple[Ran, Path]:
+    """One run of the variables plan, read by the tests that only look at it."""
+    with pytest.MonkeyPatch.context() as mp:
+        return run_vars(kit, mp, "vars")
+
+
+def test_a_validator_text_from_a_variable_is_compared_with_its_value(vars_run: tuple[Ran, Path]) -> None:
+    result, run = vars_run
     assert result.exit_code == 0, said(result)
     assert "OVERCLAIM" not in result.output
 
@@ -492,12 +499,10 @@ def test_a_public_variable_reaches_every_validator_value(kit: Kit, monkeypatch: 
     assert verdict_of(json.loads((run / "results.json").read_text()), "add_title") == "PASS"
 
 
-def test_app_start_and_actor_env_get_the_values_that_outputs_never_show(
-    kit: Kit, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result, run = run_vars(kit, monkeypatch, "vars_secret")
+def test_app_start_and_actor_env_get_the_values_that_outputs_never_show(kit: Kit, vars_run: tuple[Ran, Path]) -> None:
+    result, run = vars_run
     # The app was started on --db ${APP_DB} and the agent added the title from actor.env.
-    with sqlite3.connect(kit.root / "vars_secret.db") as db:
+    with sqlite3.connect(kit.root / "vars.db") as db:
         assert db.execute("select title from notes").fetchall() == [("Zebra-Ledger-7731",)]
     for name in ("results.json", "junit.xml", "report.html", "claims.json", "manifest.json"):
         assert "Zebra-Ledger-7731" not in (run / name).read_text(), name
