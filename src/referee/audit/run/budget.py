@@ -194,14 +194,20 @@ def budgeted(budget: RecordBudget | None, work: Callable[[], T], over: Callable[
 
 def _timed(budget: RecordBudget, work: Callable[[], T], over: Callable[[str], T]) -> T:
     start = (time.monotonic(), time.process_time(), _rss(None))
+    # the limit crossed, once one is; `on` is cleared as the record ends (a tick still pending then does nothing)
+    state: dict[str, Any] = {"on": True, "limit": None}
 
     def check(_sig: int, _frame: Any) -> None:
-        rss = _rss(None)
-        limit = budget.over(time.monotonic() - start[0], time.process_time() - start[1],
-                            None if rss is None or start[2] is None else rss - start[2])
-        if limit is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            raise OverBudget(limit)
+        if not state["on"]:
+            return
+        if state["limit"] is None:
+            rss = _rss(None)
+            state["limit"] = budget.over(time.monotonic() - start[0], time.process_time() - start[1],
+                                         None if rss is None or start[2] is None else rss - start[2])
+        if state["limit"] is not None:
+            # raised again at each tick until the record ends: one raised while a finalizer (`__del__`, a weakref
+            # callback) runs is printed and dropped by Python, and must not leave the record unbudgeted
+            raise OverBudget(state["limit"])
 
     before = signal.signal(signal.SIGALRM, check)
     _ARMED.append(start)
@@ -210,6 +216,7 @@ def _timed(budget: RecordBudget, work: Callable[[], T], over: Callable[[str], T]
         try:
             return work()
         finally:
+            state["on"] = False
             signal.setitimer(signal.ITIMER_REAL, 0)
     except OverBudget as exc:  # also one raised as the record ended, before the timer was stopped
         return over(exc.limit)
