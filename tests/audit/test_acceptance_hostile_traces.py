@@ -281,10 +281,15 @@ def test_openai_chat_mini_swe_and_swe_agent_readers_survive_a_200k_run(unit, tmp
 # ---------------------------------------------------------------- 2. the per-record budget
 
 
+# The CPU budget the budget tests give: a trivial record's audit takes about a tenth of it (the first one of a
+# process included), the slow record's about eight times it (each measured here in CPU seconds, so a busy machine
+# changes neither ratio).
+CPU_BUDGET = "0.25"
+
+
 def _slow_record() -> dict:
-    # legitimately costly: 6,000 steps (a few seconds of CPU), over a 1 s budget
-    steps = [step("update_item", {"id": i, "price": 4}, f"item {i} updated: price 4 " + "lorem ipsum " * 20)
-             for i in range(6_000)]
+    # legitimately costly: 4,000 steps (about 2 s of CPU), far over CPU_BUDGET
+    steps = [step("update_item", {"id": i, "price": 4}, f"item {i} updated: price 4") for i in range(4_000)]
     return trace("big", steps=steps)
 
 
@@ -299,7 +304,7 @@ def _budget_records(out: Path) -> dict[str, list[dict]]:
 def test_a_record_over_the_cpu_budget_is_review_the_audit_goes_on_and_a_resume_leaves_it(workers, tmp_path):
     src = write_jsonl(tmp_path / "t.jsonl", [trace("b0"), _slow_record(), trace("b1")])
     out = tmp_path / "audit.jsonl"
-    args = ("audit", src, "--out", out, "--workers", workers, "--no-progress", "--record-cpu-s", "1")
+    args = ("audit", src, "--out", out, "--workers", workers, "--no-progress", "--record-cpu-s", CPU_BUDGET)
     proc = run_cli(*args, cwd=tmp_path)
     assert_no_crash(proc.stderr)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -332,7 +337,7 @@ def test_over_budget_records_on_the_default_pool_cost_only_themselves(tmp_path):
     runs[250] = dict(_slow_record(), run_id="r250")
     src = write_jsonl(tmp_path / "t.jsonl", runs)
     out = tmp_path / "audit.jsonl"
-    proc = run_cli("audit", src, "--out", out, "--no-progress", "--record-cpu-s", "1", "--chunk-size", "20",
+    proc = run_cli("audit", src, "--out", out, "--no-progress", "--record-cpu-s", CPU_BUDGET, "--chunk-size", "20",
                    cwd=tmp_path, timeout=180)
     assert_no_crash(proc.stderr)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -346,7 +351,7 @@ def test_an_over_budget_record_whose_trace_changed_is_audited_again(tmp_path):
     slow = _slow_record()
     src = write_jsonl(tmp_path / "t.jsonl", [trace("b0"), slow])
     out = tmp_path / "audit.jsonl"
-    args = ("audit", src, "--out", out, "--workers", "1", "--no-progress", "--record-cpu-s", "1")
+    args = ("audit", src, "--out", out, "--workers", "1", "--no-progress", "--record-cpu-s", CPU_BUDGET)
     assert run_cli(*args, cwd=tmp_path).returncode == 0
     assert read_records(out)[-1]["over_budget"]["limit"] == "cpu"
     slow["report"] = "Done - all prices are updated."
@@ -359,10 +364,11 @@ def test_an_over_budget_record_whose_trace_changed_is_audited_again(tmp_path):
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_record_over_the_memory_budget_is_review_naming_the_memory_budget(workers, tmp_path):
-    big = trace("mem", steps=[step("update_item", {"id": 42, "price": 4}, "item 42 updated " + "word " * 8_000_000)])
+    # a 10 MB observation: its audit grows the process by over 128 MiB, eight times the smallest budget
+    big = trace("mem", steps=[step("update_item", {"id": 42, "price": 4}, "item 42 updated " + "word " * 2_000_000)])
     src = write_jsonl(tmp_path / "t.jsonl", [trace("b0"), big, trace("b1")])
     out = tmp_path / "audit.jsonl"
-    proc = run_cli("audit", src, "--out", out, "--workers", workers, "--no-progress", "--record-memory-mib", "64",
+    proc = run_cli("audit", src, "--out", out, "--workers", workers, "--no-progress", "--record-memory-mib", "16",
                    cwd=tmp_path)
     assert_no_crash(proc.stderr)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -376,7 +382,8 @@ def test_a_record_over_the_memory_budget_is_review_naming_the_memory_budget(work
 def test_a_record_over_the_wall_budget_is_review_naming_the_wall_budget(tmp_path):
     src = write_jsonl(tmp_path / "t.jsonl", [trace("b0"), _slow_record(), trace("b1")])
     out = tmp_path / "audit.jsonl"
-    proc = run_cli("audit", src, "--out", out, "--workers", "1", "--no-progress", "--record-wall-s", "1",
+    # the slow record takes seconds of CPU, so far more wall time than this (b0 and b1 are not asserted on)
+    proc = run_cli("audit", src, "--out", out, "--workers", "1", "--no-progress", "--record-wall-s", "0.3",
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     by_id = _budget_records(out)
@@ -389,7 +396,7 @@ def test_a_record_over_the_wall_budget_is_review_naming_the_wall_budget(tmp_path
 def test_the_summary_does_not_promise_a_retry_of_an_over_budget_record(tmp_path):
     src = write_jsonl(tmp_path / "t.jsonl", [trace("b0"), _slow_record()])
     out = tmp_path / "audit.jsonl"
-    proc = run_cli("audit", src, "--out", out, "--workers", "1", "--no-progress", "--record-cpu-s", "1",
+    proc = run_cli("audit", src, "--out", out, "--workers", "1", "--no-progress", "--record-cpu-s", CPU_BUDGET,
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert read_records(out)[-1].get("over_budget")
