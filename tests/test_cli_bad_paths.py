@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.incli import completed
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples" / "traces.jsonl"
 DEMO_PLAN = ROOT / "src" / "referee" / "demo" / "todo-api.yaml"
-REFEREE = [sys.executable, "-c", "import sys; from referee.cli.main import main; sys.exit(main())"]
 
 
 def referee(*args, cwd=None) -> subprocess.CompletedProcess:
+    """`referee ARGS` as the console would show it: in this process (tests.support.incli), its exit code and
+    stderr as a child's (a traceback there is exit 1 and a `Traceback` on stderr, as in a child)."""
     # the demo plan names ${REFEREE_DEMO_DIR} (`referee demo` sets it): set, or the run stops at that plan error
     env = {**os.environ, "REFEREE_DEMO_DIR": os.environ.get("REFEREE_DEMO_DIR", "/tmp")}
-    return subprocess.run([*REFEREE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+    return completed(args, cwd=cwd, env=env)
 
 
 def one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
@@ -40,8 +42,10 @@ def test_an_output_path_that_cannot_be_written_is_one_line(args, monkeypatch, tm
     one_line_error(referee(*args), "/proc/x")
 
 
-@pytest.fixture
-def audited(tmp_path):
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory):
+    """An audit of the examples and its gold file, which the tests below only read."""
+    tmp_path = tmp_path_factory.mktemp("audited")
     out, gold = tmp_path / "audit.jsonl", tmp_path / "gold.jsonl"
     r = referee("audit", EXAMPLES, "--out", out, "--gold-out", gold, "--no-progress")
     assert r.returncode == 0, r.stderr
