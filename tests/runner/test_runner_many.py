@@ -12,10 +12,19 @@ from pathlib import Path
 from tests.conftest import run_cli
 from tests.runner.runner_helpers import app_block, write_plan
 
-# an agent that notes when it started and stopped acting (to see plans overlap), then claims pass
-AGENT = ("import json, os, time; p = os.environ['REFEREE_AGENT_DIR']; t0 = time.time(); time.sleep(1.5); "
-         "open(os.path.join(p, 'span'), 'w').write(f'{t0} {time.time()}'); "
-         "open(os.environ['REFEREE_CLAIM_FILE'], 'w').write(json.dumps({'pass': True, 'note': 'done'}))")
+# an agent that notes when it started and stopped acting (to see plans overlap), then claims pass; it acts until
+# the agents of all N plans have started (each leaves its plan's name in the folder BARRIER), at most 30 s: plans
+# run at once overlap as soon as the last one starts, plans run one after another never do
+AGENT = """\
+import json, os, sys, time
+p, barrier, n = os.environ['REFEREE_AGENT_DIR'], sys.argv[1], int(sys.argv[2])
+t0 = time.time()
+open(os.path.join(barrier, os.environ['REFEREE_PLAN']), 'w').close()
+while len(os.listdir(barrier)) < n and time.time() < t0 + 30:
+    time.sleep(0.02)
+open(os.path.join(p, 'span'), 'w').write(f'{t0} {time.time()}')
+open(os.environ['REFEREE_CLAIM_FILE'], 'w').write(json.dumps({'pass': True, 'note': 'done'}))
+"""
 
 
 def plans(tmp_path: Path, n: int, *, fail: int | None = None) -> list[str]:
@@ -28,8 +37,12 @@ def plans(tmp_path: Path, n: int, *, fail: int | None = None) -> list[str]:
     return out
 
 
-def agent() -> str:
-    return f"{shlex.quote(sys.executable)} -c {shlex.quote(AGENT)}"
+def agent(tmp_path: Path, n: int) -> str:
+    """The command line of AGENT for `n` plans at once (its barrier folder in tmp_path, writable by every agent)."""
+    barrier = tmp_path / "started"
+    barrier.mkdir(mode=0o1777)
+    barrier.chmod(0o1777)
+    return " ".join(shlex.quote(str(a)) for a in (sys.executable, "-c", AGENT, barrier, n))
 
 
 def spans(runs: list[dict]) -> list[tuple[float, float]]:
@@ -53,8 +66,8 @@ def ports(runs: list[dict]) -> set[str]:
 
 def test_plans_run_at_once_each_with_its_own_run_directory_app_and_port(tmp_path, cli_env):
     ps = plans(tmp_path, 3, fail=1)
-    rc, out, err = run_cli(["run", *ps, "-j", "3", "--agent", agent(), "--out", str(tmp_path / "runs"), "--json"],
-                           cwd=tmp_path, env=cli_env, timeout=120, process=True)
+    rc, out, err = run_cli(["run", *ps, "-j", "3", "--agent", agent(tmp_path, 3), "--out", str(tmp_path / "runs"),
+                            "--json"], cwd=tmp_path, env=cli_env, timeout=120, process=True)
     assert rc == 1, err  # the worst plan's code: plan-1 expects a 404 from a page that answers 200
     runs = json.loads(out)["runs"]
     assert [r["plan"] for r in runs] == ["plan-0", "plan-1", "plan-2"]  # in the order given
@@ -90,7 +103,7 @@ def test_plans_on_a_dask_cluster(tmp_path, cli_env):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:
         rc, out, err = run_cli(["run", *ps, "--executor", "dask", "--scheduler", cluster.scheduler_address,
-                                "--agent", agent(), "--out", str(tmp_path / "runs"), "--json"],
+                                "--agent", agent(tmp_path, 2), "--out", str(tmp_path / "runs"), "--json"],
                                cwd=tmp_path, env=cli_env, timeout=120)
     assert rc == 1, err
     runs = json.loads(out)["runs"]
@@ -150,8 +163,35 @@ def _wait_files(paths: list[Path], timeout: float = 30) -> list[int]:
     while time.monotonic() < deadline:
         if all(p.exists() and p.read_text().strip() for p in paths):
             return [int(p.read_text()) for p in paths]
-        time.sleep(0.1)
+        time.sleep(0.05)
     raise AssertionError(f"never written: {paths}")
+
+
+def _acting(tmp_path: Path) -> set[bytes]:
+    """The agent folders of this test's agents running now (REFEREE_AGENT_DIR in a live process's environment)."""
+    from tests.runner.runner_helpers import marked_pids
+
+    key = f"REFEREE_AGENT_DIR={tmp_path}/"
+    found = set()
+    for pid in marked_pids(key):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                found |= {v for v in fh.read().split(b"\0") if v.startswith(key.encode())}
+        except OSError:
+            pass
+    return found
+
+
+def _wait_acting(tmp_path: Path, n: int, timeout: float = 30) -> None:
+    """Until `n` agents of this test are running, and a moment more: a stop signal that reaches a plan's runner
+    while it is still in subprocess.Popen of its agent (which has exec'd already) leaves that agent untracked."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while len(_acting(tmp_path)) < n:
+        assert time.monotonic() < deadline, f"the agents never started: {_acting(tmp_path)}"
+        time.sleep(0.05)
+    time.sleep(0.3)
 
 
 def test_an_interrupt_stops_the_running_plans_skips_the_rest_and_says_what_finished(tmp_path, cli_env):
@@ -176,7 +216,7 @@ def test_an_interrupt_stops_the_running_plans_skips_the_rest_and_says_what_finis
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         apps = _wait_files(pidfiles[:2])
-        time.sleep(1.0)  # both agents are acting
+        _wait_acting(tmp_path, 2)  # both agents are acting
         t0 = time.monotonic()
         os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=40)
@@ -225,7 +265,7 @@ def test_a_minus_j_parent_killed_with_sigkill_takes_its_plans_down_gradeable(tmp
                             start_new_session=True)
     try:
         apps = _wait_files(pidfiles)
-        time.sleep(1.0)  # both agents are acting
+        _wait_acting(tmp_path, 2)  # both agents are acting
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         assert all(wait_dead(pid, 20) for pid in apps), "a plan's app outlived the killed parent"
@@ -340,9 +380,9 @@ def test_browser_plans_run_at_once_are_warned_about(tmp_path, cli_env):
         plan = {"name": name, "actor": {"kind": "browser"},
                 "steps": [{"id": "s", "do": "look", "validators": [{"kind": "dom_contains", "text": "nothing here"}]}]}
         ps.append(str(write_plan(tmp_path / f"{name}.yaml", plan)))
-    rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs")], env=cli_env, timeout=180,
-                           process=True)
+    rc, out, err = run_cli(["run", *ps, "-j", "2", "--out", str(tmp_path / "runs")], cwd=tmp_path, env=cli_env,
+                           timeout=180, process=True)
     assert rc == 1, err  # the pages hold no such text: FAIL, graded
     assert "warning: 2 browser plans run at once on this host" in out + err, out + err
-    rc, out, err = run_cli(["run", ps[0], "--out", str(tmp_path / "runs")], env=cli_env, timeout=180)
+    rc, out, err = run_cli(["run", ps[0], "--out", str(tmp_path / "runs")], cwd=tmp_path, env=cli_env, timeout=180)
     assert "browser plans run at once" not in out + err, out + err
