@@ -314,10 +314,13 @@ def _acting(tmp_path: Path) -> set[bytes]:
 
 
 def _wait_apps(pidfiles: list[Path], tmp_path: Path, timeout: float = 30) -> list[int]:
-    """The plans' app pids, once every app is up and every plan's agent (of its first step) is running."""
+    """The plans' app pids, once every app is up and every plan's agent (of its first step) is running, and a
+    moment more: a stop signal that reaches a plan's runner while it is still in subprocess.Popen of its agent
+    (which has exec'd already) leaves that agent untracked."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if all(p.exists() and p.read_text().strip() for p in pidfiles) and len(_acting(tmp_path)) >= len(pidfiles):
+            time.sleep(0.3)
             return [int(p.read_text()) for p in pidfiles]
         time.sleep(0.05)
     raise AssertionError("the plans' apps and agents never started")
