@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -145,9 +146,11 @@ def test_sleeper_agent_sleeps_and_records_pids(tmp_path):
     p = subprocess.Popen([sys.executable, str(AGENTS_DIR / "sleeper.py"), "30"], env=env, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        with pytest.raises(subprocess.TimeoutExpired):
-            p.wait(1.5)
+        deadline = time.monotonic() + 30
+        while not (agent_dir / "started").exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert (agent_dir / "started").exists()
+        assert p.poll() is None  # it went to sleep (for 30 s) after its work
         assert int((agent_dir / "pid").read_text()) == p.pid
         child = int((agent_dir / "child_pid").read_text())
     finally:
