@@ -27,7 +27,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, base_cli_env, run_cli
-from tests.runner.runner_helpers import agent_cmd, assert_one_line_error, do_run, kill_quietly, write_plan
+from tests.runner.runner_helpers import (
+    agent_cmd,
+    assert_one_line_error,
+    do_run,
+    kill_quietly,
+    marked_pids,
+    write_plan,
+)
 
 USURPER = str(ROOT / "tests" / "support" / "agents" / "usurper.py")
 
@@ -170,10 +177,11 @@ def test_a_process_left_behind_that_rewrites_evidence_and_manifest_is_caught(run
          "validators": [{"kind": "text_contains", "evidence": "listing", "text": "secret-word"}]}]}
     run = run_plan(plan, agent=usurper("linger", str(marker)))
     assert run.verdicts() == {"s1": "FAIL"}, run.explain()
-    # the process left behind tampers 0.5 s after results.json appears; the runner usually ends it first
-    deadline = time.monotonic() + 5
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    # the process left behind tampers 0.5 s after results.json appears; the runner usually ends it first: wait
+    # while it lives (its command line names the marker), not a fixed time
+    deadline = time.monotonic() + 10
+    while not marker.exists() and marked_pids(marker, ("cmdline",)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     if not marker.exists():
         # the runner ended the process it left behind: do what that process would have done
         subprocess.run([sys.executable, USURPER, "tamper", str(run.run_dir), "s1"], check=True)
