@@ -12,8 +12,9 @@ file whose last chunk is still in the workers' hands. A resume, also after SIGKI
 group, ends with a serial run's file.
 
 Who opened which input file is watched from outside the code: a `sitecustomize.py` put first on
-PYTHONPATH (for the serial and the pooled run alike) installs an audit hook (PEP 578) that logs every
-`open` event's pid and path; forkserver workers inherit it from the forkserver, which imports it too.
+PYTHONPATH (for the pooled runs; the serial reference runs in the test's own process) installs an audit
+hook (PEP 578) that logs every `open` event's pid and path; forkserver workers inherit it from the
+forkserver, which imports it too.
 """
 
 from __future__ import annotations
@@ -254,21 +255,28 @@ def audit_args(inputs: list[str], workers: int | None, chunk: int, extra: tuple[
 
 
 def audit(tmp_path: Path, run_dir: Path, inputs: list[str], *extra: str, workers: int | None,
-          chunk: int = 4) -> Outcome:
-    """`referee audit INPUTS --out audit.jsonl --workers N --chunk-size C ...` in `run_dir`, with the open log."""
+          chunk: int = 4, env: dict | None = None, here: bool = False) -> Outcome:
+    """`referee audit INPUTS --out audit.jsonl --workers N --chunk-size C ...` in `run_dir`: in a child with
+    the open log (`env`, made by `hooked_env` if not given), or, `here`, in this process (from the main thread;
+    no open log: for a reference run, whose reads no test looks at)."""
     run_dir.mkdir(exist_ok=True)
     (run_dir / "summary.json").unlink(missing_ok=True)
     (run_dir / "opens.log").unlink(missing_ok=True)
-    env = hooked_env(tmp_path, run_dir)
-    cmd = [sys.executable, "-m", "referee.cli.main", *audit_args(inputs, workers, chunk, extra)]
-    proc = subprocess.Popen(cmd, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        so, se = proc.communicate(timeout=150)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        so, se = proc.communicate()
-        pytest.fail(f"referee audit did not finish in 150 s\n{se[-3000:]}")
+    if here:
+        rc, so, se = run_cli(audit_args(inputs, workers, chunk, extra), cwd=run_dir, env=base_cli_env(),
+                             timeout=150)
+        pid = 0
+    else:
+        cmd = [sys.executable, "-m", "referee.cli.main", *audit_args(inputs, workers, chunk, extra)]
+        proc = subprocess.Popen(cmd, cwd=run_dir, env=env or hooked_env(tmp_path, run_dir), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            so, se = proc.communicate(timeout=150)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            so, se = proc.communicate()
+            pytest.fail(f"referee audit did not finish in 150 s\n{se[-3000:]}")
+        rc, pid = proc.returncode, proc.pid
     assert "Traceback" not in se and "internal error" not in se, se
     err = se.splitlines()
     summ_path = run_dir / "summary.json"
@@ -276,12 +284,12 @@ def audit(tmp_path: Path, run_dir: Path, inputs: list[str], *extra: str, workers
     if summ is not None:
         summ.pop("elapsed_s", None)  # wall time: the one figure allowed to differ
     out, gold = run_dir / "audit.jsonl", run_dir / "gold.jsonl"
-    return Outcome(rc=proc.returncode, stdout=re.sub(r"\([0-9.]+ rec/s\)", "(N rec/s)", so),
+    return Outcome(rc=rc, stdout=re.sub(r"\([0-9.]+ rec/s\)", "(N rec/s)", so),
                    stderr=[ln for ln in err if not ln.startswith(POOL_LINE)],
                    pool=any(ln.startswith(POOL_LINE) for ln in err),
                    out=out.read_bytes() if out.exists() else None, gold=gold.read_bytes() if gold.exists() else None,
                    summary=summ, cache=evidence_rows(run_dir / "audit.jsonl.cache.sqlite"),
-                   reads=read_opens(run_dir / "opens.log"), pid=proc.pid)
+                   reads=read_opens(run_dir / "opens.log"), pid=pid)
 
 
 def both(tmp_path: Path, inputs: list[str], *extra: str, chunk: int = 4, need: Callable[[Outcome], bool] | None = None,
@@ -301,10 +309,15 @@ def both(tmp_path: Path, inputs: list[str], *extra: str, chunk: int = 4, need: C
 
     fresh(tmp_path / "w1")
     fresh(tmp_path / "w2")
-    with ThreadPoolExecutor(2) as ex:
-        serial = ex.submit(audit, tmp_path, tmp_path / "w1", inputs, *extra, workers=1, chunk=chunk)
-        pooled = ex.submit(audit, tmp_path, tmp_path / "w2", inputs, *extra, workers=workers, chunk=chunk)
-        s, p = serial.result(), pooled.result()
+    # side by side: the pooled run in a child started from a thread, the serial one in this process meanwhile
+    # (one interpreter's start spared); the child's environment is made first, as the in-process run sets this one's
+    env = hooked_env(tmp_path, tmp_path / "w2")
+    with ThreadPoolExecutor(1) as ex:
+        pooled = ex.submit(audit, tmp_path, tmp_path / "w2", inputs, *extra, workers=workers, chunk=chunk, env=env)
+        try:
+            s = audit(tmp_path, tmp_path / "w1", inputs, *extra, workers=1, chunk=chunk, here=True)
+        finally:
+            p = pooled.result()
     for _ in range(2):
         if need is None or need(p):
             break
@@ -525,7 +538,7 @@ def test_resume_after_a_partial_audit_writes_only_the_missing_records(tmp_path):
     mixed_folder(tmp_path / "in")
     long_run(tmp_path / "in" / "mixed" / "f_0_long.json", "long-run-2")  # keeps this process busy on the resume
     inputs = [rel(tmp_path, tmp_path / "in" / "mixed")]
-    full = audit(tmp_path, tmp_path / "full", inputs, "--gold-out", "gold.jsonl", workers=1)
+    full = audit(tmp_path, tmp_path / "full", inputs, "--gold-out", "gold.jsonl", workers=1, here=True)
     assert full.out is not None
     total = len(full.ids())
     assert full.ids().index("long-run-2") > 38
@@ -536,7 +549,7 @@ def test_resume_after_a_partial_audit_writes_only_the_missing_records(tmp_path):
     assert pooled.out == full.out, first_difference(full.out, pooled.out)
     stats = summary_line(pooled.stdout)
     assert f"wrote {total - 37} records" in stats and "37 already there" in stats, stats
-    again = audit(tmp_path, tmp_path / "w2", inputs, "--gold-out", "gold.jsonl", workers=2)
+    again = audit(tmp_path, tmp_path / "w2", inputs, "--gold-out", "gold.jsonl", workers=2, here=True)
     assert again.out == full.out and "wrote 0 records" in summary_line(again.stdout)
 
     # a record cut in the middle, as a crash leaves it
@@ -552,10 +565,10 @@ def test_sigkill_of_the_process_group_mid_audit_then_resume_ends_as_a_serial_run
     serial one."""
     folder = tmp_path / "in" / "runs"
     long_run(folder / "run.json")  # sorts first
-    filler(folder, 0, 200)
+    filler(folder, 0, 120)  # 100 files still to audit once 20 records are written: the kill lands mid-audit
     inputs = [rel(tmp_path, folder)]
-    full = audit(tmp_path, tmp_path / "w1", inputs, workers=1, chunk=5)
-    assert full.out is not None and full.rc == 0 and len(full.ids()) == 201
+    full = audit(tmp_path, tmp_path / "w1", inputs, workers=1, chunk=5, here=True)
+    assert full.out is not None and full.rc == 0 and len(full.ids()) == 121
 
     run_dir = tmp_path / "w2"
     run_dir.mkdir()
@@ -586,7 +599,7 @@ def test_sigkill_of_the_process_group_mid_audit_then_resume_ends_as_a_serial_run
         f"records were written; worker reads: {sum(pid != proc.pid for pid in read_opens(run_dir / 'opens.log'))}")
     kept = out.read_bytes()
     n_kept = kept.count(b"\n")
-    assert 20 <= n_kept < 201, n_kept
+    assert 20 <= n_kept < 121, n_kept
     assert full.out.startswith(kept[: kept.rfind(b"\n") + 1])  # what was written is the serial file's start
 
     rc, so, se = run_cli(audit_args(inputs, 2, 5, ()), cwd=run_dir, env=base_cli_env(), timeout=150)
@@ -594,7 +607,7 @@ def test_sigkill_of_the_process_group_mid_audit_then_resume_ends_as_a_serial_run
     assert rc == 0, se
     assert out.read_bytes() == full.out, first_difference(full.out, out.read_bytes())
     stats = summary_line(so)
-    assert f"{n_kept} already there" in stats and f"wrote {201 - n_kept} records" in stats, stats
+    assert f"{n_kept} already there" in stats and f"wrote {121 - n_kept} records" in stats, stats
 
 
 # ---------------------------------------------------------------- 6. notes and warnings in order
