@@ -235,17 +235,15 @@ def test_agents_of_a_runner_killed_with_sigkill_are_ended_by_the_next_run(tmp_pa
 
 @pytest.mark.parametrize("mode", MODES)
 def test_an_agent_that_ignores_sigterm_ends_at_its_timeout(tmp_path, run_plan, mode):
-    plan = {"name": "stubborn", "actor": actor(agent(tmp_path, "term_ignorer.sh"), mode, timeout_s=2), "steps": [
+    plan = {"name": "stubborn", "actor": actor(agent(tmp_path, "term_ignorer.sh"), mode, timeout_s=1), "steps": [
         {"id": "s", "do": "Never finish.", "validators": [{"kind": "command_exit_code", "command": "true"}]}]}
     try:
-        t0 = time.monotonic()
         run = run_plan(plan, timeout=60)
-        elapsed = time.monotonic() - t0
         assert run.run_dir is not None, run.explain()
+        # ended by its timeout (SIGTERM, ignored, then SIGKILL after the grace): the run goes on to grade
         rec = run.manifest["steps"]["s"]
         assert rec["actor_timed_out"] is True and rec["status"] == "done", rec
-        # 2 s of timeout, 2 s of grace after SIGTERM, and the CLI's own start and grading
-        assert elapsed < 15, f"timeout_s: 2 took {elapsed:.1f}s"
+        assert "timed out after 1s" in (rec["actor_error"] or ""), rec
         assert not wait_unmarked(tmp_path, 5), "a SIGTERM-ignoring agent process survived"
         assert (run.run_dir / "agent/s/stdout.txt").read_text() == "started\n"
         assert_isolated(run, mode)
@@ -258,11 +256,9 @@ def test_a_grandchild_holding_stdout_does_not_block_the_step(tmp_path, run_plan,
     plan = {"name": "holder", "actor": actor(agent(tmp_path, "stdout_holder.sh"), mode, timeout_s=60), "steps": [
         {"id": "s", "do": "Finish at once.", "validators": [{"kind": "command_exit_code", "command": "true"}]}]}
     try:
-        t0 = time.monotonic()
         run = run_plan(plan, timeout=60)
-        elapsed = time.monotonic() - t0
         assert run.run_dir is not None, run.explain()
-        assert elapsed < 15, f"the step waited {elapsed:.1f}s for a grandchild's stdout (timeout_s is 60)"
+        # the agent's own exit ended the step: not the grandchild's end (sleep 1000), nor the timeout of 60 s
         rec = run.manifest["steps"]["s"]
         assert rec["actor_exit"] == 0 and rec["actor_timed_out"] is False, rec
         assert (run.run_dir / "agent/s/stdout.txt").read_text() == "done quickly\n"
