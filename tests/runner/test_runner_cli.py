@@ -124,10 +124,8 @@ def test_app_is_started_on_a_free_port_and_stopped_after_the_run(tmp_path, run_p
 
 
 def test_app_that_never_gets_ready_is_stopped_and_reported(tmp_path, run_plan):
-    t0 = time.monotonic()
     run = run_plan(_app_plan(tmp_path, [{"kind": "http_status_eq", "url": "/health", "expected": 200}],
                              extra="--not-ready", ready_timeout_s=3), agent=agent_cmd("honest"), timeout=60)
-    elapsed = time.monotonic() - t0
     pid = int((tmp_path / "app.pid").read_text()) if (tmp_path / "app.pid").exists() else None
     try:
         assert run.rc in (1, 2), run.explain()
@@ -139,7 +137,8 @@ def test_app_that_never_gets_ready_is_stopped_and_reported(tmp_path, run_plan):
         else:  # or as one error line
             lines = [ln for ln in run.stderr.splitlines() if ln.startswith("referee: error:")]
             assert len(lines) == 1 and "ready" in lines[0].lower(), run.stderr
-        assert elapsed < 30, f"ready_timeout_s 3 took {elapsed:.0f}s"
+        said = " ".join((run.stdout + run.stderr).split())  # the console wraps long lines
+        assert "was not ready at" in said and "after 3s" in said, said[-2000:]  # it waited the plan's 3 s, no more
         assert pid is not None, "the app never started"
         assert wait_dead(pid, 10), "the app that never got ready was left running"
     finally:
@@ -151,11 +150,12 @@ def test_app_that_exits_at_once_is_reported_quickly(tmp_path, run_plan):
     plan = {"name": "crash", "app": {"start": f"{sys.executable} -c 'import sys; sys.exit(5)' {{port}}",
                                      "url": "http://127.0.0.1:{port}", "ready": "/health", "ready_timeout_s": 20},
             "steps": _one_step([{"kind": "http_status_eq", "url": "/health", "expected": 200}])}
-    t0 = time.monotonic()
     run = run_plan(plan, agent=agent_cmd("honest"), timeout=60)
     assert run.rc in (1, 2), run.explain()
     assert "Traceback" not in run.stderr
-    assert time.monotonic() - t0 < 15, "a dead app should be noticed before ready_timeout_s"
+    said = " ".join((run.stdout + run.stderr).split())
+    # noticed as dead, not waited for until ready_timeout_s (20 s)
+    assert "the app exited with code 5 before it was ready" in said and "after 20s" not in said, said[-2000:]
 
 
 def test_ctrl_c_stops_the_app_and_agent_exits_130_and_leaves_a_gradeable_run(tmp_path, cli_env, referee_cli):
