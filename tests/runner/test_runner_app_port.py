@@ -89,7 +89,7 @@ def test_a_start_command_that_backgrounds_the_app_and_returns_at_once_is_waited_
 
 def test_a_start_command_that_returns_and_starts_nothing_says_so_at_the_ready_timeout(tmp_path, run_plan):
     run = run_plan({"name": "none", "app": {"start": "true", "url": "http://127.0.0.1:{port}", "ready": "/health",
-                                            "ready_timeout_s": 2},
+                                            "ready_timeout_s": 1},  # nothing will answer: the side meant to expire
                     "steps": [{"id": "s1", "do": "look", "validators": HEALTH}]}, agent="true")
     said = " ".join((run.stdout + run.stderr).split())
     assert "was not ready" in said and "its start command exited 0 and left nothing answering there" in said, said
