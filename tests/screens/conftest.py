@@ -1,9 +1,10 @@
-"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, a Chromium per session (per xdist
-worker), the journey run (once per test session, shared by the xdist workers), and a tiny loopback server with a page
-that never finishes loading."""
+"""Fixtures for the screens tests: datasette (from PyPI) over a SQLite file, a Chromium per module, the journey run
+(once per test session, shared by the xdist workers), and a tiny loopback server with a page that never finishes
+loading."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -55,9 +56,11 @@ def ds_server(tmp_path_factory):
         stop_process(proc)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One runner-style Chromium session (system Chromium, loopback only) for all the screens tests."""
+    """One runner-style Chromium session (system Chromium, loopback only) for the tests of a module. Per module,
+    not per session: while its Playwright runs, this process holds an asyncio loop, and every CLI call made here
+    meanwhile needs a child interpreter (tests.support.incli.process_needed), whatever test file it is in."""
     from referee.runner.browser import BrowserSession
 
     sess = BrowserSession.start(headless=True, cdp=False)
@@ -65,13 +68,49 @@ def browser():
     sess.close()
 
 
-@pytest.fixture(scope="session")
-def home_control(ds_server, browser, tmp_path_factory) -> Path:
-    """A negative control: a screenshot of datasette's start page (it lists the table 'products')."""
-    browser.page.goto(ds_server + "/", wait_until="load")
-    path = tmp_path_factory.mktemp("controls") / "home.png"
-    path.write_bytes(browser.page.screenshot())
+_SCREENSHOT = """
+import sys
+from pathlib import Path
+from referee.runner.browser import BrowserSession
+
+sess = BrowserSession.start(headless=True, cdp=False)
+try:
+    sess.page.goto(sys.argv[1], wait_until="load")
+    Path(sys.argv[2]).write_bytes(sess.page.screenshot())
+finally:
+    sess.close()
+"""
+
+
+def runner_screenshot(url: str, path: Path) -> Path:
+    """A screenshot of `url` by a runner-style Chromium session of its own, closed at once: in this process, or
+    in a child where a module's `browser` holds this process's loop (a second sync Playwright cannot start)."""
+    if loop_running():
+        subprocess.run([sys.executable, "-c", _SCREENSHOT, url, str(path)], check=True, timeout=120)
+        return path
+    from referee.runner.browser import BrowserSession
+
+    sess = BrowserSession.start(headless=True, cdp=False)
+    try:
+        sess.page.goto(url, wait_until="load")
+        path.write_bytes(sess.page.screenshot())
+    finally:
+        sess.close()
     return path
+
+
+def loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def home_control(ds_server, tmp_path_factory) -> Path:
+    """A negative control: a screenshot of datasette's start page (it lists the table 'products')."""
+    return runner_screenshot(ds_server + "/", tmp_path_factory.mktemp("controls") / "home.png")
 
 
 def journey_plan(db: Path, controls: list[Path]) -> dict:

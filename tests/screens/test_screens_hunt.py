@@ -19,22 +19,6 @@ from referee.runner.captures.screens import AriaCapture, DomCapture, ScreenshotC
 from tests.conftest import base_cli_env, run_cli
 from tests.runner.runner_helpers import find_run_dirs, write_plan
 
-
-@pytest.mark.parametrize("capture", [ScreenshotCapture, DomCapture, AriaCapture])
-def test_a_page_still_loading_past_timeout_s_is_a_failed_capture(browser, pages_server, tmp_path, capture):
-    """docs/screens.md: "A page still loading past a screen capture's `timeout_s` is a failed capture". The
-    capture used to wait up to timeout_s for the load, then capture the half-loaded page anyway."""
-    browser.page.goto(pages_server + "/slow", wait_until="commit")
-    try:
-        ctx = CaptureContext(step_id="s", phase="after", out_dir=tmp_path, page=browser.page)
-        params = capture.Params(kind=capture.kind, name="c", timeout_s=1)
-        with pytest.raises(CaptureFailed, match=r"still loading after the capture's timeout_s \(1s\): .*/slow"):
-            capture().take(params, ctx)
-        assert list(tmp_path.iterdir()) == []
-    finally:
-        browser.page.goto("about:blank")  # stop the endless load for the tests after this one
-
-
 _CLOSING_AGENT = '''
 import json, os
 from playwright.sync_api import sync_playwright
@@ -206,3 +190,20 @@ def test_an_image_the_grader_refused_as_a_bomb_is_not_embedded_in_the_report(tmp
     assert "data:image/png" not in html
     assert "refused: 30000x30000 pixels, a decompression bomb (not embedded)" in html
     assert 'href="./agent/bomb/bomb.png"' in html
+
+
+# last in the file: the module's `browser` holds this process's asyncio loop until the module ends, and the
+# `referee` commands above run in this process only while none runs (tests.support.incli.process_needed)
+@pytest.mark.parametrize("capture", [ScreenshotCapture, DomCapture, AriaCapture])
+def test_a_page_still_loading_past_timeout_s_is_a_failed_capture(browser, pages_server, tmp_path, capture):
+    """docs/screens.md: "A page still loading past a screen capture's `timeout_s` is a failed capture". The
+    capture used to wait up to timeout_s for the load, then capture the half-loaded page anyway."""
+    browser.page.goto(pages_server + "/slow", wait_until="commit")
+    try:
+        ctx = CaptureContext(step_id="s", phase="after", out_dir=tmp_path, page=browser.page)
+        params = capture.Params(kind=capture.kind, name="c", timeout_s=1)
+        with pytest.raises(CaptureFailed, match=r"still loading after the capture's timeout_s \(1s\): .*/slow"):
+            capture().take(params, ctx)
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        browser.page.goto("about:blank")  # stop the endless load for the tests after this one

@@ -51,33 +51,6 @@ def test_lint_passes_a_plan_whose_validators_only_the_right_screen_satisfies(tmp
     assert "0 too-loose validator finding(s)" in out and "TOO LOOSE" not in out
 
 
-def test_lint_with_dom_and_aria_controls(tmp_path, ds_server, browser):
-    """Structural controls work the same way: the start page's DOM and aria snapshot."""
-    browser.page.goto(ds_server + "/", wait_until="load")
-    dom = tmp_path / "home.html"
-    dom.write_text(browser.page.content())
-    aria = tmp_path / "home.aria.yaml"
-    aria.write_text(browser.page.locator("body").aria_snapshot())
-    plan = _plan(tmp_path, [
-        {"kind": "dom_contains", "name": "dom_loose", "text": "products"},
-        {"kind": "dom_contains", "name": "dom_specific", "text": "Red Gadget"},
-        {"kind": "aria_contains", "name": "aria_loose", "role": "link", "text": "products"},
-        {"kind": "aria_contains", "name": "aria_specific", "role": "heading", "text": "products"},
-    ])
-    rc, out, err = run_cli(["lint", plan, "--control", dom, "--control", aria, "--json"], env=base_cli_env())
-    assert rc == 1, err
-    report = json.loads(out)
-    loose = {(f["validator"], f["control"].rsplit("/", 1)[-1]) for f in report["loose"]}
-    # the start page says "products" however it is looked at: in its DOM, and in its aria text
-    assert loose == {("dom_loose", "home.html"), ("aria_loose", "home.aria.yaml")}
-    status = {(c["validator"], c["control"].rsplit("/", 1)[-1]): c["status"] for c in report["checks"]}
-    # each reads its own kind of snapshot only: dom_contains on an aria snapshot would match its role words
-    assert status[("dom_loose", "home.aria.yaml")] == "not_applicable"
-    assert status[("aria_loose", "home.html")] == "not_applicable"
-    assert status[("dom_specific", "home.html")] == "specific"
-    assert status[("aria_specific", "home.aria.yaml")] == "specific"  # the start page has no heading "products"
-
-
 def test_lint_reports_a_broken_script_and_a_missing_control(tmp_path, home_control):
     plan = _plan(tmp_path, [{"kind": "ocr_contains", "text": "Red Gadget"}],
                  script=[{"goto": "/shop/products"}, {"click": {"role": "button", "text": "Apply"}}])
@@ -110,3 +83,32 @@ def test_an_unreadable_control_is_a_one_line_error(tmp_path, home_control):
         (line,) = err.strip().splitlines()
         assert line.startswith(f"referee: error: {tmp_path / name}: ") and why in line, line
         assert "; pass " in line or "; save the screenshot again" in line, line
+
+
+# last in the file: the module's `browser` holds this process's asyncio loop until the module ends, and the
+# `referee lint` calls above run in this process only while none runs (tests.support.incli.process_needed)
+def test_lint_with_dom_and_aria_controls(tmp_path, ds_server, browser):
+    """Structural controls work the same way: the start page's DOM and aria snapshot."""
+    browser.page.goto(ds_server + "/", wait_until="load")
+    dom = tmp_path / "home.html"
+    dom.write_text(browser.page.content())
+    aria = tmp_path / "home.aria.yaml"
+    aria.write_text(browser.page.locator("body").aria_snapshot())
+    plan = _plan(tmp_path, [
+        {"kind": "dom_contains", "name": "dom_loose", "text": "products"},
+        {"kind": "dom_contains", "name": "dom_specific", "text": "Red Gadget"},
+        {"kind": "aria_contains", "name": "aria_loose", "role": "link", "text": "products"},
+        {"kind": "aria_contains", "name": "aria_specific", "role": "heading", "text": "products"},
+    ])
+    rc, out, err = run_cli(["lint", plan, "--control", dom, "--control", aria, "--json"], env=base_cli_env())
+    assert rc == 1, err
+    report = json.loads(out)
+    loose = {(f["validator"], f["control"].rsplit("/", 1)[-1]) for f in report["loose"]}
+    # the start page says "products" however it is looked at: in its DOM, and in its aria text
+    assert loose == {("dom_loose", "home.html"), ("aria_loose", "home.aria.yaml")}
+    status = {(c["validator"], c["control"].rsplit("/", 1)[-1]): c["status"] for c in report["checks"]}
+    # each reads its own kind of snapshot only: dom_contains on an aria snapshot would match its role words
+    assert status[("dom_loose", "home.aria.yaml")] == "not_applicable"
+    assert status[("aria_loose", "home.html")] == "not_applicable"
+    assert status[("dom_specific", "home.html")] == "specific"
+    assert status[("aria_specific", "home.aria.yaml")] == "specific"  # the start page has no heading "products"

@@ -12,6 +12,14 @@ from referee.ocr import ocr_bytes
 from tests.conftest import base_cli_env, run_cli
 
 
+# first in the file: once the module's `browser` runs, it holds this process's asyncio loop and `referee` runs in
+# a child (tests.support.incli.process_needed)
+def test_report_of_a_directory_that_is_no_run_is_one_line(tmp_path):
+    """`report` grades again (a results.json is never trusted), so a folder without a run is a usage error."""
+    rc, out, err = run_cli(["report", tmp_path], env=base_cli_env())
+    assert rc == 2 and "no manifest.json: not a referee run directory" in err and len(err.strip().splitlines()) == 1
+
+
 def _open(browser, path):
     dialogs = []
     page = browser.page
@@ -96,9 +104,3 @@ def test_report_does_not_embed_evidence_modified_after_capture(journey, browser,
     stale = page.locator("#step-stale_claim")
     assert "after · runner · final: modified after capture" in stale.inner_text()
     assert stale.locator("img").count() == 1  # only the agent's (untouched) file is embedded
-
-
-def test_report_of_a_directory_that_is_no_run_is_one_line(tmp_path):
-    """`report` grades again (a results.json is never trusted), so a folder without a run is a usage error."""
-    rc, out, err = run_cli(["report", tmp_path], env=base_cli_env())
-    assert rc == 2 and "no manifest.json: not a referee run directory" in err and len(err.strip().splitlines()) == 1
