@@ -41,10 +41,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -110,41 +111,62 @@ def delete_trace(run_id: str, name: str) -> dict:
             "report": f"Done - {name}.md was deleted."}
 
 
-BOOT = """\
-import os, sys
-from referee.cli.main import main  # the console script's entry point; imports paid before the barrier
-if __name__ == "__main__":  # worker processes (forkserver) import this file again
-    os.read(int(sys.argv[1]), 1)  # the barrier: one byte each, all written at once
-    sys.argv = ["referee", *sys.argv[2:]]
+ZYGOTE = """\\
+import json, os, sys
+from referee.cli.main import main  # the console script's entry point
+# what `referee audit` imports as it runs: paid once here, not once per process (each is forked from this one)
+import referee.audit.run.session, referee.audit.run.stream, referee.audit.run.pipeline
+import referee.audit.run.cache, referee.audit.run.parallel, referee.audit.extract.rules
+import referee.audit.claim.reader, referee.audit.ingest.readers
+
+
+def child(i, argv, out_dir, barrier):
+    for fd, name in ((1, "out"), (2, "err")):
+        f = os.open(os.path.join(out_dir, f"{i}.{name}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(f, fd)
+        os.close(f)
+    os.read(barrier, 1)  # the barrier: one byte each, all written at once
+    os.close(barrier)
+    sys.argv = ["referee", *argv]
     sys.exit(main())  # as the console script `referee` does
+
+
+if __name__ == "__main__":  # worker processes (forkserver) import this file again
+    out_dir, argvs = sys.argv[1], json.loads(sys.argv[2])
+    rfd, wfd = os.pipe()
+    sys.stdout.flush()
+    kids = []
+    for i, argv in enumerate(argvs):
+        pid = os.fork()
+        if pid == 0:
+            os.close(wfd)
+            child(i, argv, out_dir, rfd)
+        kids.append(pid)
+    os.close(rfd)
+    os.write(wfd, b"x" * len(kids))  # every child is ready: forked after the imports, blocked on the pipe
+    os.close(wfd)
+    print(json.dumps([[pid, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])] for pid in kids]))
 """
 
 
 def start_together(tmp: Path, argvs: list[list[str]], cwd: Path) -> list[tuple[int, int, str, str]]:
-    """Start one `referee` per argv, release them at the same instant; (pid, rc, stdout, stderr) each."""
-    boot = tmp / "boot_referee.py"
-    boot.write_text(BOOT)
-    rfd, wfd = os.pipe()
+    """Start one `referee` per argv, release them at the same instant; (pid, rc, stdout, stderr) each. Each is a
+    process of its own, forked (after the imports) from one interpreter that then waits for them all."""
+    zygote = tmp / "zygote_referee.py"
+    zygote.write_text(ZYGOTE)
+    out_dir = Path(tempfile.mkdtemp(prefix="together-", dir=tmp))
+    proc = subprocess.Popen([sys.executable, str(zygote), str(out_dir), json.dumps(argvs)], cwd=cwd,
+                            env=base_cli_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        procs = [subprocess.Popen([sys.executable, str(boot), str(rfd), *argv], cwd=cwd, env=base_cli_env(),
-                                  pass_fds=(rfd,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
-                 for argv in argvs]
-        time.sleep(0.8)  # every interpreter has imported referee and blocks on the pipe
-        os.write(wfd, b"x" * len(procs))
-    finally:
-        os.close(rfd)
-        os.close(wfd)
-    results = []
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail(f"a simultaneous referee audit did not finish: {p.args}")
-        results.append((p.pid, p.returncode, out, err))
-    return results
+        out, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the zygote's session: it and the audits it forked
+        proc.communicate()
+        pytest.fail(f"a simultaneous referee audit did not finish: {argvs}")
+    assert proc.returncode == 0, err
+    return [(pid, rc, (out_dir / f"{i}.out").read_text(), (out_dir / f"{i}.err").read_text())
+            for i, (pid, rc) in enumerate(json.loads(out))]
 
 
 # ---------------------------------------------------------------- 1. shared cache, same --out
@@ -448,7 +470,10 @@ def test_lone_surrogates_on_worker_processes_equal_the_serial_run(tmp_path):
     assert wrote(so) == n - 1
     so, warn_serial, procs_serial = audit("big.jsonl", "ser.jsonl", 1)
     assert wrote(so) == n - 1
-    so, _, _ = audit("ref.jsonl", "ref.out.jsonl", 1)
+    # the reference needs no process count: audited in this process (tests.support.incli)
+    rc, so, se = cli("audit", "ref.jsonl", "--out", "ref.out.jsonl", "--workers", "1", "--chunk-size", "10",
+                     "--on-error", "skip", "--no-progress", "--show", "none", cwd=tmp_path)
+    assert_clean_finish(rc, so, se, "ref.jsonl workers=1")
     assert len(warn_serial) == 1 and f"big.jsonl:{BOOL_AT + 1}:" in warn_serial[0], warn_serial
     assert warn_parallel == warn_serial
     assert procs_serial == 1, "the detector sees one process for a serial audit"
@@ -463,7 +488,9 @@ def test_lone_surrogates_on_worker_processes_equal_the_serial_run(tmp_path):
     assert recs[57]["run_id"] == "57.5" and recs[BOOL_AT]["run_id"] == f"big-{BOOL_AT + 1}"
     assert recs[3]["task"] == "Delete the note named groceries\ufffd.md \U0001f600 in Markor (copy 3)"
     assert not any(has_surrogate(r) for r in recs)
-    so, _, _ = audit("big.jsonl", "par.jsonl", 2)
+    rc, so, se = cli("audit", "big.jsonl", "--out", "par.jsonl", "--workers", "2", "--chunk-size", "10",
+                     "--on-error", "skip", "--no-progress", "--show", "none", cwd=tmp_path)  # in this process
+    assert_clean_finish(rc, so, se, "resume on workers")
     assert wrote(so) == 0 and f"{n - 1} already there" in so, so
     assert (tmp_path / "par.jsonl").read_bytes() == par
 
