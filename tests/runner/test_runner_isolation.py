@@ -201,13 +201,24 @@ def test_a_daemon_of_an_unisolated_agent_is_gone_too(tmp_path, run_plan):
 
 @pytest.mark.skipif(not IS_ROOT or not _cgroup_v2_writable(), reason="needs root and cgroups the runner may make")
 def test_agents_of_a_runner_killed_with_sigkill_are_ended_by_the_next_run(tmp_path, cli_env, run_plan):
-    """SIGKILL gives the runner no chance to end its agent; the next run on the host ends it."""
+    """SIGKILL gives the runner no chance to end its agent; the next run on the host ends it.
+
+    Both runs go in a cgroup of this test's own: a run sweeps the step cgroups of dead runners next to it, so any
+    other run on the host (another test, another suite) would otherwise end the orphans first."""
+    from referee.runner.reaper import _cgroup2_dir
+
+    group = _cgroup2_dir() / f"tests-orphans-{os.getpid()}-{tmp_path.name}"  # not referee-*: nobody else's to sweep
+    group.mkdir()
+
+    def join_group() -> None:
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+
     plan_path = tmp_path / "sleepy.yaml"
     plan_path.write_text(json.dumps({"name": "sleepy", "actor": actor(agent(tmp_path, "term_ignorer.sh"), "user"),
                                      "steps": [{"id": "s", "do": "Never finish."}]}))
     proc = subprocess.Popen([sys.executable, "-m", "referee.cli.main", "run", str(plan_path), "--out",
                              str(tmp_path / "out")], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=join_group)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list(tmp_path.glob("out/*/*/agent/s/stdout.txt")) \
@@ -222,8 +233,12 @@ def test_agents_of_a_runner_killed_with_sigkill_are_ended_by_the_next_run(tmp_pa
         proc.wait(10)
         time.sleep(0.1)  # a death signal tied to the runner would have ended them by now
         assert marked_pids(tmp_path), "the agent died with the runner: nothing left to test"
-        later = run_plan(_thief_plan(actor(agent(tmp_path, "well_behaved.sh"), "user")))
-        assert later.rc in (0, 1), later.explain()
+        later_plan = tmp_path / "later.yaml"
+        later_plan.write_text(json.dumps(_thief_plan(actor(agent(tmp_path, "well_behaved.sh"), "user"))))
+        later = subprocess.run([sys.executable, "-m", "referee.cli.main", "run", str(later_plan), "--out",
+                                str(tmp_path / "later")], cwd=tmp_path, env=cli_env, capture_output=True, text=True,
+                               timeout=120, preexec_fn=join_group)
+        assert later.returncode in (0, 1), later.stdout + later.stderr
         assert not wait_unmarked(tmp_path, 5), "the next run left the orphaned agent running"
         assert not [h for h in homes if h.exists()], "the next run left the dead runner's agent home"
     finally:
@@ -231,6 +246,14 @@ def test_agents_of_a_runner_killed_with_sigkill_are_ended_by_the_next_run(tmp_pa
             proc.kill()
             proc.wait()
         kill_marked(tmp_path)
+        for _ in range(100):  # empty once what was in it is gone
+            try:
+                for d in group.glob("referee-*"):
+                    d.rmdir()
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.05)
 
 
 @pytest.mark.parametrize("mode", MODES)
