@@ -146,7 +146,9 @@ def test_a_failed_model_call_is_not_cached_and_the_rerun_asks_again(kind, tmp_pa
     env = base_cli_env()
     with LLMStub(handler=handler) as stub:
         retries = "1" if kind.startswith("503") else "0"  # the others are the same failure whatever the retries
-        args = ["audit", traces, "--out", out, *llm_args(stub.url, "--max-retries", retries, "--timeout", "1")]
+        base = ["audit", traces, "--out", out, *llm_args(stub.url, "--max-retries", retries)]
+        # failing, the deadline is one to see expire (a trickle never ends); answering, one a real answer beats
+        args = [*base, "--timeout", "0.5"]
         t0 = time.monotonic()
         rc, stdout, err = run_cli(args, env=env)
         assert rc == 0, err
@@ -164,8 +166,9 @@ def test_a_failed_model_call_is_not_cached_and_the_rerun_asks_again(kind, tmp_pa
         assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
         db.close()
 
-        # the server recovers: the same command asks again, and the new records stand
+        # the server recovers: the same audit asks again, and the new records stand
         mode["fail"] = False
+        args = [*base, "--timeout", "30"]
         stub.reset_counts()
         rc, stdout, err = run_cli(args, env=env)
         assert rc == 0, err
@@ -209,7 +212,7 @@ def test_a_server_that_trickles_bytes_still_times_out_at_the_timeout(headers):
             res = client.chat([{"role": "user", "content": "x"}], json_schema={"type": "object"})
             took = time.monotonic() - t0
         assert not res.ok and "timeout after 1.0s" in res.error
-        assert 0.9 < took < 2.0, took
+        assert 0.9 < took < 15, took  # the whole answer trickled takes ~40 s: it was cut at the deadline
         deadline = time.monotonic() + 10  # the abandoned request is really cut: the server sees the client go
         while stub.trickles_cut < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -219,10 +222,13 @@ def test_a_server_that_trickles_bytes_still_times_out_at_the_timeout(headers):
 def test_a_quick_answer_is_not_slowed_by_the_deadline(llm_stub):
     llm_stub.handler = lambda body: GOOD
     with LLMClient(LLMConfig(base_url=llm_stub.url, model="m", timeout_s=5.0)) as client:
-        t0 = time.monotonic()
-        got = [client.chat([{"role": "user", "content": str(i)}], json_schema={}) for i in range(20)]
-        took = time.monotonic() - t0
-    assert all(r.data == GOOD for r in got) and took < 5
+        got, took = [], []
+        for i in range(20):
+            t0 = time.monotonic()
+            got.append(client.chat([{"role": "user", "content": str(i)}], json_schema={}))
+            took.append(time.monotonic() - t0)
+    # a deadline that slowed answers would slow each one; a busy machine slows a few: the median call is quick
+    assert all(r.data == GOOD for r in got) and sorted(took)[10] < 0.25, took
 
 
 # -- resume with other settings says so -----------------------------------------------------------
