@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -619,6 +620,41 @@ def test_a_sparse_workspace_file_a_file_capture_copies_stays_within_the_hashing_
 # ---------------------------------------------------------------------------------------------
 
 
+class ListenerLog:
+    """The owner (uid) of every listening TCP socket on the host while the block runs, by port: /proc/net/tcp
+    read every 20 ms from a thread (the test's, as root: real uids)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, set[int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _sample(self) -> None:
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                lines = Path(table).read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                f = line.split()
+                if len(f) > 7 and f[3] == "0A":
+                    self.seen.setdefault(int(f[1].rsplit(":", 1)[1], 16), set()).add(int(f[7]))
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(0.02)
+
+    def __enter__(self) -> "ListenerLog":
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def have_browser() -> bool:
     if not Path("/usr/bin/chromium").exists() and not os.environ.get("REFEREE_CHROMIUM"):
         return False
@@ -660,7 +696,8 @@ def test_a_page_the_agent_paints_over_cdp_fails_and_an_honest_change_passes(area
         "      - {kind: aria_contains, text: feed the cat}\n"
         "      - {kind: ocr_contains, text: feed the cat}\n"
     )
-    proc, run_dir = run_plan(area, plan, name="paint", timeout=600)
+    with ListenerLog() as listeners:
+        proc, run_dir = run_plan(area, plan, name="paint", timeout=600)
     assert (run_dir / "results.json").exists(), explain(proc)
     res = results(run_dir)
     # the controls: the painting did show in the agent's own browser
@@ -671,11 +708,16 @@ def test_a_page_the_agent_paints_over_cdp_fails_and_an_honest_change_passes(area
         for v in res[sid]["validators"]:
             assert v["status"] == "FAIL", (sid, v)
     # no browser of the runner's answered on DevTools (its capture Chromium has no port). Other runs' agent
-    # browsers, all of the referee-browser account, may (docs/security-isolation.md): other tests run at once
+    # browsers, of the referee-browser account, may (docs/security-isolation.md), and other tests run at once:
+    # every browser the agent painted listened as referee-browser (seen from here: in bwrap every other
+    # account reads as nobody)
     note = res["init_script"]["claim"]["note"]
-    assert "other_browser_uids=[" in note, res["init_script"]["claim"]
-    uids = json.loads(note.split("other_browser_uids=", 1)[1])
-    assert set(uids) <= {pwd.getpwnam("referee-browser").pw_uid}, (uids, res["init_script"]["claim"])
+    assert "other_browser_ports=[" in note, res["init_script"]["claim"]
+    painted = json.loads(note.split("other_browser_ports=", 1)[1])
+    browser_uid = pwd.getpwnam("referee-browser").pw_uid
+    owners = {port: listeners.seen.get(port) for port in painted}
+    assert all(uids and browser_uid in uids for uids in owners.values()), \
+        (owners, browser_uid, res["init_script"]["claim"])
     assert res["honest"]["verdict"] == "PASS", (res["honest"]["reason"], res["honest"]["claim"])
     assert proc.returncode == 1, explain(proc)
 

@@ -33,13 +33,11 @@ INIT = """
 
 
 
-def devtools_ports() -> dict[int, int]:
-    """Every loopback port that answers as a DevTools endpoint (any other browser to paint), with the uid
-    that owns its listening socket (/proc/net/tcp's 8th column): another run's agent browser, on a host
-    where browser plans run at once, is one (docs/security-isolation.md), the runner's own would be another."""
+def devtools_ports() -> list[int]:
+    """Every loopback port that answers as a DevTools endpoint (any other browser to paint)."""
     import urllib.request
 
-    ports: dict[int, int] = {}
+    ports = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -47,14 +45,14 @@ def devtools_ports() -> dict[int, int]:
             continue
         for line in lines:
             f = line.split()
-            if len(f) > 7 and f[3] == "0A":
-                ports.setdefault(int(f[1].rsplit(":", 1)[1], 16), int(f[7]))
-    found = {}
-    for port, uid in sorted(ports.items()):
+            if len(f) > 3 and f[3] == "0A":
+                ports.add(int(f[1].rsplit(":", 1)[1], 16))
+    found = []
+    for port in sorted(ports):
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=0.5) as r:
                 if b"webSocketDebuggerUrl" in r.read(65536):
-                    found[port] = uid
+                    found.append(port)
         except Exception:
             pass
     return found
@@ -81,8 +79,8 @@ with sync_playwright() as p:
         other.goto(APP + "/")
         fresh = "buy milk" in other.inner_text("body")
         other.close()
-        others = []
-        for port, uid in devtools_ports().items():
+        others = []  # the ports of the other browsers painted (the test looks up who listened on each)
+        for port in devtools_ports():
             if f":{port}" in os.environ["REFEREE_CDP_URL"]:
                 continue
             try:
@@ -91,11 +89,11 @@ with sync_playwright() as p:
                     c.add_init_script(INIT)
                     for pg in c.pages:
                         pg.reload()
-                others.append(uid)
+                others.append(port)
             except Exception:
                 pass
         note = (f"painted={'buy milk' in page.inner_text('body')} fresh_tab_painted={fresh}"
-                f" other_browsers_painted={len(others)} other_browser_uids={sorted(set(others))}")
+                f" other_browsers_painted={len(others)} other_browser_ports={sorted(others)}")
     elif STEP == "leak_console":
         # the secret, learnt out of band, written where the runner logs the browser: its console
         # and a refused request (browser.log in the run directory)
