@@ -62,14 +62,20 @@ class Run:
         return json.dumps(self.step(sid), indent=1)[:3000] + f"\nstderr: {self.stderr[-2000:]}"
 
 
+# a step whose plan asks for the agent's own page: the agent paints it (a `dom_` step), and the capture reads it
+AGENT_PAGE_STEP = {"id": "dom_on_agent_page", "do": "Add a todo to your list. Show: Feed the cat",
+                   "capture": [{"kind": "dom", "name": "painted", "source": "agent_page"}],
+                   "validators": [{"kind": "dom_contains", "evidence": "painted", "text": "Feed the cat"}]}
+
+
 @pytest.fixture(scope="module")
 def painted():
-    """One run of the four steps (one Chromium for them all)."""
+    """One run of the four steps, and the step that asks for the agent's page, last (one Chromium for them all)."""
     base = make_base("referee-paint-")
     try:
         steps = [{"id": sid, "do": f"Add a todo to your list. Show: {text}", "validators": _checks(text, ocr)}
                  for sid, text, ocr in STEPS]
-        yield Run(base, _plan(base, steps, "paint"))
+        yield Run(base, _plan(base, [*steps, AGENT_PAGE_STEP], "paint"))
     finally:
         remove_tree(base)
 
@@ -106,19 +112,11 @@ def test_the_runners_dom_capture_says_which_page_it_read(painted):
     assert "page: loaded by the runner" in first and "session's cookies" in first, first
 
 
-def test_a_plan_that_asks_for_the_agents_page_gets_it_and_the_report_says_so():
-    base = make_base("referee-paint-")
-    try:
-        steps = [{"id": "dom_on_agent_page", "do": "Add a todo to your list. Show: Feed the cat",
-                  "capture": [{"kind": "dom", "name": "painted", "source": "agent_page"}],
-                  "validators": [{"kind": "dom_contains", "evidence": "painted", "text": "Feed the cat"}]}]
-        run = Run(base, _plan(base, steps, "agent-page"))
-        step = run.step("dom_on_agent_page")
-        assert step["verdict"] == "PASS", run.explain("dom_on_agent_page")  # what the agent painted, as asked
-        said = "the agent's own page (source: agent_page)"
-        assert said in step["reason"] and said in step["validators"][0]["reason"], run.explain("dom_on_agent_page")
-        report = (run.run_dir / "report.html").read_text()
-        assert "the agent&#x27;s own page (source: agent_page)" in report
-        assert "agent_page" in run.stdout, run.stdout[-3000:]
-    finally:
-        remove_tree(base)
+def test_a_plan_that_asks_for_the_agents_page_gets_it_and_the_report_says_so(painted):
+    step = painted.step("dom_on_agent_page")
+    assert step["verdict"] == "PASS", painted.explain("dom_on_agent_page")  # what the agent painted, as asked
+    said = "the agent's own page (source: agent_page)"
+    assert said in step["reason"] and said in step["validators"][0]["reason"], painted.explain("dom_on_agent_page")
+    report = (painted.run_dir / "report.html").read_text()
+    assert "the agent&#x27;s own page (source: agent_page)" in report
+    assert "agent_page" in painted.stdout, painted.stdout[-3000:]
