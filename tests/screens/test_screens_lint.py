@@ -26,7 +26,9 @@ def test_lint_flags_a_validator_that_matches_the_control_and_passes_a_specific_o
         {"kind": "ocr_not_contains", "name": "negative", "text": "Traceback"},
         {"kind": "aria_contains", "name": "aria_on_png", "role": "cell", "text": "Red Gadget"},
     ])
-    rc, out, err = run_cli(["lint", plan, "--control", home_control, "--json"], env=base_cli_env(), timeout=120)
+    cache = ["--cache-dir", tmp_path / "cache"]  # the second lint (the human form) reads the first one's OCR
+    rc, out, err = run_cli(["lint", plan, "--control", home_control, *cache, "--json"], env=base_cli_env(),
+                           timeout=120)
     assert rc == 1, err
     report = json.loads(out)
     assert [f["validator"] for f in report["loose"]] == ["loose"]
@@ -34,7 +36,7 @@ def test_lint_flags_a_validator_that_matches_the_control_and_passes_a_specific_o
     status = {c["validator"]: c["status"] for c in report["checks"]}
     assert status == {"loose": "loose", "specific": "specific", "negative": "negative", "aria_on_png": "not_applicable"}
     # the human form names the step, the validator, the control and the text it matched
-    rc, out, err = run_cli(["lint", plan, "--control", home_control], env=base_cli_env(), timeout=120)
+    rc, out, err = run_cli(["lint", plan, "--control", home_control, *cache], env=base_cli_env(), timeout=120)
     assert rc == 1
     assert "TOO LOOSE open_products / loose on" in out and "matched 'products'" in out
     assert "ok        open_products / specific" in out
