@@ -18,6 +18,7 @@ Fixtures (keep this API small; other test writers depend on it):
 - ``app_script``: absolute path of tests/support/app.py; ``agents_dir``: tests/support/agents.
 - ``test_app`` (function): starts tests/support/app.py directly (not through the runner) and
   yields ``TestApp(url, db, port, proc)``.
+- ``scratch_cwd`` (session, autouse): the tests' working directory is a scratch folder (see its docstring).
 - ``signing_key`` (session, autouse): the suite's own key for sealing run directories (never the
   user's ~/.config/referee/key): REFEREE_KEY_FILE points at it in os.environ and so in ``cli_env``.
   ``tests.support.sealing.reseal(run_dir)`` re-signs a run directory a test edited on purpose.
@@ -115,6 +116,19 @@ def signing_key(tmp_path_factory):
             os.environ.pop("REFEREE_KEY_FILE", None)
         else:
             os.environ["REFEREE_KEY_FILE"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scratch_cwd(tmp_path_factory):
+    """Every test starts in a scratch folder, not the repository: a `referee run` without `cwd` makes its working
+    directory the agent's workspace, which the runner walks after every step to take setuid bits off
+    (runner/isolation.py `strip`); the repository's .venv alone is ~40,000 entries, about a second a step."""
+    old = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    try:
+        yield
+    finally:
+        os.chdir(old)
 
 
 @pytest.fixture(name="free_port")
