@@ -8,6 +8,7 @@ variable in `public_env`. Database passwords are hidden as `***`.
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -199,3 +200,18 @@ def test_a_stdout_as_file_is_stored_as_returned_and_the_docs_say_so(run_plan, cl
     doc = " ".join((Path(__file__).parents[2] / "docs" / "security-inputs.md").read_text().split())
     assert "`stdout_as` file is one of these: stdout saved byte for byte as returned" in doc
     assert "not scrubbed" in doc
+
+
+@pytest.mark.parametrize("shown", [TOKEN, TOKEN.lower(), TOKEN.upper(), "S3CR3T-t0ken-4F9A2C"])
+def test_a_secret_in_another_letter_case_is_scrubbed_and_refused_in_files(shown):
+    # a browser logs a URL's host lowercased ("blocked (not loopback): http://<token>.invalid/x.png"): the value
+    # must not get through a log or a file by a change of case
+    from referee.runner.envsubst import Secrets
+
+    s = Secrets.of_plan(["API_TOKEN"], {"API_TOKEN": TOKEN})
+    assert s.scrub(f"blocked: http://{shown}.invalid/x.png") == "blocked: http://${API_TOKEN}.invalid/x.png"
+    out = io.BytesIO()
+    s.scrub_stream(io.BytesIO(f"x {shown} y".encode()), out)
+    assert out.getvalue() == b"x ${API_TOKEN} y"
+    forms = {f for f, _ in s.forms()}
+    assert {TOKEN.lower().encode(), TOKEN.upper().encode()} <= forms

@@ -69,22 +69,24 @@ class Secrets:
             self._values[value] = placeholder
             self._pattern = self._bytes_pattern = None
         # the forms a file is checked for (`forms`): as given, as a URL's user part carries it (`url_part`: a
-        # driver's error may quote the URL), as a path, a query (`+` for a space) and an HTTP client's query
+        # driver's error may quote the URL), as a path, a query (`+` for a space) and an HTTP client's query, and
+        # lower- and upper-cased (a browser lowercases a URL's host; free text is scrubbed in any case)
         for form in (value, url_part(value), url_part(value, keep_colon=True), quote(value), quote_plus(value),
-                     quote(value, safe=_QUERY_SAFE)):
+                     quote(value, safe=_QUERY_SAFE), value.lower(), value.upper()):
             self._shown.setdefault(form, placeholder)
 
     def scrub(self, text: str) -> str:
-        """`text` with every secret value replaced by its placeholder (longest first), percent-encoded forms too.
+        """`text` with every secret value replaced by its placeholder (longest first), percent-encoded forms too,
+        in any letter case (a browser logs a URL's host lowercased).
 
         >>> s = Secrets.of_plan(["T"], {"T": "p@ss w\u00f6rd-long"})
-        >>> s.scrub("GET /?t=p@ss%20w%C3%B6rd-long /?t=p%40ss+w%c3%b6rd-long")
-        'GET /?t=${T} /?t=${T}'
+        >>> s.scrub("GET /?t=p@ss%20w%C3%B6rd-long /?t=p%40ss+w%c3%b6rd-long http://P@SS W\u00d6RD-LONG.invalid/")
+        'GET /?t=${T} /?t=${T} http://${T}.invalid/'
         """
         if not self._values or not text:
             return text
         if self._pattern is None:
-            self._pattern = re.compile("|".join(f"({_encoded(v)})" for v in self._longest()))
+            self._pattern = re.compile("|".join(f"({_encoded(v)})" for v in self._longest()), re.IGNORECASE)
         names = [self._values[v] for v in self._longest()]
         return self._pattern.sub(lambda m: names[(m.lastindex or 1) - 1], text)
 
@@ -122,7 +124,7 @@ class Secrets:
             return
         if self._bytes_pattern is None:
             self._bytes_pattern = re.compile(b"|".join(b"(" + _encoded(v).encode("utf-8", "surrogatepass") + b")"
-                                                       for v in self._longest()))
+                                                       for v in self._longest()), re.IGNORECASE)
         pattern, names = self._bytes_pattern, [self._values[v].encode() for v in self._longest()]
         keep = max(_longest_form(v) for v in self._values) - 1
         buf = b""
