@@ -135,14 +135,16 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
     with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
         fin.write(stdin)
         fin.seek(0)
+        proc: subprocess.Popen | None = None
+        # the start is inside the try: a Ctrl-C or SIGTERM to the runner while Popen waits for the exec still ends
+        # whatever of the agent has joined the tracker (Popen forgets the child it forked when it is interrupted)
         try:
-            proc = subprocess.Popen(launcher, cwd=cwd, env=sandbox.env(env), stdin=fin, stdout=fout, stderr=ferr,
-                                    start_new_session=True)
-        except OSError as exc:
-            tracker.close()
-            return AgentOutput(None, False, False, 0, b"", b"", 0, 0, error=f"cannot start the agent: {exc}")
-        tracker.started(proc.pid)
-        try:
+            try:
+                proc = subprocess.Popen(launcher, cwd=cwd, env=sandbox.env(env), stdin=fin, stdout=fout,
+                                        stderr=ferr, start_new_session=True)
+            except OSError as exc:
+                return AgentOutput(None, False, False, 0, b"", b"", 0, 0, error=f"cannot start the agent: {exc}")
+            tracker.started(proc.pid)
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -154,9 +156,10 @@ def run_agent(argv: list[str], *, sandbox: Sandbox, agent_dir: Path, cwd: Path, 
                     pass
         finally:  # also on Ctrl-C / SIGTERM to the runner: nothing of the agent outlives the step
             killed = tracker.kill_all()
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+            if proc is not None:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
             tracker.close()
         out, out_size = _tail(fout)
         err, err_size = _tail(ferr)
