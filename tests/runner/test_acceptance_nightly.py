@@ -34,7 +34,7 @@ from tests.support.signals import default_stop_signals
 HERE = Path(__file__).parent / "acceptance_nightly"
 APP = HERE / "app.py"
 AGENT = HERE / "agent.py"
-STAMP = re.compile(r"\d{8}T\d{6}Z")
+STAMP = re.compile(r"\d{8}T\d{6}Z(?:-\d+)?")  # two runs in one second: the second is <stamp>-1
 
 # Nights of the "Done when" plan: flaky_add passes on odd nights, fixed_step only on night 4,
 # and stable takes 3 s longer on night 4 (a duration trend).
