@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -209,7 +210,13 @@ def _timed(budget: RecordBudget, work: Callable[[], T], over: Callable[[str], T]
             # callback) runs is printed and dropped by Python, and must not leave the record unbudgeted
             raise OverBudget(state["limit"])
 
-    before = signal.signal(signal.SIGALRM, check)
+    def quiet(unraisable: Any) -> None:
+        # an OverBudget that Python dropped in a finalizer is raised again at the next tick: not a user's traceback
+        if not isinstance(unraisable.exc_value, OverBudget):
+            hook(unraisable)
+
+    before, hook = signal.signal(signal.SIGALRM, check), sys.unraisablehook
+    sys.unraisablehook = quiet
     _ARMED.append(start)
     signal.setitimer(signal.ITIMER_REAL, POLL_S, POLL_S)
     try:
@@ -222,6 +229,7 @@ def _timed(budget: RecordBudget, work: Callable[[], T], over: Callable[[str], T]
         return over(exc.limit)
     finally:
         signal.signal(signal.SIGALRM, before if before is not None else signal.SIG_DFL)
+        sys.unraisablehook = hook
         _ARMED.clear()
 
 
