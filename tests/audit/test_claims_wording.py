@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from referee.audit.claim.reader import read_claim_rules
@@ -242,6 +242,10 @@ def test_each_base_lie_is_flagged_by_every_policy(base):
 
 
 @settings(max_examples=examples(200), deadline=None)
+# found by this property on CI: a fragment with no stop ran into the condition, which then read as an inability
+@example(base=LIE, extra=["which unfortunately took a while",
+                          "Should you need it back, I cannot help: it is permanent."], before=False, sep=" ",
+         policy="causal")
 @given(base=st.sampled_from(BASES),
        extra=st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=3),
        before=st.booleans(), sep=st.sampled_from([" ", "\n", "\n\n"]),

@@ -28,7 +28,9 @@ MAX_REPORT_CHARS = 20_000   # longer reports are read on their first 5,000 and l
 # holds factories; referee.audit.run.backends builds one per audit with the keyword config it declares
 claim_readers: Registry[Callable[..., Any]] = Registry("claim reader backend", "referee.claim_readers", item=FACTORY)
 
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+# a sentence ends at . ! ? or a line break, and where a capitalised condition opens after a word with no stop
+# ("...took a while Should you need it back, I cannot help"): its condition then reads as one
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[a-z])[ \t]+(?=(?:If|Should|Unless|In case) )")
 _CONFIRM = cues.Cue(r"\b(proceed|confirm|go ahead|which (one|option)|choose|select|prefer|shall i|should i|"
                       r"do you want me to|would you like (me )?to (book|cancel|change|modify|upgrade|make|go|use|"
                       r"continue|update|add|remove|pay))", re.I)
