@@ -105,6 +105,20 @@ def marked_pids(marker: str | Path, parts: tuple[str, ...] = ("environ",)) -> li
             out.append(int(name))
     return out
 
+def acting_agents(tmp_path: Path) -> set[bytes]:
+    """The agent folders of a test's agents running now (`REFEREE_AGENT_DIR=<tmp_path>/...` in a live process's
+    environment, read from outside: an agent in its own pid namespace is found too)."""
+    key = f"REFEREE_AGENT_DIR={tmp_path}/"
+    found: set[bytes] = set()
+    for pid in marked_pids(key):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                found |= {v for v in fh.read().split(b"\0") if v.startswith(key.encode())}
+        except OSError:
+            pass
+    return found
+
+
 
 def wait_unmarked(marker: str | Path, timeout: float = 10, parts: tuple[str, ...] = ("environ",)) -> list[int]:
     """Wait until no process holds `marker` (in its environment, or the `parts` given); the survivors."""

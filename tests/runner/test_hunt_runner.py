@@ -18,6 +18,7 @@ from tests.conftest import run_cli
 from tests.runner.runner_helpers import (
     PY,
     VERDICTS,
+    acting_agents,
     app_block,
     find_run_dirs,
     kill_quietly,
@@ -300,26 +301,14 @@ def _start_many(tmp_path: Path, cli_env: dict, ps: list[str]) -> subprocess.Pope
                             text=True, start_new_session=True, preexec_fn=default_stop_signals)
 
 
-def _acting(tmp_path: Path) -> set[bytes]:
-    """The agent folders of this test's agents running now (REFEREE_AGENT_DIR in a live process's environment)."""
-    key = f"REFEREE_AGENT_DIR={tmp_path}/"
-    found = set()
-    for pid in marked_pids(key):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                found |= {v for v in fh.read().split(b"\0") if v.startswith(key.encode())}
-        except OSError:
-            pass
-    return found
-
-
 def _wait_apps(pidfiles: list[Path], tmp_path: Path, timeout: float = 30) -> list[int]:
     """The plans' app pids, once every app is up and every plan's agent (of its first step) is running, and a
     moment more: a stop signal that reaches a plan's runner while it is still in subprocess.Popen of its agent
     (which has exec'd already) leaves that agent untracked."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(p.exists() and p.read_text().strip() for p in pidfiles) and len(_acting(tmp_path)) >= len(pidfiles):
+        written = all(p.exists() and p.read_text().strip() for p in pidfiles)
+        if written and len(acting_agents(tmp_path)) >= len(pidfiles):
             time.sleep(0.3)
             return [int(p.read_text()) for p in pidfiles]
         time.sleep(0.05)

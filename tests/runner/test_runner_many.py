@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import run_cli
-from tests.runner.runner_helpers import app_block, write_plan
+from tests.runner.runner_helpers import acting_agents, app_block, write_plan
 
 # an agent that notes when it started and stopped acting (to see plans overlap), then claims pass; it acts until
 # the agents of all N plans have started (each leaves its plan's name in the folder BARRIER), at most 30 s: plans
@@ -167,29 +167,14 @@ def _wait_files(paths: list[Path], timeout: float = 30) -> list[int]:
     raise AssertionError(f"never written: {paths}")
 
 
-def _acting(tmp_path: Path) -> set[bytes]:
-    """The agent folders of this test's agents running now (REFEREE_AGENT_DIR in a live process's environment)."""
-    from tests.runner.runner_helpers import marked_pids
-
-    key = f"REFEREE_AGENT_DIR={tmp_path}/"
-    found = set()
-    for pid in marked_pids(key):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                found |= {v for v in fh.read().split(b"\0") if v.startswith(key.encode())}
-        except OSError:
-            pass
-    return found
-
-
 def _wait_acting(tmp_path: Path, n: int, timeout: float = 30) -> None:
     """Until `n` agents of this test are running, and a moment more: a stop signal that reaches a plan's runner
     while it is still in subprocess.Popen of its agent (which has exec'd already) leaves that agent untracked."""
     import time
 
     deadline = time.monotonic() + timeout
-    while len(_acting(tmp_path)) < n:
-        assert time.monotonic() < deadline, f"the agents never started: {_acting(tmp_path)}"
+    while len(acting_agents(tmp_path)) < n:
+        assert time.monotonic() < deadline, f"the agents never started: {acting_agents(tmp_path)}"
         time.sleep(0.05)
     time.sleep(0.3)
 
