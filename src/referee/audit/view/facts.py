@@ -18,16 +18,11 @@ _ERROR = re.compile(r"\b(error|exception|traceback|failed|failure|invalid|denied
 _CUT_OFF = re.compile(r"\b((step|turn|time|token|cost|iteration|call|budget)s? ?(limit|budget)|"
                       r"max(imum)?[ _](steps|turns|iterations|calls)|limits? (reached|exceeded|hit)|"
                       r"timed out|time ?out|exceeded)\b", re.IGNORECASE)
-_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _TAIL = 2000  # only the end of an observation is read for these signals: errors and limits are stated last
 
 
 def _errs(o: ViewObservation | None) -> bool:
     return o is not None and (o.error or bool(o.text and _ERROR.search(o.text[-_TAIL:])))
-
-
-def _words(name: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(name)}
 
 
 def trace_signals(view: ClaimBlindView) -> TraceSignals:
@@ -50,6 +45,7 @@ def trace_signals(view: ClaimBlindView) -> TraceSignals:
     (1, True, 2)
     """
     from referee.audit.extract.acting import shell_step
+    from referee.audit.extract.lexicon import words
     from referee.audit.vocabulary import load_vocabulary
 
     writes = load_vocabulary().write_verbs
@@ -59,7 +55,7 @@ def trace_signals(view: ClaimBlindView) -> TraceSignals:
         shell = shell_step(s.action or "", s.plain_args()) if s.args else None
         # an action with no arguments (a message to the user, whose words are the claim channel) changes nothing
         # that can be checked, and saying the same to the user twice is no loop: both count only with arguments
-        w = shell == "write" if shell is not None else bool(s.args) and bool(_words(s.action or "") & writes)
+        w = shell == "write" if shell is not None else bool(s.args) and bool(words(s.action or "") & writes)
         is_write.append(w)
         is_check.append(shell == "check" if shell is not None else not w)
     last_write = max((i for i, w in enumerate(is_write) if w), default=-1)
